@@ -1,0 +1,46 @@
+# The two commands of this project:
+#   make demo   runs the main job on an embedded sample
+#   make test   runs every test (Rust, Python, zarr 2), and the lints
+# Both install what is missing: Debian packages (as root), a Rust toolchain,
+# and a Python virtual environment in .venv.
+
+SHELL := /bin/bash
+VENV := .venv
+PY := $(VENV)/bin/python
+ZARR2_VENV := .venv-zarr2
+export VIRTUAL_ENV := $(abspath $(VENV))
+export PATH := $(abspath $(VENV))/bin:$(HOME)/.cargo/bin:$(PATH)
+export PYO3_PYTHON := $(abspath $(PY))
+
+.PHONY: demo test setup rust-test python-test lint develop bench-cpu
+
+demo: develop
+	$(PY) examples/demo.py
+
+test: lint rust-test python-test
+
+setup: $(VENV)/.ready
+
+$(VENV)/.ready: scripts/setup.sh python/requirements-dev.txt
+	bash scripts/setup.sh $(VENV) $(ZARR2_VENV)
+	touch $@
+
+lint: setup
+	cargo fmt --all --check
+	cargo clippy --workspace --all-targets -- -D warnings
+	$(PY) -m ruff check python benches examples
+	$(PY) -m ruff format --check python benches examples
+
+rust-test: setup
+	cargo test --workspace
+
+develop: setup
+	cd python && $(abspath $(PY)) -m maturin develop --release --quiet
+
+python-test: develop
+	$(PY) -m pytest -q python/tests
+	bash scripts/zarr2-tests.sh $(ZARR2_VENV)
+
+bench-cpu: develop
+	cargo bench --bench cpu_backend
+	$(PY) benches/cpu_decode.py

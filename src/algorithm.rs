@@ -1,0 +1,344 @@
+//! Algorithms, their options, and the JSON configuration
+//! `{"algorithm": "lz4", "options": {...}}` that zarr metadata stores.
+//!
+//! Option names are nvCOMP's: LZ4 `data_type` and `has_header`; deflate, gzip and
+//! gdeflate `algorithm` (0-5, nvCOMP's speed/ratio trade-off); gdeflate
+//! `has_header`; cascaded, bitcomp and ANS `data_type`, bitcomp `algorithm`.
+//! Unknown options are errors that list the valid ones. kvikio's `algo` is read
+//! as an alias of `algorithm`, and algorithm names are case-insensitive.
+
+use serde_json::{Map, Value};
+
+use crate::error::{Error, Result};
+
+/// Element type hint passed to nvCOMP (`nvcompType_t`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum DataType {
+    /// 1-byte signed (`NVCOMP_TYPE_CHAR`), the default.
+    #[default]
+    Char,
+    /// 1-byte unsigned.
+    Uchar,
+    /// 2-byte signed.
+    Short,
+    /// 2-byte unsigned.
+    Ushort,
+    /// 4-byte signed.
+    Int,
+    /// 4-byte unsigned.
+    Uint,
+    /// 8-byte signed.
+    Longlong,
+    /// 8-byte unsigned.
+    Ulonglong,
+    /// IEEE half precision.
+    Float16,
+    /// IEEE single precision.
+    Float32,
+    /// IEEE double precision.
+    Float64,
+    /// Bits (`NVCOMP_TYPE_BITS`).
+    Bits,
+}
+
+impl DataType {
+    const ALL: [(DataType, &'static str, i64); 12] = [
+        (Self::Char, "char", 0),
+        (Self::Uchar, "uchar", 1),
+        (Self::Short, "short", 2),
+        (Self::Ushort, "ushort", 3),
+        (Self::Int, "int", 4),
+        (Self::Uint, "uint", 5),
+        (Self::Longlong, "longlong", 6),
+        (Self::Ulonglong, "ulonglong", 7),
+        (Self::Float16, "float16", 10),
+        (Self::Float32, "float32", 11),
+        (Self::Float64, "float64", 12),
+        (Self::Bits, "bits", 0xff),
+    ];
+
+    /// The name written into configurations.
+    pub fn name(self) -> &'static str {
+        Self::ALL.iter().find(|(t, ..)| *t == self).map(|(_, n, _)| *n).unwrap()
+    }
+
+    /// nvCOMP's `nvcompType_t` value.
+    pub fn nvcomp_value(self) -> i64 {
+        Self::ALL.iter().find(|(t, ..)| *t == self).map(|(.., v)| *v).unwrap()
+    }
+
+    /// Parses a name (`"uint"`, also NumPy's `"uint32"`, `"int8"`, ...) or an
+    /// `nvcompType_t` integer.
+    fn parse(algorithm: &'static str, option: &str, value: &Value) -> Result<Self> {
+        let found = match value {
+            Value::Number(n) => n.as_i64().and_then(|v| Self::ALL.iter().find(|(.., x)| *x == v)),
+            Value::String(s) => {
+                let s = s.to_ascii_lowercase();
+                let s = match s.trim_start_matches(['<', '>', '|', '=']) {
+                    "int8" | "i1" | "b" => "char",
+                    "uint8" | "u1" | "bool" => "uchar",
+                    "int16" | "i2" => "short",
+                    "uint16" | "u2" => "ushort",
+                    "int32" | "i4" => "int",
+                    "uint32" | "u4" => "uint",
+                    "int64" | "i8" => "longlong",
+                    "uint64" | "u8" => "ulonglong",
+                    "f2" | "half" => "float16",
+                    "f4" | "float" => "float32",
+                    "f8" | "double" => "float64",
+                    other => other,
+                }
+                .to_string();
+                Self::ALL.iter().find(|(_, n, _)| *n == s)
+            }
+            _ => None,
+        };
+        found.map(|(t, ..)| *t).ok_or_else(|| Error::InvalidOption {
+            algorithm,
+            option: option.to_string(),
+            reason: format!(
+                "{value} is not a data type; valid: {} or their nvcompType_t integers",
+                Self::ALL.map(|(_, n, _)| n).join(", ")
+            ),
+        })
+    }
+}
+
+/// An algorithm with its options.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Algorithm {
+    /// LZ4 blocks; with `has_header` (default) each buffer is the numcodecs `LZ4` layout.
+    Lz4 {
+        /// Element type hint for nvCOMP's compressor.
+        data_type: DataType,
+        /// Whether each buffer starts with its decoded length (4 bytes, little endian).
+        has_header: bool,
+    },
+    /// Raw Snappy (not framed).
+    Snappy,
+    /// One Zstandard frame per buffer.
+    Zstd,
+    /// Raw DEFLATE (RFC 1951).
+    Deflate {
+        /// nvCOMP's compression algorithm, 0 (fastest) to 5 (best ratio).
+        algorithm: u8,
+    },
+    /// One gzip member (RFC 1952).
+    Gzip {
+        /// nvCOMP's compression algorithm, 0 (fastest) to 5 (best ratio).
+        algorithm: u8,
+    },
+    /// GDeflate pages behind zarrs' `gdeflate` header, or one bare stream.
+    Gdeflate {
+        /// nvCOMP's compression algorithm, 0 (fastest) to 5 (best ratio).
+        algorithm: u8,
+        /// Whether buffers carry the zarrs `gdeflate` page header (default).
+        has_header: bool,
+    },
+    /// nvCOMP's cascaded format (GPU only).
+    Cascaded {
+        /// Element type of the data.
+        data_type: DataType,
+    },
+    /// nvCOMP's bitcomp format (GPU only).
+    Bitcomp {
+        /// Bitcomp algorithm: 0 (default) or 1 (sparse).
+        algorithm: u8,
+        /// Element type of the data.
+        data_type: DataType,
+    },
+    /// nvCOMP's ANS format (GPU only).
+    Ans {
+        /// Element type of the data (`char` or `float16`).
+        data_type: DataType,
+    },
+}
+
+impl Algorithm {
+    /// Names of all algorithms, as written in configurations.
+    pub const NAMES: [&'static str; 9] =
+        ["lz4", "snappy", "zstd", "deflate", "gzip", "gdeflate", "cascaded", "bitcomp", "ans"];
+
+    /// The algorithm's name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Lz4 { .. } => "lz4",
+            Self::Snappy => "snappy",
+            Self::Zstd => "zstd",
+            Self::Deflate { .. } => "deflate",
+            Self::Gzip { .. } => "gzip",
+            Self::Gdeflate { .. } => "gdeflate",
+            Self::Cascaded { .. } => "cascaded",
+            Self::Bitcomp { .. } => "bitcomp",
+            Self::Ans { .. } => "ans",
+        }
+    }
+
+    /// Whether the CPU backend implements the algorithm.
+    pub fn has_cpu_implementation(&self) -> bool {
+        !matches!(self, Self::Cascaded { .. } | Self::Bitcomp { .. } | Self::Ans { .. })
+    }
+
+    fn valid_options(name: &str) -> &'static [&'static str] {
+        match name {
+            "lz4" => &["data_type", "has_header"],
+            "deflate" | "gzip" => &["algorithm"],
+            "gdeflate" => &["algorithm", "has_header"],
+            "cascaded" | "ans" => &["data_type"],
+            "bitcomp" => &["algorithm", "data_type"],
+            _ => &[],
+        }
+    }
+
+    /// Builds an algorithm from its name and options (a JSON object or `null`).
+    pub fn from_name_and_options(name: &str, options: &Value) -> Result<Self> {
+        let lower = name.to_ascii_lowercase();
+        let name: &'static str = Self::NAMES
+            .iter()
+            .find(|n| **n == lower)
+            .ok_or_else(|| Error::UnknownAlgorithm { name: name.to_string() })?;
+        let empty = Map::new();
+        let options = match options {
+            Value::Null => &empty,
+            Value::Object(map) => map,
+            other => return Err(Error::InvalidConfig(format!("options must be an object, got {other}"))),
+        };
+        let valid = Self::valid_options(name);
+        if let Some(unknown) = options.keys().find(|k| !valid.contains(&k.as_str())) {
+            return Err(Error::UnknownOption { algorithm: name, option: unknown.clone(), valid });
+        }
+        let data_type = || options.get("data_type").map_or(Ok(DataType::Char), |v| DataType::parse(name, "data_type", v));
+        let has_header = || options.get("has_header").map_or(Ok(true), |v| parse_bool(name, "has_header", v));
+        let level = |max: u64| options.get("algorithm").map_or(Ok(0), |v| parse_small_int(name, "algorithm", v, max));
+        Ok(match name {
+            "lz4" => Self::Lz4 { data_type: data_type()?, has_header: has_header()? },
+            "snappy" => Self::Snappy,
+            "zstd" => Self::Zstd,
+            "deflate" => Self::Deflate { algorithm: level(5)? },
+            "gzip" => Self::Gzip { algorithm: level(5)? },
+            "gdeflate" => Self::Gdeflate { algorithm: level(5)?, has_header: has_header()? },
+            "cascaded" => Self::Cascaded { data_type: data_type()? },
+            "bitcomp" => Self::Bitcomp { algorithm: level(1)?, data_type: data_type()? },
+            "ans" => Self::Ans { data_type: data_type()? },
+            _ => unreachable!("name comes from NAMES"),
+        })
+    }
+
+    /// Parses `{"algorithm": "lz4", "options": {...}}` (an `"id"` key is ignored,
+    /// `"algo"` is an alias of `"algorithm"`).
+    pub fn from_config(config: &Value) -> Result<Self> {
+        let map = config
+            .as_object()
+            .ok_or_else(|| Error::InvalidConfig(format!("expected an object, got {config}")))?;
+        if let Some(key) = map.keys().find(|k| !["id", "algorithm", "algo", "options"].contains(&k.as_str())) {
+            return Err(Error::InvalidConfig(format!(
+                "unknown key {key:?}; valid keys: algorithm, options"
+            )));
+        }
+        let name = map
+            .get("algorithm")
+            .or_else(|| map.get("algo"))
+            .ok_or_else(|| Error::InvalidConfig("missing \"algorithm\"".into()))?
+            .as_str()
+            .ok_or_else(|| Error::InvalidConfig("\"algorithm\" must be a string".into()))?;
+        Self::from_name_and_options(name, map.get("options").unwrap_or(&Value::Null))
+    }
+
+    /// The options object, with every option written out.
+    pub fn options(&self) -> Value {
+        let mut map = Map::new();
+        match *self {
+            Self::Lz4 { data_type, has_header } => {
+                map.insert("data_type".into(), data_type.name().into());
+                map.insert("has_header".into(), has_header.into());
+            }
+            Self::Snappy | Self::Zstd => {}
+            Self::Deflate { algorithm } | Self::Gzip { algorithm } => {
+                map.insert("algorithm".into(), algorithm.into());
+            }
+            Self::Gdeflate { algorithm, has_header } => {
+                map.insert("algorithm".into(), algorithm.into());
+                map.insert("has_header".into(), has_header.into());
+            }
+            Self::Cascaded { data_type } | Self::Ans { data_type } => {
+                map.insert("data_type".into(), data_type.name().into());
+            }
+            Self::Bitcomp { algorithm, data_type } => {
+                map.insert("algorithm".into(), algorithm.into());
+                map.insert("data_type".into(), data_type.name().into());
+            }
+        }
+        Value::Object(map)
+    }
+
+    /// The configuration `{"algorithm": ..., "options": {...}}`.
+    pub fn to_config(&self) -> Value {
+        serde_json::json!({ "algorithm": self.name(), "options": self.options() })
+    }
+}
+
+impl std::str::FromStr for Algorithm {
+    type Err = Error;
+
+    /// Parses a bare algorithm name with default options.
+    fn from_str(name: &str) -> Result<Self> {
+        Self::from_name_and_options(name, &Value::Null)
+    }
+}
+
+fn parse_bool(algorithm: &'static str, option: &str, value: &Value) -> Result<bool> {
+    value.as_bool().ok_or_else(|| Error::InvalidOption {
+        algorithm,
+        option: option.into(),
+        reason: format!("expected true or false, got {value}"),
+    })
+}
+
+fn parse_small_int(algorithm: &'static str, option: &str, value: &Value, max: u64) -> Result<u8> {
+    value.as_u64().filter(|v| *v <= max).map(|v| v as u8).ok_or_else(|| Error::InvalidOption {
+        algorithm,
+        option: option.into(),
+        reason: format!("expected an integer from 0 to {max}, got {value}"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn config_round_trips_for_every_algorithm() {
+        for name in Algorithm::NAMES {
+            let alg: Algorithm = name.parse().unwrap();
+            assert_eq!(alg.name(), name);
+            assert_eq!(Algorithm::from_config(&alg.to_config()).unwrap(), alg);
+        }
+    }
+
+    #[test]
+    fn options_are_parsed_and_aliases_accepted() {
+        let alg = Algorithm::from_config(&json!({"id": "nvcomp_batch", "algo": "LZ4",
+            "options": {"data_type": "uint16", "has_header": false}}))
+        .unwrap();
+        assert_eq!(alg, Algorithm::Lz4 { data_type: DataType::Ushort, has_header: false });
+        let alg = Algorithm::from_config(&json!({"algorithm": "bitcomp", "options": {"data_type": 5}})).unwrap();
+        assert_eq!(alg, Algorithm::Bitcomp { algorithm: 0, data_type: DataType::Uint });
+    }
+
+    #[test]
+    fn bad_configs_name_what_is_valid() {
+        let err = "lzma".parse::<Algorithm>().unwrap_err().to_string();
+        assert!(err.contains("lzma") && err.contains("gdeflate"), "{err}");
+        let err = Algorithm::from_config(&json!({"algorithm": "lz4", "options": {"level": 3}}))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("level") && err.contains("has_header"), "{err}");
+        let err = Algorithm::from_config(&json!({"algorithm": "deflate", "options": {"algorithm": 9}}))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("0 to 5"), "{err}");
+        assert!(Algorithm::from_config(&json!({"algorithm": "lz4", "options": {"data_type": "complex"}})).is_err());
+        assert!(Algorithm::from_config(&json!({"options": {}})).is_err());
+    }
+}

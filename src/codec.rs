@@ -1,0 +1,156 @@
+//! [`BatchCodec`]: one algorithm, one backend, whole batches per call.
+
+use std::sync::Arc;
+
+use crate::algorithm::Algorithm;
+use crate::batch::Batch;
+use crate::cuda::CudaEngine;
+use crate::error::{Error, GpuUnavailable, Result};
+use crate::{cpu, cuda};
+
+/// Default limit on the decoded size a buffer may declare: 2 GiB.
+pub const DEFAULT_MAX_DECODED_SIZE: u64 = 2 << 30;
+
+/// Which backend a [`BatchCodec`] should use.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Backend {
+    /// CUDA device 0 when it is usable, the CPU otherwise.
+    #[default]
+    Auto,
+    /// The CPU libraries, in parallel over the batch.
+    Cpu,
+    /// nvCOMP on the given CUDA device; an error when it is not usable.
+    Cuda {
+        /// Device ordinal.
+        device: usize,
+    },
+}
+
+/// The backend a [`BatchCodec`] runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BackendKind {
+    /// The CPU libraries.
+    Cpu,
+    /// nvCOMP on a CUDA device.
+    Cuda {
+        /// Device ordinal.
+        device: usize,
+    },
+}
+
+impl std::fmt::Display for BackendKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Cpu => write!(f, "cpu"),
+            Self::Cuda { device } => write!(f, "cuda:{device}"),
+        }
+    }
+}
+
+/// Compresses and decompresses batches of independent buffers with one
+/// algorithm, on the GPU with one nvCOMP call per batch, or on the CPU in
+/// parallel; both write and read the same bitstreams.
+///
+/// A codec is `Send + Sync` and may be used from many threads at once.
+///
+/// ```
+/// use zarrs_nvcomp::{Backend, BatchCodec};
+/// let codec = BatchCodec::new("zstd".parse()?, Backend::Cpu)?;
+/// let encoded = codec.encode_batch(&[b"hello hello hello".as_slice(), b""])?;
+/// let decoded = codec.decode_batch(&encoded.iter().collect::<Vec<_>>())?;
+/// assert_eq!(decoded.get(0), b"hello hello hello");
+/// # Ok::<(), zarrs_nvcomp::Error>(())
+/// ```
+#[derive(Debug, Clone)]
+pub struct BatchCodec {
+    algorithm: Algorithm,
+    cuda: Option<Arc<CudaEngine>>,
+    max_decoded_size: u64,
+}
+
+impl BatchCodec {
+    /// A codec for `algorithm` on `backend`.
+    ///
+    /// `Backend::Cuda` fails with [`Error::GpuUnavailable`] when the device
+    /// cannot be used; `Backend::Auto` then falls back to the CPU.
+    pub fn new(algorithm: Algorithm, backend: Backend) -> Result<Self> {
+        let cuda = match backend {
+            Backend::Cpu => None,
+            Backend::Cuda { device } => Some(CudaEngine::get(device).map_err(Error::GpuUnavailable)?),
+            Backend::Auto => CudaEngine::get(0).ok(),
+        };
+        Ok(Self { algorithm, cuda, max_decoded_size: DEFAULT_MAX_DECODED_SIZE })
+    }
+
+    /// Parses `{"algorithm": ..., "options": {...}}` and builds the codec.
+    pub fn from_config(config: &serde_json::Value, backend: Backend) -> Result<Self> {
+        Self::new(Algorithm::from_config(config)?, backend)
+    }
+
+    /// Sets the largest decoded size a buffer may declare; larger declarations
+    /// are errors before anything is allocated.
+    #[must_use]
+    pub fn with_max_decoded_size(mut self, limit: u64) -> Self {
+        self.max_decoded_size = limit;
+        self
+    }
+
+    /// The largest decoded size a buffer may declare.
+    pub fn max_decoded_size(&self) -> u64 {
+        self.max_decoded_size
+    }
+
+    /// The algorithm and its options.
+    pub fn algorithm(&self) -> &Algorithm {
+        &self.algorithm
+    }
+
+    /// The backend this codec runs on.
+    pub fn backend(&self) -> BackendKind {
+        match &self.cuda {
+            Some(engine) => BackendKind::Cuda { device: engine.device() },
+            None => BackendKind::Cpu,
+        }
+    }
+
+    /// The CUDA engine, for the device-buffer APIs; `None` on the CPU backend.
+    pub fn cuda(&self) -> Option<&Arc<CudaEngine>> {
+        self.cuda.as_ref()
+    }
+
+    /// Why CUDA device `device` cannot be used, or `Ok` when it can.
+    pub fn gpu_availability(device: usize) -> std::result::Result<(), GpuUnavailable> {
+        cuda::CudaEngine::get(device).map(|_| ())
+    }
+
+    /// Compresses every buffer of `inputs`.
+    pub fn encode_batch<B: AsRef<[u8]> + Sync>(&self, inputs: &[B]) -> Result<Batch> {
+        let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
+        match &self.cuda {
+            Some(engine) => engine.encode_batch(&self.algorithm, &inputs),
+            None => cpu::encode_batch(&self.algorithm, &inputs),
+        }
+    }
+
+    /// Decompresses every buffer of `inputs`.
+    pub fn decode_batch<B: AsRef<[u8]> + Sync>(&self, inputs: &[B]) -> Result<Batch> {
+        let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
+        match &self.cuda {
+            Some(engine) => engine.decode_batch(&self.algorithm, &inputs, self.max_decoded_size),
+            None => cpu::decode_batch(&self.algorithm, &inputs, self.max_decoded_size),
+        }
+    }
+
+    /// Decompresses `inputs[i]` into `outputs[i]`, whose size must equal the
+    /// decoded size ([`Error::OutputSize`] otherwise).
+    pub fn decode_batch_into<B: AsRef<[u8]> + Sync>(&self, inputs: &[B], outputs: &mut [&mut [u8]]) -> Result<()> {
+        if inputs.len() != outputs.len() {
+            return Err(Error::BatchLength { inputs: inputs.len(), outputs: outputs.len() });
+        }
+        let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
+        match &self.cuda {
+            Some(engine) => engine.decode_batch_into(&self.algorithm, &inputs, outputs, self.max_decoded_size),
+            None => cpu::decode_batch_into(&self.algorithm, &inputs, outputs, self.max_decoded_size),
+        }
+    }
+}
