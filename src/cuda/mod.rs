@@ -69,6 +69,23 @@ impl CudaEngine {
         self.device
     }
 
+    /// The CUDA context of the device (the primary context).
+    pub fn context(&self) -> &Arc<cudarc::driver::CudaContext> {
+        todo!()
+    }
+
+    /// The stream this engine's work runs on. Every method returns after the
+    /// stream has finished its work, so results are ready for other streams.
+    pub fn stream(&self) -> &Arc<cudarc::driver::CudaStream> {
+        todo!()
+    }
+
+    /// Allocates `len` bytes of device memory on this engine's stream.
+    pub fn alloc(&self, len: usize) -> Result<cudarc::driver::CudaSlice<u8>> {
+        let _ = len;
+        todo!()
+    }
+
     /// Compresses host buffers on the GPU.
     pub fn encode_batch(&self, algorithm: &Algorithm, inputs: &[&[u8]]) -> Result<Batch> {
         let _ = (algorithm, inputs);
