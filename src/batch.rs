@@ -16,7 +16,10 @@ impl Batch {
     /// A batch of buffers with the given sizes, zero-filled.
     pub fn zeroed(sizes: impl IntoIterator<Item = usize>) -> Self {
         let offsets = offsets_of(sizes);
-        Self { data: vec![0; *offsets.last().unwrap()], offsets }
+        Self {
+            data: vec![0; *offsets.last().unwrap()],
+            offsets,
+        }
     }
 
     /// A batch from its parts; `offsets` starts at 0, never decreases and ends at `data.len()`.

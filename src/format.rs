@@ -65,6 +65,19 @@ impl GdeflatePages<'_> {
     }
 }
 
+/// The decoded length and page count that a zarrs `gdeflate` header declares,
+/// read before anything is allocated for the pages.
+pub fn gdeflate_sizes(buf: &[u8]) -> Result<(u64, u64), String> {
+    let header = buf
+        .first_chunk::<GDEFLATE_STATIC_HEADER_LEN>()
+        .ok_or_else(|| format!("{} bytes is shorter than the 16-byte gdeflate header", buf.len()))?;
+    let (len, count) = header.split_at(8);
+    Ok((
+        u64::from_le_bytes(len.try_into().unwrap()),
+        u64::from_le_bytes(count.try_into().unwrap()),
+    ))
+}
+
 /// Parses zarrs' `gdeflate` header: u64 LE decoded length, u64 LE page count,
 /// one u64 LE compressed size per page, then the pages.
 pub fn parse_gdeflate(buf: &[u8]) -> Result<GdeflatePages<'_>, String> {
@@ -100,9 +113,15 @@ pub fn parse_gdeflate(buf: &[u8]) -> Result<GdeflatePages<'_>, String> {
         offset = end;
     }
     if offset != buf.len() {
-        return Err(format!("{} trailing bytes after the last gdeflate page", buf.len() - offset));
+        return Err(format!(
+            "{} trailing bytes after the last gdeflate page",
+            buf.len() - offset
+        ));
     }
-    Ok(GdeflatePages { decoded_len: decoded_len as usize, pages })
+    Ok(GdeflatePages {
+        decoded_len: decoded_len as usize,
+        pages,
+    })
 }
 
 /// Writes zarrs' `gdeflate` header and pages into one buffer.
@@ -147,7 +166,13 @@ mod tests {
         let mut huge = buf.clone();
         huge[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(parse_gdeflate(&huge).is_err());
-        assert_eq!(parse_gdeflate(&write_gdeflate(0, std::iter::empty())).unwrap().pages.len(), 0);
+        assert_eq!(
+            parse_gdeflate(&write_gdeflate(0, std::iter::empty()))
+                .unwrap()
+                .pages
+                .len(),
+            0
+        );
     }
 
     #[test]

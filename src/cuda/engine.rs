@@ -1,0 +1,939 @@
+//! [`CudaEngine`]: the batch pipeline on one device.
+//!
+//! A decode stages every compressed buffer into one pinned host buffer behind a
+//! small table of pointers and sizes, uploads table and data with one copy,
+//! asks nvCOMP for the sizes that the framing does not declare, then makes
+//! one nvCOMP decompression call for the whole batch into one allocation sized
+//! by the sum of the decoded sizes, and checks every per-chunk status. Pinned
+//! and device scratch memory is kept and reused across calls.
+
+use std::ops::Range;
+use std::sync::{Arc, Mutex};
+
+use cudarc::driver::{result, CudaContext, CudaStream};
+use rayon::prelude::*;
+
+use super::api::{self, BatchArgs};
+use super::device_batch::DeviceBatch;
+use super::memory::{copy_many, cuda_err, ensure_device, ensure_pinned, Copy, DeviceBuffer, PinnedBuffer};
+use super::plan::{self, DecodePiece, EncodeRoute, Framing, Pieces};
+use super::DeviceRegion;
+use crate::algorithm::Algorithm;
+use crate::batch::Batch;
+use crate::error::{Error, Result};
+use crate::{cpu, format};
+
+const TABLE_ALIGN: usize = 256;
+
+/// nvCOMP on one CUDA device: its context, its stream, and reusable pinned
+/// staging and device scratch memory. Calls on one engine are serialised.
+pub struct CudaEngine {
+    device: usize,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    lib: &'static nvcomp_sys::NvcompLibrary,
+    scratch: Mutex<Scratch>,
+}
+
+impl std::fmt::Debug for CudaEngine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CudaEngine")
+            .field("device", &self.device)
+            .finish_non_exhaustive()
+    }
+}
+
+#[derive(Debug, Default)]
+struct Scratch {
+    pinned_in: Option<PinnedBuffer>,
+    pinned_out: Option<PinnedBuffer>,
+    dev_in: Option<DeviceBuffer>,
+    dev_out: Option<DeviceBuffer>,
+    temp: Option<DeviceBuffer>,
+}
+
+/// Where a batch's compressed bytes are.
+#[derive(Clone, Copy)]
+enum Inputs<'a> {
+    Host(&'a [&'a [u8]]),
+    Device(&'a [DeviceRegion]),
+}
+
+impl Inputs<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Inputs::Host(b) => b.len(),
+            Inputs::Device(r) => r.len(),
+        }
+    }
+}
+
+/// Where decoded bytes go.
+enum Dest<'a> {
+    /// Scratch device memory, then the pinned output buffer.
+    Host,
+    /// A new device allocation, handed out as a [`DeviceBatch`].
+    NewDevice,
+    /// The caller's device buffers, one per input.
+    Given(&'a [DeviceRegion]),
+}
+
+/// The table nvCOMP reads: four arrays of `n` 64-bit words.
+struct Table<'a> {
+    words: &'a mut [u64],
+    n: usize,
+}
+
+impl Table<'_> {
+    const IN_PTRS: usize = 0;
+    const IN_BYTES: usize = 1;
+    const OUT_PTRS: usize = 2;
+    const OUT_BYTES: usize = 3;
+
+    fn bytes(n: usize) -> usize {
+        plan::align_up(4 * 8 * n, TABLE_ALIGN)
+    }
+
+    fn set(&mut self, array: usize, k: usize, value: u64) {
+        self.words[array * self.n + k] = value;
+    }
+}
+
+fn table_of(pinned: &mut PinnedBuffer, n: usize) -> Table<'_> {
+    let bytes = &mut pinned.as_mut_slice()[..4 * 8 * n];
+    // SAFETY: pinned memory is page aligned, so 8-byte aligned; any bits are valid u64.
+    let words = unsafe { std::slice::from_raw_parts_mut(bytes.as_mut_ptr().cast::<u64>(), 4 * n) };
+    Table { words, n }
+}
+
+/// Copies `srcs[i]` to `dst[offsets[i]..]` in parallel.
+fn scatter_into(dst: &mut [u8], offsets: &[usize], srcs: &[&[u8]]) {
+    let mut parts: Vec<(&mut [u8], &[u8])> = Vec::with_capacity(srcs.len());
+    let mut rest = dst;
+    let mut consumed = 0;
+    for (&off, &src) in offsets.iter().zip(srcs) {
+        let (_, tail) = std::mem::take(&mut rest).split_at_mut(off - consumed);
+        let (head, tail) = tail.split_at_mut(src.len());
+        parts.push((head, src));
+        rest = tail;
+        consumed = off + src.len();
+    }
+    parts.into_par_iter().for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+/// The per-chunk results nvCOMP writes: sizes then statuses.
+fn results_bytes(n: usize) -> usize {
+    plan::align_up(12 * n, TABLE_ALIGN)
+}
+
+impl CudaEngine {
+    pub(crate) fn create(device: usize, lib: &'static nvcomp_sys::NvcompLibrary) -> Result<Self> {
+        let ctx = CudaContext::new(device).map_err(cuda_err("cuDevicePrimaryCtxRetain"))?;
+        let stream = ctx.new_stream().map_err(cuda_err("cuStreamCreate"))?;
+        Ok(Self {
+            device,
+            ctx,
+            stream,
+            lib,
+            scratch: Mutex::default(),
+        })
+    }
+
+    /// Device ordinal.
+    pub fn device(&self) -> usize {
+        self.device
+    }
+
+    /// The CUDA context of the device (the primary context).
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream this engine's work runs on. Every method returns after the
+    /// stream has finished its work, so results are ready for other streams.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// Allocates `len` zeroed bytes of device memory.
+    pub fn alloc(&self, len: usize) -> Result<cudarc::driver::CudaSlice<u8>> {
+        self.stream.alloc_zeros::<u8>(len).map_err(cuda_err("cuMemAlloc"))
+    }
+
+    fn lock(&self) -> Result<std::sync::MutexGuard<'_, Scratch>> {
+        self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
+        // A panic while holding the lock leaves only scratch memory behind, which stays valid.
+        Ok(self.scratch.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn sync(&self) -> Result<()> {
+        self.stream.synchronize().map_err(cuda_err("cuStreamSynchronize"))
+    }
+
+    fn cu_stream(&self) -> cudarc::driver::sys::CUstream {
+        self.stream.cu_stream()
+    }
+
+    /// Compresses host buffers on the GPU.
+    pub fn encode_batch(&self, algorithm: &Algorithm, inputs: &[&[u8]]) -> Result<Batch> {
+        let mut s = self.lock()?;
+        let encoded = self.encode_core(&mut s, algorithm, Inputs::Host(inputs))?;
+        let pinned = s.pinned_out.as_ref().map(PinnedBuffer::as_slice).unwrap_or_default();
+        let mut batch = Batch::zeroed(encoded.sizes.iter().copied());
+        batch
+            .buffers_mut()
+            .into_par_iter()
+            .enumerate()
+            .for_each(|(i, out)| encoded.write(i, pinned, out));
+        Ok(batch)
+    }
+
+    /// Compresses device buffers into one device allocation.
+    ///
+    /// # Safety
+    /// Every region must be readable device memory of this engine's device,
+    /// not written by other work until the call returns.
+    pub unsafe fn encode_device(&self, algorithm: &Algorithm, inputs: &[DeviceRegion]) -> Result<DeviceBatch> {
+        let mut guard = self.lock()?;
+        let s = &mut *guard;
+        let encoded = self.encode_core(s, algorithm, Inputs::Device(inputs))?;
+        let ranges: Vec<Range<usize>> = crate::batch::offsets_of(encoded.sizes.iter().copied())
+            .windows(2)
+            .map(|w| w[0]..w[1])
+            .collect();
+        let total = ranges.last().map_or(0, |r| r.end);
+        let memory = DeviceBuffer::new(&self.ctx, total)?;
+        // Framing bytes (headers) are written on the host, then copied with the payloads.
+        let frames: Vec<Vec<u8>> = (0..inputs.len()).map(|i| encoded.frame(i)).collect();
+        let frame_bytes: usize = frames.iter().map(Vec::len).sum();
+        let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, frame_bytes)?;
+        let mut copies = Vec::new();
+        let mut at = 0;
+        let dev_out = s.dev_out.as_ref().map_or(0, DeviceBuffer::ptr);
+        for (i, frame) in frames.iter().enumerate() {
+            pinned.as_mut_slice()[at..at + frame.len()].copy_from_slice(frame);
+            copies.push(Copy {
+                dst: memory.ptr() + ranges[i].start as u64,
+                src: pinned.addr() + at as u64,
+                len: frame.len(),
+            });
+            at += frame.len();
+            let mut dst = ranges[i].start + frame.len();
+            for &(k, len) in &encoded.payloads[i] {
+                copies.push(Copy {
+                    dst: memory.ptr() + dst as u64,
+                    src: dev_out + encoded.out_offsets[k] as u64,
+                    len,
+                });
+                dst += len;
+            }
+        }
+        // SAFETY: every copy lies inside `memory`, the pinned frames or the output scratch.
+        unsafe { copy_many(&copies, self.cu_stream())? };
+        self.sync()?;
+        Ok(DeviceBatch {
+            memory,
+            ranges,
+            stream: self.stream.clone(),
+        })
+    }
+
+    fn encode_core(&self, s: &mut Scratch, algorithm: &Algorithm, inputs: Inputs<'_>) -> Result<Encoded> {
+        let api = api::bind(self.lib, algorithm);
+        let count = inputs.len();
+        let lens: Vec<usize> = match inputs {
+            Inputs::Host(b) => b.iter().map(|b| b.len()).collect(),
+            Inputs::Device(r) => r.iter().map(|r| r.len).collect(),
+        };
+        let mut routes = Vec::with_capacity(count);
+        for (i, &len) in lens.iter().enumerate() {
+            routes.push(plan::encode_route(algorithm, i, len)?);
+        }
+        let chunks: Vec<(usize, Range<usize>)> = routes
+            .iter()
+            .enumerate()
+            .flat_map(|(i, r)| match r {
+                EncodeRoute::Gpu(ranges) => ranges.iter().map(|r| (i, r.clone())).collect(),
+                EncodeRoute::Cpu => Vec::new(),
+            })
+            .collect();
+        let n = chunks.len();
+        let align = api.compress_alignments()?;
+        let table = Table::bytes(n);
+        // Input staging.
+        let mut in_addrs = Vec::with_capacity(n);
+        let mut at = table;
+        let mut staged = Vec::new();
+        for (i, r) in &chunks {
+            match inputs {
+                Inputs::Host(_) => {
+                    at = plan::align_up(at, align.input);
+                    staged.push(at);
+                    in_addrs.push(at as u64);
+                    at += r.len();
+                }
+                Inputs::Device(regions) => {
+                    let addr = regions[*i].ptr + r.start as u64;
+                    if addr % align.input as u64 == 0 {
+                        in_addrs.push(addr);
+                    } else {
+                        at = plan::align_up(at, align.input);
+                        staged.push(at);
+                        in_addrs.push(at as u64 | STAGED);
+                        at += r.len();
+                    }
+                }
+            }
+        }
+        let results_at = plan::align_up(at, TABLE_ALIGN);
+        let dev_in_len = results_at + results_bytes(n);
+        // Output slots, one per chunk, each as large as nvCOMP may write.
+        let mut out_offsets = Vec::with_capacity(n);
+        let mut out_at = 0;
+        let mut max_chunk = 0;
+        for (_, r) in &chunks {
+            out_at = plan::align_up(out_at, align.output);
+            out_offsets.push(out_at);
+            out_at += api.max_compressed_bytes(r.len())?;
+            max_chunk = max_chunk.max(r.len());
+        }
+        let total_in: usize = chunks.iter().map(|(_, r)| r.len()).sum();
+        if n > 0 {
+            let dev_in = ensure_device(&self.ctx, &mut s.dev_in, dev_in_len)?.ptr();
+            let dev_out = ensure_device(&self.ctx, &mut s.dev_out, out_at)?.ptr();
+            let temp_bytes = api.compress_temp_bytes(n, max_chunk, total_in)?;
+            let temp = ensure_device(&self.ctx, &mut s.temp, temp_bytes)?.ptr();
+            let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, at)?;
+            {
+                let mut t = table_of(pinned, n);
+                for k in 0..n {
+                    let addr = in_addrs[k];
+                    let addr = if matches!(inputs, Inputs::Host(_)) || addr & STAGED != 0 {
+                        dev_in + (addr & !STAGED)
+                    } else {
+                        addr
+                    };
+                    t.set(Table::IN_PTRS, k, addr);
+                    t.set(Table::IN_BYTES, k, chunks[k].1.len() as u64);
+                    t.set(Table::OUT_PTRS, k, dev_out + out_offsets[k] as u64);
+                }
+            }
+            match inputs {
+                Inputs::Host(bufs) => {
+                    let srcs: Vec<&[u8]> = chunks.iter().map(|(i, r)| &bufs[*i][r.clone()]).collect();
+                    scatter_into(pinned.as_mut_slice(), &staged, &srcs);
+                    // SAFETY: `at` bytes of pinned memory into a device buffer of at least that size.
+                    unsafe { result::memcpy_htod_async(dev_in, &pinned.as_slice()[..at], self.cu_stream()) }
+                        .map_err(cuda_err("cuMemcpyHtoDAsync"))?;
+                }
+                Inputs::Device(regions) => {
+                    unsafe { result::memcpy_htod_async(dev_in, &pinned.as_slice()[..table], self.cu_stream()) }
+                        .map_err(cuda_err("cuMemcpyHtoDAsync"))?;
+                    let copies: Vec<Copy> = chunks
+                        .iter()
+                        .zip(&in_addrs)
+                        .filter(|(_, a)| *a & STAGED != 0)
+                        .map(|((i, r), a)| Copy {
+                            dst: dev_in + (a & !STAGED),
+                            src: regions[*i].ptr + r.start as u64,
+                            len: r.len(),
+                        })
+                        .collect();
+                    // SAFETY: the caller vouches for the regions; the staging lies in dev_in.
+                    unsafe { copy_many(&copies, self.cu_stream())? };
+                }
+            }
+            let word = |array: usize| dev_in + (array * 8 * n) as u64;
+            let args = BatchArgs {
+                n,
+                in_ptrs: word(Table::IN_PTRS) as _,
+                in_bytes: word(Table::IN_BYTES) as _,
+                out_ptrs: word(Table::OUT_PTRS) as _,
+                out_bytes: word(Table::OUT_BYTES) as _,
+                actual_bytes: std::ptr::null_mut(),
+                statuses: (dev_in + (results_at + 8 * n) as u64) as _,
+                temp: temp as _,
+                temp_bytes,
+                stream: self.cu_stream(),
+            };
+            // SAFETY: the table and buffers above are laid out for `n` chunks.
+            unsafe { api.compress(&args, max_chunk)? };
+            let out = ensure_pinned(&self.ctx, &mut s.pinned_out, results_bytes(n) + out_at)?;
+            let (res, data) = out.as_mut_slice().split_at_mut(results_bytes(n));
+            unsafe {
+                result::memcpy_dtoh_async(&mut res[..8 * n], word(Table::OUT_BYTES), self.cu_stream())
+                    .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+                result::memcpy_dtoh_async(
+                    &mut res[8 * n..12 * n],
+                    dev_in + (results_at + 8 * n) as u64,
+                    self.cu_stream(),
+                )
+                .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+                if matches!(inputs, Inputs::Host(_)) {
+                    result::memcpy_dtoh_async(&mut data[..out_at], dev_out, self.cu_stream())
+                        .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+                }
+            }
+        }
+        // The CPU encodes what the GPU cannot (empty buffers, LZ4 and Snappy
+        // above 16 MiB) while the GPU works; device inputs of that kind are
+        // the one case that visits the host.
+        let cpu_encoded: Vec<Option<Vec<u8>>> = routes
+            .par_iter()
+            .enumerate()
+            .map(|(i, r)| match (r, inputs) {
+                (EncodeRoute::Gpu(_), _) => Ok(None),
+                (EncodeRoute::Cpu, Inputs::Host(bufs)) => cpu::encode_one(algorithm, bufs[i], i).map(Some),
+                (EncodeRoute::Cpu, Inputs::Device(regions)) => {
+                    let mut host = vec![0u8; regions[i].len];
+                    if !host.is_empty() {
+                        self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
+                        // SAFETY: the caller vouches for the region.
+                        unsafe { result::memcpy_dtoh_sync(&mut host, regions[i].ptr) }
+                            .map_err(cuda_err("cuMemcpyDtoH"))?;
+                    }
+                    cpu::encode_one(algorithm, &host, i).map(Some)
+                }
+            })
+            .collect::<Result<_>>()?;
+        self.sync()?;
+        let mut comp_sizes = vec![0usize; n];
+        if n > 0 {
+            let res = s.pinned_out.as_ref().unwrap().as_slice();
+            for k in 0..n {
+                let status = i32::from_le_bytes(res[8 * n + 4 * k..8 * n + 4 * k + 4].try_into().unwrap());
+                if status != nvcomp_sys::nvcompSuccess as i32 {
+                    return Err(Error::Nvcomp {
+                        call: "compress",
+                        status: format!("buffer {}: {}", chunks[k].0, api::status_name(status as _)),
+                    });
+                }
+                comp_sizes[k] = u64::from_le_bytes(res[8 * k..8 * k + 8].try_into().unwrap()) as usize;
+            }
+        }
+        let mut payloads: Vec<Vec<(usize, usize)>> = vec![Vec::new(); count];
+        for (k, (i, _)) in chunks.iter().enumerate() {
+            payloads[*i].push((k, comp_sizes[k]));
+        }
+        let sizes = (0..count)
+            .map(|i| match &cpu_encoded[i] {
+                Some(bytes) => bytes.len(),
+                None => frame_len(algorithm, payloads[i].len()) + payloads[i].iter().map(|p| p.1).sum::<usize>(),
+            })
+            .collect();
+        Ok(Encoded {
+            algorithm: *algorithm,
+            lens,
+            payloads,
+            out_offsets,
+            results_len: if n > 0 { results_bytes(n) } else { 0 },
+            cpu_encoded,
+            sizes,
+        })
+    }
+}
+
+/// Marks an input address as an offset into the staging buffer.
+const STAGED: u64 = 1 << 63;
+
+fn frame_len(algorithm: &Algorithm, pages: usize) -> usize {
+    match algorithm {
+        Algorithm::Lz4 { has_header: true, .. } => format::LZ4_HEADER_LEN,
+        Algorithm::Gdeflate { has_header: true, .. } => format::GDEFLATE_STATIC_HEADER_LEN + 8 * pages,
+        _ => 0,
+    }
+}
+
+/// The outcome of an encode: where each buffer's compressed chunks are.
+struct Encoded {
+    algorithm: Algorithm,
+    lens: Vec<usize>,
+    /// Per buffer: (chunk index, compressed size) of its GPU chunks, in order.
+    payloads: Vec<Vec<(usize, usize)>>,
+    /// Per chunk: offset of its slot in the output scratch.
+    out_offsets: Vec<usize>,
+    /// Bytes of results before the output data in the pinned output buffer.
+    results_len: usize,
+    /// Per buffer: the CPU's encoding, for buffers the GPU did not take.
+    cpu_encoded: Vec<Option<Vec<u8>>>,
+    sizes: Vec<usize>,
+}
+
+impl Encoded {
+    /// The bytes written on the host in front of buffer `i`'s GPU payloads:
+    /// its header, or all of it when the CPU encoded it.
+    fn frame(&self, i: usize) -> Vec<u8> {
+        if let Some(bytes) = &self.cpu_encoded[i] {
+            return bytes.clone();
+        }
+        match self.algorithm {
+            Algorithm::Lz4 { has_header: true, .. } => format::lz4_header(self.lens[i])
+                .expect("GPU LZ4 chunks are below 16 MiB")
+                .to_vec(),
+            Algorithm::Gdeflate { has_header: true, .. } => {
+                let mut header = Vec::with_capacity(frame_len(&self.algorithm, self.payloads[i].len()));
+                header.extend_from_slice(&(self.lens[i] as u64).to_le_bytes());
+                header.extend_from_slice(&(self.payloads[i].len() as u64).to_le_bytes());
+                for (_, size) in &self.payloads[i] {
+                    header.extend_from_slice(&(*size as u64).to_le_bytes());
+                }
+                header
+            }
+            _ => Vec::new(),
+        }
+    }
+
+    /// Writes buffer `i` into `out`, from the pinned output buffer `pinned`.
+    fn write(&self, i: usize, pinned: &[u8], out: &mut [u8]) {
+        let frame = self.frame(i);
+        out[..frame.len()].copy_from_slice(&frame);
+        let mut at = frame.len();
+        for &(k, size) in &self.payloads[i] {
+            let src = self.results_len + self.out_offsets[k];
+            out[at..at + size].copy_from_slice(&pinned[src..src + size]);
+            at += size;
+        }
+    }
+}
+
+/// The outcome of a decode: where each buffer's decoded bytes are.
+struct Decoded {
+    /// Per buffer: its byte range in the destination.
+    ranges: Vec<Range<usize>>,
+    /// The new allocation, for [`Dest::NewDevice`].
+    memory: Option<DeviceBuffer>,
+    /// Offset of the decoded data in the pinned output buffer, for [`Dest::Host`].
+    pinned_at: usize,
+}
+
+impl CudaEngine {
+    /// Decompresses host buffers on the GPU, results in host memory.
+    pub fn decode_batch(&self, algorithm: &Algorithm, inputs: &[&[u8]], max_decoded_size: u64) -> Result<Batch> {
+        let mut s = self.lock()?;
+        let decoded = self.decode_core(&mut s, algorithm, Inputs::Host(inputs), max_decoded_size, Dest::Host)?;
+        let mut batch = Batch::zeroed(decoded.ranges.iter().map(Range::len));
+        let pinned = s.pinned_out.as_ref().map(PinnedBuffer::as_slice).unwrap_or_default();
+        batch
+            .buffers_mut()
+            .into_par_iter()
+            .zip(decoded.ranges.par_iter())
+            .for_each(|(out, r)| {
+                out.copy_from_slice(&pinned[decoded.pinned_at + r.start..decoded.pinned_at + r.end]);
+            });
+        Ok(batch)
+    }
+
+    /// Decompresses host buffers on the GPU into the caller's host buffers.
+    pub fn decode_batch_into(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+        max_decoded_size: u64,
+    ) -> Result<()> {
+        let mut s = self.lock()?;
+        let decoded = self.decode_core(&mut s, algorithm, Inputs::Host(inputs), max_decoded_size, Dest::Host)?;
+        for (i, (r, out)) in decoded.ranges.iter().zip(outputs.iter()).enumerate() {
+            if r.len() != out.len() {
+                return Err(Error::OutputSize {
+                    index: i,
+                    expected: r.len(),
+                    actual: out.len(),
+                });
+            }
+        }
+        let pinned = s.pinned_out.as_ref().map(PinnedBuffer::as_slice).unwrap_or_default();
+        outputs
+            .par_iter_mut()
+            .zip(decoded.ranges.par_iter())
+            .for_each(|(out, r)| {
+                out.copy_from_slice(&pinned[decoded.pinned_at + r.start..decoded.pinned_at + r.end]);
+            });
+        Ok(())
+    }
+
+    /// Decompresses host buffers (one pinned staging copy, one upload) into one
+    /// device allocation; the data never returns to the host.
+    pub fn decode_batch_to_device(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[&[u8]],
+        max_decoded_size: u64,
+    ) -> Result<DeviceBatch> {
+        let mut s = self.lock()?;
+        let decoded = self.decode_core(
+            &mut s,
+            algorithm,
+            Inputs::Host(inputs),
+            max_decoded_size,
+            Dest::NewDevice,
+        )?;
+        Ok(DeviceBatch {
+            memory: decoded.memory.unwrap(),
+            ranges: decoded.ranges,
+            stream: self.stream.clone(),
+        })
+    }
+
+    /// Decompresses device buffers into one device allocation.
+    ///
+    /// # Safety
+    /// Every region must be readable device memory of this engine's device,
+    /// not written by other work until the call returns.
+    pub unsafe fn decode_device(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[DeviceRegion],
+        max_decoded_size: u64,
+    ) -> Result<DeviceBatch> {
+        let mut s = self.lock()?;
+        let decoded = self.decode_core(
+            &mut s,
+            algorithm,
+            Inputs::Device(inputs),
+            max_decoded_size,
+            Dest::NewDevice,
+        )?;
+        Ok(DeviceBatch {
+            memory: decoded.memory.unwrap(),
+            ranges: decoded.ranges,
+            stream: self.stream.clone(),
+        })
+    }
+
+    /// Decompresses device buffers into caller-owned device buffers, whose
+    /// sizes must equal the decoded sizes.
+    ///
+    /// # Safety
+    /// As [`Self::decode_device`]; outputs must be writable and not overlap.
+    pub unsafe fn decode_device_into(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[DeviceRegion],
+        outputs: &[DeviceRegion],
+        max_decoded_size: u64,
+    ) -> Result<()> {
+        if inputs.len() != outputs.len() {
+            return Err(Error::BatchLength {
+                inputs: inputs.len(),
+                outputs: outputs.len(),
+            });
+        }
+        let mut s = self.lock()?;
+        self.decode_core(
+            &mut s,
+            algorithm,
+            Inputs::Device(inputs),
+            max_decoded_size,
+            Dest::Given(outputs),
+        )?;
+        Ok(())
+    }
+
+    /// Reads the framing of device inputs: their first bytes and last four,
+    /// copied to the host in one batched copy per round.
+    fn device_pieces(
+        &self,
+        s: &mut Scratch,
+        algorithm: &Algorithm,
+        regions: &[DeviceRegion],
+        max: u64,
+    ) -> Result<Vec<DecodePiece>> {
+        let mut heads: Vec<usize> = regions.iter().map(|r| r.len.min(plan::HEAD_BYTES)).collect();
+        loop {
+            let slots = crate::batch::offsets_of(heads.iter().map(|h| h + 4));
+            let slot = |i: usize| slots[i];
+            let total = slot(regions.len());
+            let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, total)?;
+            let base = pinned.addr();
+            let mut copies = Vec::with_capacity(2 * regions.len());
+            for (i, r) in regions.iter().enumerate() {
+                let at = slot(i) as u64;
+                copies.push(Copy {
+                    dst: base + at,
+                    src: r.ptr,
+                    len: heads[i],
+                });
+                let tail = r.len.min(4);
+                copies.push(Copy {
+                    dst: base + at + heads[i] as u64,
+                    src: r.ptr + (r.len - tail) as u64,
+                    len: tail,
+                });
+            }
+            // SAFETY: the caller vouches for the regions; the pinned buffer holds `total` bytes.
+            unsafe { copy_many(&copies, self.cu_stream())? };
+            self.sync()?;
+            let bytes = pinned.as_slice();
+            let mut pieces = Vec::new();
+            let mut again = false;
+            for (i, r) in regions.iter().enumerate() {
+                let at = slot(i);
+                let framing = Framing {
+                    head: &bytes[at..at + heads[i]],
+                    tail: &bytes[at + heads[i]..at + heads[i] + r.len.min(4)],
+                    len: r.len,
+                };
+                match plan::decode_pieces(algorithm, i, framing, max)? {
+                    Pieces::Ready(p) => pieces.extend(p),
+                    Pieces::NeedHead(n) => {
+                        heads[i] = n;
+                        again = true;
+                    }
+                }
+            }
+            if !again {
+                return Ok(pieces);
+            }
+        }
+    }
+
+    fn decode_core(
+        &self,
+        s: &mut Scratch,
+        algorithm: &Algorithm,
+        inputs: Inputs<'_>,
+        max: u64,
+        dest: Dest<'_>,
+    ) -> Result<Decoded> {
+        let count = inputs.len();
+        let mut pieces = match inputs {
+            Inputs::Host(bufs) => {
+                let per_buffer: Vec<Vec<DecodePiece>> = bufs
+                    .par_iter()
+                    .enumerate()
+                    .map(|(i, b)| plan::decode_pieces_of(algorithm, i, b, max))
+                    .collect::<Result<_>>()?;
+                per_buffer.into_iter().flatten().collect()
+            }
+            Inputs::Device(regions) => self.device_pieces(s, algorithm, regions, max)?,
+        };
+        let api = api::bind(self.lib, algorithm);
+        let n = pieces.len();
+        let align = api.decompress_alignments()?;
+        let table = Table::bytes(n);
+        // Input staging: host bytes always, device bytes when misaligned.
+        let mut in_addrs = Vec::with_capacity(n);
+        let mut staged = Vec::new();
+        let mut at = table;
+        for p in &pieces {
+            let direct = match inputs {
+                Inputs::Host(_) => None,
+                Inputs::Device(r) => Some(r[p.buffer].ptr + p.input.start as u64),
+            };
+            match direct {
+                Some(addr) if addr % align.input as u64 == 0 => in_addrs.push(addr),
+                _ => {
+                    at = plan::align_up(at, align.input);
+                    staged.push(at);
+                    in_addrs.push(at as u64 | STAGED);
+                    at += p.input.len();
+                }
+            }
+        }
+        let results_at = plan::align_up(at, TABLE_ALIGN);
+        let dev_in = ensure_device(&self.ctx, &mut s.dev_in, results_at + results_bytes(n))?.ptr();
+        let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, at)?;
+        let resolve = |a: u64| if a & STAGED != 0 { dev_in + (a & !STAGED) } else { a };
+        {
+            let mut t = table_of(pinned, n);
+            for (k, p) in pieces.iter().enumerate() {
+                t.set(Table::IN_PTRS, k, resolve(in_addrs[k]));
+                t.set(Table::IN_BYTES, k, p.input.len() as u64);
+            }
+        }
+        match inputs {
+            Inputs::Host(bufs) => {
+                let srcs: Vec<&[u8]> = pieces.iter().map(|p| &bufs[p.buffer][p.input.clone()]).collect();
+                scatter_into(pinned.as_mut_slice(), &staged, &srcs);
+            }
+            Inputs::Device(regions) => {
+                let copies: Vec<Copy> = pieces
+                    .iter()
+                    .zip(&in_addrs)
+                    .filter(|(_, a)| *a & STAGED != 0)
+                    .map(|(p, a)| Copy {
+                        dst: resolve(*a),
+                        src: regions[p.buffer].ptr + p.input.start as u64,
+                        len: p.input.len(),
+                    })
+                    .collect();
+                // SAFETY: the caller vouches for the regions; staging lies in dev_in.
+                unsafe { copy_many(&copies, self.cu_stream())? };
+            }
+        }
+        let word = |array: usize| dev_in + (array * 8 * n) as u64;
+        let actual_at = dev_in + results_at as u64;
+        let statuses_at = actual_at + 8 * n as u64;
+        let upload = |pinned: &PinnedBuffer, len: usize| {
+            // SAFETY: `len` bytes of pinned memory into dev_in, which holds more.
+            unsafe { result::memcpy_htod_async(dev_in, &pinned.as_slice()[..len], self.cu_stream()) }
+                .map_err(cuda_err("cuMemcpyHtoDAsync"))
+        };
+        let mut uploaded = false;
+        // Sizes the framing does not declare come from nvCOMP.
+        if pieces.iter().any(|p| p.decoded.is_none()) {
+            upload(pinned, at)?;
+            uploaded = true;
+            let args = BatchArgs {
+                n,
+                in_ptrs: word(Table::IN_PTRS) as _,
+                in_bytes: word(Table::IN_BYTES) as _,
+                out_ptrs: std::ptr::null(),
+                out_bytes: std::ptr::null_mut(),
+                actual_bytes: actual_at as _,
+                statuses: std::ptr::null_mut(),
+                temp: std::ptr::null_mut(),
+                temp_bytes: 0,
+                stream: self.cu_stream(),
+            };
+            // SAFETY: the table was uploaded for `n` chunks.
+            unsafe { api.decompressed_sizes(&args)? };
+            let mut sizes = vec![0u64; n];
+            // SAFETY: `n` words from the results area of dev_in.
+            unsafe { result::memcpy_dtoh_async(&mut sizes, actual_at, self.cu_stream()) }
+                .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+            self.sync()?;
+            for (p, size) in pieces.iter_mut().zip(sizes) {
+                if p.decoded.is_none() {
+                    if size > max {
+                        return Err(Error::DecodedSizeTooLarge {
+                            index: p.buffer,
+                            size,
+                            limit: max,
+                        });
+                    }
+                    p.decoded = Some(size as usize);
+                }
+            }
+        }
+        // Output layout: each buffer's pieces back to back, buffers aligned.
+        let mut sizes = vec![0usize; count];
+        for p in &pieces {
+            sizes[p.buffer] += p.decoded.unwrap();
+        }
+        let mut ranges = Vec::with_capacity(count);
+        let mut out_at = 0;
+        for &size in &sizes {
+            out_at = plan::align_up(out_at, align.output);
+            ranges.push(out_at..out_at + size);
+            out_at += size;
+        }
+        let given_aligned = match dest {
+            Dest::Given(outs) => {
+                for (i, (o, &size)) in outs.iter().zip(&sizes).enumerate() {
+                    if o.len != size {
+                        return Err(Error::OutputSize {
+                            index: i,
+                            expected: size,
+                            actual: o.len,
+                        });
+                    }
+                }
+                outs.iter().all(|o| o.ptr % align.output as u64 == 0)
+            }
+            _ => false,
+        };
+        let mut memory = None;
+        let out_base = match dest {
+            Dest::NewDevice => {
+                let m = DeviceBuffer::new(&self.ctx, out_at)?;
+                let ptr = m.ptr();
+                memory = Some(m);
+                ptr
+            }
+            Dest::Given(_) if given_aligned => 0,
+            _ => ensure_device(&self.ctx, &mut s.dev_out, out_at)?.ptr(),
+        };
+        let mut piece_out = Vec::with_capacity(n);
+        let mut filled = vec![0usize; count];
+        for p in &pieces {
+            let offset = filled[p.buffer];
+            filled[p.buffer] += p.decoded.unwrap();
+            piece_out.push(match dest {
+                Dest::Given(outs) if given_aligned => outs[p.buffer].ptr + offset as u64,
+                _ => out_base + (ranges[p.buffer].start + offset) as u64,
+            });
+        }
+        let mut max_piece = 0;
+        {
+            let mut t = table_of(pinned, n);
+            for (k, p) in pieces.iter().enumerate() {
+                t.set(Table::OUT_PTRS, k, piece_out[k]);
+                t.set(Table::OUT_BYTES, k, p.decoded.unwrap() as u64);
+                max_piece = max_piece.max(p.decoded.unwrap());
+            }
+        }
+        if n > 0 {
+            upload(pinned, if uploaded { table } else { at })?;
+            let temp_bytes = api.decompress_temp_bytes(n, max_piece, out_at)?;
+            let temp = ensure_device(&self.ctx, &mut s.temp, temp_bytes)?.ptr();
+            let args = BatchArgs {
+                n,
+                in_ptrs: word(Table::IN_PTRS) as _,
+                in_bytes: word(Table::IN_BYTES) as _,
+                out_ptrs: word(Table::OUT_PTRS) as _,
+                out_bytes: word(Table::OUT_BYTES) as _,
+                actual_bytes: actual_at as _,
+                statuses: statuses_at as _,
+                temp: temp as _,
+                temp_bytes,
+                stream: self.cu_stream(),
+            };
+            // SAFETY: table, inputs, outputs and temp are laid out for `n` chunks.
+            unsafe { api.decompress(&args)? };
+        }
+        if let Dest::Given(outs) = dest {
+            if !given_aligned {
+                let copies: Vec<Copy> = outs
+                    .iter()
+                    .zip(&ranges)
+                    .map(|(o, r)| Copy {
+                        dst: o.ptr,
+                        src: out_base + r.start as u64,
+                        len: r.len(),
+                    })
+                    .collect();
+                // SAFETY: the caller vouches for the outputs; sources lie in dev_out.
+                unsafe { copy_many(&copies, self.cu_stream())? };
+            }
+        }
+        let results = results_bytes(n);
+        let host_len = if matches!(dest, Dest::Host) { out_at } else { 0 };
+        let out = ensure_pinned(&self.ctx, &mut s.pinned_out, results + host_len)?;
+        let (res, data) = out.as_mut_slice().split_at_mut(results);
+        // SAFETY: results and output lie in device buffers of at least these sizes.
+        unsafe {
+            if n > 0 {
+                result::memcpy_dtoh_async(&mut res[..12 * n], actual_at, self.cu_stream())
+                    .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+            }
+            if host_len > 0 {
+                result::memcpy_dtoh_async(&mut data[..host_len], out_base, self.cu_stream())
+                    .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+            }
+        }
+        self.sync()?;
+        for (k, p) in pieces.iter().enumerate() {
+            let actual = u64::from_le_bytes(res[8 * k..8 * k + 8].try_into().unwrap());
+            let status = i32::from_le_bytes(res[8 * n + 4 * k..8 * n + 4 * k + 4].try_into().unwrap());
+            if status != nvcomp_sys::nvcompSuccess as i32 {
+                return Err(Error::Corrupt {
+                    index: p.buffer,
+                    reason: api::status_name(status as _),
+                });
+            }
+            if actual != p.decoded.unwrap() as u64 {
+                return Err(Error::Corrupt {
+                    index: p.buffer,
+                    reason: format!("decoded {actual} bytes where {} were declared", p.decoded.unwrap()),
+                });
+            }
+        }
+        Ok(Decoded {
+            ranges,
+            memory,
+            pinned_at: results,
+        })
+    }
+}

@@ -1,0 +1,313 @@
+//! How the buffers of a batch map onto nvCOMP chunks.
+//!
+//! This part is pure host logic: it reads the framing of each buffer (see
+//! [`crate::format`]) and decides which byte ranges nvCOMP decodes, how large
+//! each decodes, and which buffers the GPU cannot take.
+
+use std::ops::Range;
+
+use crate::algorithm::Algorithm;
+use crate::error::{Error, Result};
+use crate::format::{self, GDEFLATE_PAGE_SIZE};
+
+/// nvCOMP's per-chunk compression limit for LZ4, Snappy, cascaded, bitcomp and ANS.
+pub(crate) const SMALL_CHUNK_LIMIT: usize = 1 << 24;
+/// nvCOMP's per-chunk compression limit for zstd, deflate, gzip and gdeflate
+/// streams, kept below 2^31 for all of them.
+pub(crate) const LARGE_CHUNK_LIMIT: usize = (1 << 31) - 1;
+
+/// One nvCOMP chunk of a decode: a byte range of buffer `buffer`, decoding to
+/// `decoded` bytes (`None`: ask nvCOMP).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DecodePiece {
+    pub buffer: usize,
+    pub input: Range<usize>,
+    pub decoded: Option<usize>,
+}
+
+fn declared(index: usize, size: u64, max: u64) -> Result<usize> {
+    if size > max {
+        return Err(Error::DecodedSizeTooLarge {
+            index,
+            size,
+            limit: max,
+        });
+    }
+    Ok(size as usize)
+}
+
+fn corrupt(index: usize) -> impl Fn(String) -> Error {
+    move |reason| Error::Corrupt { index, reason }
+}
+
+/// The first and last bytes of an encoded buffer: enough to read its framing
+/// without the whole buffer on the host (device inputs copy only these).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Framing<'a> {
+    /// The buffer's first bytes (all of it for host inputs).
+    pub head: &'a [u8],
+    /// The buffer's last `min(len, 4)` bytes.
+    pub tail: &'a [u8],
+    /// The buffer's length.
+    pub len: usize,
+}
+
+impl<'a> Framing<'a> {
+    /// The framing of a buffer held on the host.
+    pub fn of(buf: &'a [u8]) -> Self {
+        Self {
+            head: buf,
+            tail: &buf[buf.len().saturating_sub(4)..],
+            len: buf.len(),
+        }
+    }
+}
+
+/// Bytes of head that suffice for every format but gdeflate's page table.
+pub(crate) const HEAD_BYTES: usize = 32;
+
+/// The outcome of [`decode_pieces`].
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Pieces {
+    /// The nvCOMP chunks of the buffer (none when it decodes to nothing).
+    Ready(Vec<DecodePiece>),
+    /// The framing needs the first `n` bytes of the buffer.
+    NeedHead(usize),
+}
+
+/// The nvCOMP chunks of buffer `index`.
+pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: Framing<'_>, max: u64) -> Result<Pieces> {
+    let whole = |decoded: Option<usize>| {
+        vec![DecodePiece {
+            buffer: index,
+            input: 0..f.len,
+            decoded,
+        }]
+    };
+    let pieces = match *algorithm {
+        Algorithm::Lz4 { has_header: true, .. } => {
+            if f.len < format::LZ4_HEADER_LEN {
+                return Err(corrupt(index)(format!(
+                    "{} bytes is shorter than the 4-byte LZ4 length header",
+                    f.len
+                )));
+            }
+            let (size, _) = format::split_lz4_header(f.head).map_err(corrupt(index))?;
+            let size = declared(index, size as u64, max)?;
+            vec![DecodePiece {
+                buffer: index,
+                input: format::LZ4_HEADER_LEN..f.len,
+                decoded: Some(size),
+            }]
+        }
+        Algorithm::Snappy => {
+            let size = format::snappy_decoded_len(f.head).map_err(corrupt(index))?;
+            whole(Some(declared(index, size as u64, max)?))
+        }
+        Algorithm::Zstd => match format::zstd_content_size(f.head).map_err(corrupt(index))? {
+            Some(size) => whole(Some(declared(index, size, max)?)),
+            None => whole(None),
+        },
+        Algorithm::Gzip { .. } => {
+            if f.len < 18 || f.head.get(..2) != Some(&[0x1f, 0x8b][..]) {
+                return Err(corrupt(index)(
+                    "not a gzip member (bad magic or shorter than 18 bytes)".into(),
+                ));
+            }
+            let isize = u32::from_le_bytes(f.tail.try_into().expect("4 tail bytes"));
+            whole(Some(declared(index, isize.into(), max)?))
+        }
+        Algorithm::Gdeflate { has_header: true, .. } => return gdeflate_pieces(index, f, max),
+        Algorithm::Lz4 { has_header: false, .. }
+        | Algorithm::Deflate { .. }
+        | Algorithm::Gdeflate { has_header: false, .. }
+        | Algorithm::Cascaded { .. }
+        | Algorithm::Bitcomp { .. }
+        | Algorithm::Ans { .. } => whole(None),
+    };
+    Ok(Pieces::Ready(
+        pieces.into_iter().filter(|p| p.decoded != Some(0)).collect(),
+    ))
+}
+
+fn gdeflate_pieces(index: usize, f: Framing<'_>, max: u64) -> Result<Pieces> {
+    let err = corrupt(index);
+    if f.len < format::GDEFLATE_STATIC_HEADER_LEN {
+        return Err(err(format!(
+            "{} bytes is shorter than the 16-byte gdeflate header",
+            f.len
+        )));
+    }
+    let (decoded_len, page_count) = format::gdeflate_sizes(f.head).map_err(&err)?;
+    let decoded_len = declared(index, decoded_len, max)?;
+    if page_count != decoded_len.div_ceil(GDEFLATE_PAGE_SIZE) as u64 {
+        return Err(err(format!(
+            "gdeflate header declares {page_count} pages for {decoded_len} decoded bytes"
+        )));
+    }
+    let table_end = format::GDEFLATE_STATIC_HEADER_LEN + 8 * page_count as usize;
+    if table_end > f.len {
+        return Err(err(format!(
+            "gdeflate page table of {page_count} pages does not fit {} bytes",
+            f.len
+        )));
+    }
+    if f.head.len() < table_end {
+        return Ok(Pieces::NeedHead(table_end));
+    }
+    let mut start = table_end;
+    let mut pieces = Vec::with_capacity(page_count as usize);
+    for (page, size) in f.head[format::GDEFLATE_STATIC_HEADER_LEN..table_end]
+        .chunks_exact(8)
+        .enumerate()
+    {
+        let size = u64::from_le_bytes(size.try_into().unwrap());
+        let end = usize::try_from(size)
+            .ok()
+            .and_then(|s| start.checked_add(s))
+            .filter(|end| *end <= f.len)
+            .ok_or_else(|| err(format!("gdeflate page {page} of {size} bytes runs past the buffer end")))?;
+        let decoded = (decoded_len - page * GDEFLATE_PAGE_SIZE).min(GDEFLATE_PAGE_SIZE);
+        pieces.push(DecodePiece {
+            buffer: index,
+            input: start..end,
+            decoded: Some(decoded),
+        });
+        start = end;
+    }
+    if start != f.len {
+        return Err(err(format!(
+            "{} trailing bytes after the last gdeflate page",
+            f.len - start
+        )));
+    }
+    Ok(Pieces::Ready(pieces))
+}
+
+/// The nvCOMP chunks of buffer `index`, held whole on the host.
+pub(crate) fn decode_pieces_of(algorithm: &Algorithm, index: usize, buf: &[u8], max: u64) -> Result<Vec<DecodePiece>> {
+    match decode_pieces(algorithm, index, Framing::of(buf), max)? {
+        Pieces::Ready(pieces) => Ok(pieces),
+        Pieces::NeedHead(_) => unreachable!("the whole buffer is its head"),
+    }
+}
+
+/// What happens to one buffer of an encode.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum EncodeRoute {
+    /// nvCOMP compresses these byte ranges of the buffer, one chunk each.
+    Gpu(Vec<Range<usize>>),
+    /// The CPU encoder writes the same bitstream (empty buffers, and LZ4 or
+    /// Snappy buffers above nvCOMP's 16 MiB chunk limit).
+    Cpu,
+}
+
+/// Routes buffer `index` of `len` bytes.
+pub(crate) fn encode_route(algorithm: &Algorithm, index: usize, len: usize) -> Result<EncodeRoute> {
+    let too_large = |limit: usize| Error::InputTooLarge {
+        index,
+        size: len as u64,
+        limit: limit as u64,
+        algorithm: algorithm.name(),
+    };
+    Ok(match *algorithm {
+        Algorithm::Gdeflate { has_header: true, .. } => EncodeRoute::Gpu(
+            (0..len.div_ceil(GDEFLATE_PAGE_SIZE))
+                .map(|p| p * GDEFLATE_PAGE_SIZE..((p + 1) * GDEFLATE_PAGE_SIZE).min(len))
+                .collect(),
+        ),
+        _ if len == 0 && algorithm.has_cpu_implementation() => EncodeRoute::Cpu,
+        Algorithm::Lz4 { .. } | Algorithm::Snappy if len > SMALL_CHUNK_LIMIT => EncodeRoute::Cpu,
+        Algorithm::Cascaded { .. } | Algorithm::Bitcomp { .. } | Algorithm::Ans { .. } if len > SMALL_CHUNK_LIMIT => {
+            return Err(too_large(SMALL_CHUNK_LIMIT));
+        }
+        _ if len > LARGE_CHUNK_LIMIT => return Err(too_large(LARGE_CHUNK_LIMIT)),
+        _ => EncodeRoute::Gpu(vec![0..len]),
+    })
+}
+
+/// Rounds `offset` up to a multiple of `align`.
+pub(crate) fn align_up(offset: usize, align: usize) -> usize {
+    offset.div_ceil(align) * align
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::algorithm::DataType;
+
+    const LZ4: Algorithm = Algorithm::Lz4 {
+        data_type: DataType::Char,
+        has_header: true,
+    };
+
+    #[test]
+    fn lz4_header_becomes_the_decoded_size_and_is_skipped() {
+        let buf = [16, 0, 0, 0, 0xAA, 0xBB];
+        let pieces = decode_pieces_of(&LZ4, 3, &buf, 1 << 20).unwrap();
+        assert_eq!(
+            pieces,
+            vec![DecodePiece {
+                buffer: 3,
+                input: 4..6,
+                decoded: Some(16)
+            }]
+        );
+        assert!(matches!(
+            decode_pieces_of(&LZ4, 3, &buf[..2], 1 << 20),
+            Err(Error::Corrupt { index: 3, .. })
+        ));
+        let huge = [0xff, 0xff, 0xff, 0xff, 0];
+        assert!(matches!(
+            decode_pieces_of(&LZ4, 1, &huge, 1 << 20),
+            Err(Error::DecodedSizeTooLarge { index: 1, .. })
+        ));
+        assert!(decode_pieces_of(&LZ4, 0, &[0, 0, 0, 0, 0], 10).unwrap().is_empty());
+    }
+
+    #[test]
+    fn gdeflate_pages_become_pieces() {
+        let alg = Algorithm::Gdeflate {
+            algorithm: 0,
+            has_header: true,
+        };
+        let buf = format::write_gdeflate(GDEFLATE_PAGE_SIZE + 5, [&b"abc"[..], b"de"].into_iter());
+        let pieces = decode_pieces_of(&alg, 0, &buf, 1 << 30).unwrap();
+        let head = &buf[..20];
+        let partial = Framing {
+            head,
+            tail: &buf[buf.len() - 4..],
+            len: buf.len(),
+        };
+        assert_eq!(decode_pieces(&alg, 0, partial, 1 << 30).unwrap(), Pieces::NeedHead(32));
+        assert!(decode_pieces_of(&alg, 0, &buf[..buf.len() - 1], 1 << 30).is_err());
+        assert_eq!(pieces.len(), 2);
+        assert_eq!(&buf[pieces[0].input.clone()], b"abc");
+        assert_eq!(pieces[0].decoded, Some(GDEFLATE_PAGE_SIZE));
+        assert_eq!(&buf[pieces[1].input.clone()], b"de");
+        assert_eq!(pieces[1].decoded, Some(5));
+    }
+
+    #[test]
+    fn large_lz4_goes_to_the_cpu_and_large_ans_is_refused() {
+        assert_eq!(encode_route(&LZ4, 0, SMALL_CHUNK_LIMIT + 1).unwrap(), EncodeRoute::Cpu);
+        assert_eq!(encode_route(&LZ4, 0, 0).unwrap(), EncodeRoute::Cpu);
+        assert_eq!(encode_route(&LZ4, 0, 10).unwrap(), EncodeRoute::Gpu(vec![0..10]));
+        let ans = Algorithm::Ans {
+            data_type: DataType::Char,
+        };
+        assert!(matches!(
+            encode_route(&ans, 2, SMALL_CHUNK_LIMIT + 1),
+            Err(Error::InputTooLarge { index: 2, .. })
+        ));
+        let gd = Algorithm::Gdeflate {
+            algorithm: 0,
+            has_header: true,
+        };
+        assert_eq!(
+            encode_route(&gd, 0, GDEFLATE_PAGE_SIZE + 1).unwrap(),
+            EncodeRoute::Gpu(vec![0..GDEFLATE_PAGE_SIZE, GDEFLATE_PAGE_SIZE..GDEFLATE_PAGE_SIZE + 1])
+        );
+        assert_eq!(encode_route(&gd, 0, 0).unwrap(), EncodeRoute::Gpu(vec![]));
+    }
+}
