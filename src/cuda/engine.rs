@@ -639,9 +639,12 @@ impl CudaEngine {
         regions: &[DeviceRegion],
         max: u64,
     ) -> Result<Vec<DecodePiece>> {
-        let mut heads: Vec<usize> = regions.iter().map(|r| r.len.min(plan::HEAD_BYTES)).collect();
+        // Only framings that declare sizes are read; the rest go to nvCOMP's size query.
+        let (head_bytes, tail_bytes) = plan::framing_bytes(algorithm);
+        let mut heads: Vec<usize> = regions.iter().map(|r| r.len.min(head_bytes)).collect();
+        let tails: Vec<usize> = regions.iter().map(|r| r.len.min(tail_bytes)).collect();
         loop {
-            let slots = crate::batch::offsets_of(heads.iter().map(|h| h + 4));
+            let slots = crate::batch::offsets_of(heads.iter().zip(&tails).map(|(h, t)| h + t));
             let slot = |i: usize| slots[i];
             let total = slot(regions.len());
             let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, total)?;
@@ -654,7 +657,7 @@ impl CudaEngine {
                     src: r.ptr,
                     len: heads[i],
                 });
-                let tail = r.len.min(4);
+                let tail = tails[i];
                 copies.push(Copy {
                     dst: base + at + heads[i] as u64,
                     src: r.ptr + (r.len - tail) as u64,
@@ -671,7 +674,7 @@ impl CudaEngine {
                 let at = slot(i);
                 let framing = Framing {
                     head: &bytes[at..at + heads[i]],
-                    tail: &bytes[at + heads[i]..at + heads[i] + r.len.min(4)],
+                    tail: &bytes[at + heads[i]..at + heads[i] + tails[i]],
                     len: r.len,
                 };
                 match plan::decode_pieces(algorithm, i, framing, max)? {

@@ -63,8 +63,20 @@ impl<'a> Framing<'a> {
     }
 }
 
-/// Bytes of head that suffice for every format but gdeflate's page table.
-pub(crate) const HEAD_BYTES: usize = 32;
+/// How many leading and trailing bytes of a buffer [`decode_pieces`] needs
+/// first (gdeflate may then ask for its page table with [`Pieces::NeedHead`]).
+pub(crate) fn framing_bytes(algorithm: &Algorithm) -> (usize, usize) {
+    match algorithm {
+        Algorithm::Lz4 { has_header: true, .. } => (format::LZ4_HEADER_LEN, 0),
+        // A varint of at most 5 bytes.
+        Algorithm::Snappy => (5, 0),
+        // The longest Zstandard frame header.
+        Algorithm::Zstd => (18, 0),
+        Algorithm::Gzip { .. } => (2, 4),
+        Algorithm::Gdeflate { has_header: true, .. } => (format::GDEFLATE_STATIC_HEADER_LEN, 0),
+        _ => (0, 0),
+    }
+}
 
 /// The outcome of [`decode_pieces`].
 #[derive(Debug, PartialEq, Eq)]

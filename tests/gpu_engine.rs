@@ -1,0 +1,255 @@
+//! The CUDA backend on a real GPU: round trips of every algorithm, GPU ↔ CPU
+//! bitstream compatibility, device-resident buffers, bad input.
+//!
+//! These tests need a CUDA GPU and nvCOMP, so they are ignored by default;
+//! run them on a GPU machine with `cargo test --test gpu_engine -- --include-ignored`.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{field_f32, mixed_buffers};
+use zarrs_nvcomp::cuda::{CudaEngine, DeviceRegion};
+use zarrs_nvcomp::{Algorithm, Backend, BatchCodec, Error};
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * KIB;
+const GPU_ONLY: [&str; 3] = ["cascaded", "bitcomp", "ans"];
+const WITH_CPU: [&str; 6] = ["lz4", "snappy", "zstd", "deflate", "gzip", "gdeflate"];
+const COMPAT_SIZES: [usize; 5] = [1, 1000, 64 * KIB, MIB, 20 * MIB];
+
+fn gpu(name: &str) -> BatchCodec {
+    let alg: Algorithm = name.parse().unwrap();
+    match BatchCodec::new(alg, Backend::Cuda { device: 0 }) {
+        Ok(codec) => codec,
+        Err(e) => panic!("these tests need a CUDA GPU: {e}"),
+    }
+}
+
+fn cpu(name: &str) -> BatchCodec {
+    BatchCodec::new(name.parse().unwrap(), Backend::Cpu).unwrap()
+}
+
+fn refs(bufs: &[Vec<u8>]) -> Vec<&[u8]> {
+    bufs.iter().map(Vec::as_slice).collect()
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn every_algorithm_round_trips_on_the_gpu() {
+    for name in WITH_CPU.iter().chain(&GPU_ONLY) {
+        let codec = gpu(name);
+        let sizes = [0, 1, 3, 1000, 4099, 64 * KIB, 64 * KIB + 1, MIB, 5 * MIB + 7];
+        let inputs = mixed_buffers(&sizes, 7);
+        let encoded = codec.encode_batch(&refs(&inputs)).unwrap();
+        let decoded = codec.decode_batch(&encoded.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(decoded.len(), inputs.len(), "{name}");
+        for (i, input) in inputs.iter().enumerate() {
+            assert!(decoded.get(i) == input.as_slice(), "{name}: buffer {i} of {} bytes differs", input.len());
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_and_cpu_read_each_others_bitstreams() {
+    let inputs = mixed_buffers(&COMPAT_SIZES, 11);
+    for name in WITH_CPU {
+        let (g, c) = (gpu(name), cpu(name));
+        let from_gpu = g.encode_batch(&refs(&inputs)).unwrap();
+        let from_cpu = c.encode_batch(&refs(&inputs)).unwrap();
+        let on_cpu = c.decode_batch(&from_gpu.iter().collect::<Vec<_>>()).unwrap();
+        let on_gpu = g.decode_batch(&from_cpu.iter().collect::<Vec<_>>()).unwrap();
+        for (i, input) in inputs.iter().enumerate() {
+            assert!(on_cpu.get(i) == input.as_slice(), "{name}: GPU-encoded buffer {i} ({} B) on CPU", input.len());
+            assert!(on_gpu.get(i) == input.as_slice(), "{name}: CPU-encoded buffer {i} ({} B) on GPU", input.len());
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn buffers_above_nvcomps_chunk_limit_keep_the_bitstream() {
+    let big = vec![field_f32(64 * MIB, 3), field_f32(100, 4)];
+    for name in ["lz4", "snappy", "zstd", "gzip", "deflate", "gdeflate"] {
+        let encoded = gpu(name).encode_batch(&refs(&big)).unwrap();
+        let encoded: Vec<&[u8]> = encoded.iter().collect();
+        for codec in [gpu(name), cpu(name)] {
+            let decoded = codec.decode_batch(&encoded).unwrap();
+            assert!(decoded.get(0) == big[0].as_slice(), "{name} 64 MiB on {}", codec.backend());
+            assert!(decoded.get(1) == big[1].as_slice(), "{name} small on {}", codec.backend());
+        }
+    }
+    let err = gpu("ans").encode_batch(&refs(&big)).unwrap_err();
+    assert!(matches!(err, Error::InputTooLarge { index: 0, .. }), "{err}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn streamed_zstd_and_bare_streams_are_sized_by_nvcomp() {
+    let data = field_f32(300 * KIB, 5);
+    let mut streamed = Vec::new();
+    let mut enc = zstd::stream::Encoder::new(&mut streamed, 3).unwrap();
+    enc.include_checksum(true).unwrap();
+    std::io::Write::write_all(&mut enc, &data).unwrap();
+    enc.finish().unwrap();
+    assert_eq!(zarrs_nvcomp::format::zstd_content_size(&streamed).unwrap(), None);
+    let decoded = gpu("zstd").decode_batch(&[streamed.as_slice()]).unwrap();
+    assert!(decoded.get(0) == data.as_slice());
+    for config in [
+        serde_json::json!({"algorithm": "lz4", "options": {"has_header": false}}),
+        serde_json::json!({"algorithm": "gdeflate", "options": {"has_header": false}}),
+    ] {
+        let g = BatchCodec::from_config(&config, Backend::Cuda { device: 0 }).unwrap();
+        let c = BatchCodec::from_config(&config, Backend::Cpu).unwrap();
+        let inputs = vec![data[..60 * KIB].to_vec(), data[..1000].to_vec()];
+        let encoded = g.encode_batch(&refs(&inputs)).unwrap();
+        for codec in [&g, &c] {
+            let decoded = codec.decode_batch(&encoded.iter().collect::<Vec<_>>()).unwrap();
+            assert_eq!(decoded.to_vecs(), inputs, "{config} on {}", codec.backend());
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn batches_of_zero_one_and_many_buffers() {
+    let codec = gpu("lz4");
+    assert!(codec.decode_batch::<&[u8]>(&[]).unwrap().is_empty());
+    assert!(codec.encode_batch::<&[u8]>(&[]).unwrap().is_empty());
+    let one = vec![field_f32(5000, 1)];
+    let enc = codec.encode_batch(&refs(&one)).unwrap();
+    assert_eq!(codec.decode_batch(&enc.iter().collect::<Vec<_>>()).unwrap().to_vecs(), one);
+    let many: Vec<Vec<u8>> = (0..100_000).map(|i| field_f32(16 + i % 200, i as u64)).collect();
+    let enc = codec.encode_batch(&refs(&many)).unwrap();
+    let dec = codec.decode_batch(&enc.iter().collect::<Vec<_>>()).unwrap();
+    assert_eq!(dec.len(), many.len());
+    assert!(many.iter().enumerate().all(|(i, m)| dec.get(i) == m.as_slice()));
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn corrupt_and_truncated_buffers_name_their_index() {
+    for name in WITH_CPU.iter().chain(&GPU_ONLY) {
+        let codec = gpu(name);
+        let inputs = mixed_buffers(&[2000, 70_000, 3000], 9);
+        let encoded = codec.encode_batch(&refs(&inputs)).unwrap().to_vecs();
+        let mut truncated = encoded.clone();
+        let half = truncated[1].len() / 2;
+        truncated[1].truncate(half);
+        match codec.decode_batch(&refs(&truncated)) {
+            Err(Error::Corrupt { index: 1, .. } | Error::DecodedSizeTooLarge { index: 1, .. }) => {}
+            other => panic!("{name}: truncated buffer 1 gave {other:?}"),
+        }
+        let mut garbage = encoded.clone();
+        garbage[2] = common::random_bytes(garbage[2].len(), 99);
+        match codec.decode_batch(&refs(&garbage)) {
+            Err(Error::Corrupt { index: 2, .. } | Error::DecodedSizeTooLarge { index: 2, .. }) => {}
+            // Formats without checksums may decode garbage to other bytes, never silently to the right length of wrong data here.
+            Ok(d) => assert!(d.get(2) != inputs[2].as_slice(), "{name}: garbage decoded to the original"),
+            Err(e) => panic!("{name}: garbage buffer 2 gave {e}"),
+        }
+    }
+    let huge = [0xffu8, 0xff, 0xff, 0x7f, 1, 2, 3];
+    let err = gpu("lz4").decode_batch(&[&huge[..]]).unwrap_err();
+    assert!(matches!(err, Error::DecodedSizeTooLarge { index: 0, .. }), "{err}");
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_buffers_stay_on_the_device() {
+    for name in WITH_CPU.iter().chain(&GPU_ONLY) {
+        let codec = gpu(name);
+        let engine: &Arc<CudaEngine> = codec.cuda().unwrap();
+        let inputs = mixed_buffers(&[0, 10, 5000, 64 * KIB, 300 * KIB], 21);
+        let mut device_inputs = Vec::new();
+        for input in &inputs {
+            let mut slice = engine.alloc(input.len().max(1)).unwrap();
+            engine.stream().memcpy_htod(input.as_slice(), &mut slice.slice_mut(..input.len())).unwrap();
+            device_inputs.push(slice);
+        }
+        engine.stream().synchronize().unwrap();
+        let regions: Vec<DeviceRegion> = device_inputs
+            .iter()
+            .zip(&inputs)
+            .map(|(s, i)| {
+                let (ptr, _guard) = cudarc::driver::DevicePtr::device_ptr(s, engine.stream());
+                DeviceRegion { ptr, len: i.len() }
+            })
+            .collect();
+        let algorithm = *codec.algorithm();
+        let encoded = unsafe { engine.encode_device(&algorithm, &regions) }.unwrap();
+        // Device-encoded bytes equal what the host path writes for the same chunks' decode.
+        let host_encoded = encoded.to_host().unwrap();
+        let on_host = codec.decode_batch(&host_encoded.iter().collect::<Vec<_>>()).unwrap();
+        assert_eq!(on_host.to_vecs(), inputs, "{name}: device-encoded, host-decoded");
+        let enc_regions: Vec<DeviceRegion> = (0..encoded.len()).map(|i| encoded.region(i)).collect();
+        let decoded = unsafe { engine.decode_device(&algorithm, &enc_regions, 1 << 30) }.unwrap();
+        assert_eq!(decoded.to_host().unwrap().to_vecs(), inputs, "{name}: device round trip");
+        // Into caller-owned buffers, one of them deliberately misaligned.
+        let total: usize = inputs.iter().map(Vec::len).sum::<usize>() + 64;
+        let out = engine.alloc(total).unwrap();
+        let (base, _guard) = cudarc::driver::DevicePtr::device_ptr(&out, engine.stream());
+        let mut at = 1u64;
+        let outs: Vec<DeviceRegion> = inputs
+            .iter()
+            .map(|i| {
+                let r = DeviceRegion { ptr: base + at, len: i.len() };
+                at += i.len() as u64 + 8;
+                r
+            })
+            .collect();
+        unsafe { engine.decode_device_into(&algorithm, &enc_regions, &outs, 1 << 30) }.unwrap();
+        for (r, input) in outs.iter().zip(&inputs) {
+            let mut host = vec![0u8; r.len];
+            if r.len > 0 {
+                unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, r.ptr) }.unwrap();
+            }
+            assert!(host == *input, "{name}: decode_device_into");
+        }
+        let wrong = [DeviceRegion { ptr: base, len: 1 }; 5];
+        let err = unsafe { engine.decode_device_into(&algorithm, &enc_regions, &wrong, 1 << 30) }.unwrap_err();
+        assert!(matches!(err, Error::OutputSize { .. }), "{name}: {err}");
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn host_outputs_and_many_threads() {
+    let codec = Arc::new(gpu("zstd"));
+    let inputs = mixed_buffers(&[1000, 70_000, MIB], 31);
+    let encoded = codec.encode_batch(&refs(&inputs)).unwrap().to_vecs();
+    let mut outs: Vec<Vec<u8>> = inputs.iter().map(|i| vec![0; i.len()]).collect();
+    let mut views: Vec<&mut [u8]> = outs.iter_mut().map(Vec::as_mut_slice).collect();
+    codec.decode_batch_into(&refs(&encoded), &mut views).unwrap();
+    assert_eq!(outs, inputs);
+    let mut short: Vec<Vec<u8>> = inputs.iter().map(|i| vec![0; i.len() - 1]).collect();
+    let mut views: Vec<&mut [u8]> = short.iter_mut().map(Vec::as_mut_slice).collect();
+    assert!(matches!(codec.decode_batch_into(&refs(&encoded), &mut views), Err(Error::OutputSize { index: 0, .. })));
+    std::thread::scope(|s| {
+        for t in 0..8 {
+            let (codec, encoded, inputs) = (codec.clone(), &encoded, &inputs);
+            s.spawn(move || {
+                for _ in 0..10 {
+                    let d = codec.decode_batch(&refs(encoded)).unwrap();
+                    assert_eq!(d.to_vecs(), *inputs, "thread {t}");
+                }
+            });
+        }
+    });
+}
+
+#[test]
+fn without_a_gpu_the_reason_is_given() {
+    match BatchCodec::gpu_availability(0) {
+        Ok(()) => eprintln!("a GPU is usable here; the GPU tests run with --include-ignored"),
+        Err(reason) => {
+            let message = reason.to_string();
+            assert!(!message.is_empty());
+            let err = BatchCodec::new("lz4".parse().unwrap(), Backend::Cuda { device: 0 }).unwrap_err();
+            assert!(err.to_string().contains(&message), "{err}");
+            let auto = BatchCodec::new("lz4".parse().unwrap(), Backend::Auto).unwrap();
+            assert_eq!(auto.backend(), zarrs_nvcomp::BackendKind::Cpu);
+        }
+    }
+}
