@@ -45,19 +45,27 @@ fn raw_streams<'a>(algorithm: &Algorithm, buf: &'a [u8], decoded: usize) -> Vec<
         Algorithm::Lz4 { has_header: true, .. } => vec![(&buf[format::LZ4_HEADER_LEN..], decoded)],
         Algorithm::Gdeflate { has_header: true, .. } => {
             let pages = format::parse_gdeflate(buf).unwrap();
-            (0..pages.pages.len()).map(|i| (pages.pages[i], pages.page_decoded_len(i))).collect()
+            (0..pages.pages.len())
+                .map(|i| (pages.pages[i], pages.page_decoded_len(i)))
+                .collect()
         }
         _ => vec![(buf, decoded)],
     }
 }
 
 fn main() {
-    let mib: usize = std::env::var("BENCH_MIB").ok().and_then(|v| v.parse().ok()).unwrap_or(1024);
+    let mib: usize = std::env::var("BENCH_MIB")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(1024);
     let dump = std::env::var("BENCH_DUMP").ok().map(std::path::PathBuf::from);
     let data = field_f32(mib << 20);
     let mut figures = serde_json::Map::new();
     println!("device-resident decode, field_f32, {mib} MiB, best of 3 (GB/s of decoded data)");
-    println!("{:<10} {:>8} {:>7} {:>10} {:>12}", "algorithm", "chunk", "ratio", "decode", "decode_into");
+    println!(
+        "{:<10} {:>8} {:>7} {:>10} {:>12}",
+        "algorithm", "chunk", "ratio", "decode", "decode_into"
+    );
     for name in ["lz4", "zstd", "gdeflate", "snappy", "ans"] {
         let codec = match BatchCodec::new(name.parse().unwrap(), Backend::Cuda { device: 0 }) {
             Ok(c) => c,
@@ -77,8 +85,12 @@ fn main() {
             engine.stream().memcpy_htod(encoded.data(), &mut on_device).unwrap();
             engine.stream().synchronize().unwrap();
             let (base, _guard) = cudarc::driver::DevicePtr::device_ptr(&on_device, engine.stream());
-            let regions: Vec<DeviceRegion> =
-                (0..encoded.len()).map(|i| DeviceRegion { ptr: base + encoded.range(i).start as u64, len: encoded.range(i).len() }).collect();
+            let regions: Vec<DeviceRegion> = (0..encoded.len())
+                .map(|i| DeviceRegion {
+                    ptr: base + encoded.range(i).start as u64,
+                    len: encoded.range(i).len(),
+                })
+                .collect();
             let t_alloc = best(3, || {
                 let out = unsafe { engine.decode_device(&algorithm, &regions, 1 << 31) }.unwrap();
                 assert_eq!(out.len(), regions.len());
@@ -88,28 +100,48 @@ fn main() {
             let outs: Vec<DeviceRegion> = chunks
                 .iter()
                 .scan(0u64, |at, c| {
-                    let r = DeviceRegion { ptr: out_base + *at, len: c.len() };
+                    let r = DeviceRegion {
+                        ptr: out_base + *at,
+                        len: c.len(),
+                    };
                     *at += c.len() as u64;
                     Some(r)
                 })
                 .collect();
-            let t_into = best(3, || unsafe { engine.decode_device_into(&algorithm, &regions, &outs, 1 << 31) }.unwrap());
+            let t_into = best(3, || {
+                unsafe { engine.decode_device_into(&algorithm, &regions, &outs, 1 << 31) }.unwrap()
+            });
             let mut check = vec![0u8; data.len()];
             unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut check, out_base) }.unwrap();
             assert!(check == data, "{name} {chunk}: decoded data differs");
             let gbs = |t: f64| data.len() as f64 / t / 1e9;
             let case = format!("{name}_{}k", chunk >> 10);
-            println!("{name:<10} {:>7}K {ratio:>7.2} {:>10.1} {:>12.1}", chunk >> 10, gbs(t_alloc), gbs(t_into));
-            figures.insert(case.clone(), serde_json::json!({"decode": gbs(t_alloc), "decode_into": gbs(t_into), "ratio": ratio}));
+            println!(
+                "{name:<10} {:>7}K {ratio:>7.2} {:>10.1} {:>12.1}",
+                chunk >> 10,
+                gbs(t_alloc),
+                gbs(t_into)
+            );
+            figures.insert(
+                case.clone(),
+                serde_json::json!({"decode": gbs(t_alloc), "decode_into": gbs(t_into), "ratio": ratio}),
+            );
             if let Some(dir) = &dump {
                 std::fs::create_dir_all(dir).unwrap();
-                let streams: Vec<(&[u8], usize)> =
-                    encoded.iter().zip(&chunks).flat_map(|(b, c)| raw_streams(&algorithm, b, c.len())).collect();
+                let streams: Vec<(&[u8], usize)> = encoded
+                    .iter()
+                    .zip(&chunks)
+                    .flat_map(|(b, c)| raw_streams(&algorithm, b, c.len()))
+                    .collect();
                 let mut bin = Vec::new();
                 let mut idx: Vec<u8> = Vec::new();
                 streams.iter().for_each(|(s, _)| bin.extend_from_slice(s));
-                streams.iter().for_each(|(s, _)| idx.extend_from_slice(&(s.len() as u64).to_le_bytes()));
-                streams.iter().for_each(|(_, d)| idx.extend_from_slice(&(*d as u64).to_le_bytes()));
+                streams
+                    .iter()
+                    .for_each(|(s, _)| idx.extend_from_slice(&(s.len() as u64).to_le_bytes()));
+                streams
+                    .iter()
+                    .for_each(|(_, d)| idx.extend_from_slice(&(*d as u64).to_le_bytes()));
                 std::fs::write(dir.join(format!("{case}.bin")), bin).unwrap();
                 std::fs::write(dir.join(format!("{case}.idx")), idx).unwrap();
             }
@@ -140,7 +172,10 @@ fn main() {
         rayon::current_num_threads(),
         gbs(t_cpu)
     );
-    figures.insert("host_lz4_1024k".into(), serde_json::json!({"decode": gbs(t), "decode_into": gbs(t_into), "cpu": gbs(t_cpu)}));
+    figures.insert(
+        "host_lz4_1024k".into(),
+        serde_json::json!({"decode": gbs(t), "decode_into": gbs(t_into), "cpu": gbs(t_cpu)}),
+    );
     if let Some(dir) = &dump {
         std::fs::write(dir.join("ours.json"), serde_json::to_string_pretty(&figures).unwrap()).unwrap();
     }

@@ -183,3 +183,156 @@ mod tests {
         assert!(zstd_content_size(b"nonsense").is_err());
     }
 }
+
+/// Walks the tags of a raw Snappy buffer without decoding it, and returns its
+/// decoded length. Every literal and copy is checked to stay inside the input
+/// and the declared output, so a buffer that passes cannot make a decoder read
+/// or write out of bounds (nvCOMP's GPU decoder does not check this itself).
+pub fn validate_snappy(buf: &[u8]) -> Result<usize, String> {
+    let declared = snappy_decoded_len(buf)?;
+    let mut at = varint_len(buf);
+    let mut produced = 0usize;
+    let err = |what: &str, at: usize| format!("Snappy {what} at byte {at}");
+    while at < buf.len() {
+        let tag = buf[at];
+        at += 1;
+        let (len, offset) = match tag & 3 {
+            0 => {
+                let short = (tag >> 2) as usize;
+                let len = if short < 60 {
+                    short + 1
+                } else {
+                    let extra = short - 59;
+                    let bytes = buf
+                        .get(at..at + extra)
+                        .ok_or_else(|| err("literal length past the end", at))?;
+                    at += extra;
+                    bytes.iter().rev().fold(0usize, |acc, b| (acc << 8) | *b as usize) + 1
+                };
+                if len > buf.len() - at {
+                    return Err(err("literal past the end", at));
+                }
+                at += len;
+                (len, None)
+            }
+            1 => {
+                let low = *buf.get(at).ok_or_else(|| err("copy past the end", at))? as usize;
+                at += 1;
+                (4 + ((tag >> 2) & 7) as usize, Some(((tag as usize >> 5) << 8) | low))
+            }
+            kind => {
+                let width = if kind == 2 { 2 } else { 4 };
+                let bytes = buf.get(at..at + width).ok_or_else(|| err("copy past the end", at))?;
+                at += width;
+                let offset = bytes.iter().rev().fold(0usize, |acc, b| (acc << 8) | *b as usize);
+                (1 + (tag >> 2) as usize, Some(offset))
+            }
+        };
+        if let Some(offset) = offset {
+            if offset == 0 || offset > produced {
+                return Err(err("copy from before the start of the output", at));
+            }
+        }
+        produced += len;
+        if produced > declared {
+            return Err(format!("Snappy data decodes past its declared {declared} bytes"));
+        }
+    }
+    if produced != declared {
+        return Err(format!(
+            "Snappy data decodes to {produced} bytes, its preamble declares {declared}"
+        ));
+    }
+    Ok(declared)
+}
+
+fn varint_len(buf: &[u8]) -> usize {
+    buf.iter().position(|b| b & 0x80 == 0).map_or(buf.len(), |i| i + 1)
+}
+
+/// Checks that a buffer is exactly one Zstandard frame: walks the frame
+/// header and the block headers (not the block contents), so truncated or
+/// padded frames are caught before a decoder sees them.
+pub fn validate_zstd_frame(buf: &[u8]) -> Result<(), String> {
+    const MAGIC: u32 = 0xFD2F_B528;
+    let magic = buf.first_chunk::<4>().map(|m| u32::from_le_bytes(*m));
+    if magic != Some(MAGIC) {
+        return Err("not a Zstandard frame (bad magic number)".into());
+    }
+    let descriptor = *buf.get(4).ok_or("Zstandard frame header truncated")?;
+    let single_segment = descriptor & 0x20 != 0;
+    let checksum = descriptor & 0x04 != 0;
+    let dict_bytes = [0, 1, 2, 4][(descriptor & 3) as usize];
+    let size_bytes = match descriptor >> 6 {
+        0 if single_segment => 1,
+        0 => 0,
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let mut at = 5 + usize::from(!single_segment) + dict_bytes + size_bytes;
+    loop {
+        let header = buf
+            .get(at..at + 3)
+            .ok_or_else(|| format!("Zstandard block header truncated at byte {at}"))?;
+        let header = u32::from(header[0]) | u32::from(header[1]) << 8 | u32::from(header[2]) << 16;
+        at += 3;
+        let size = (header >> 3) as usize;
+        let body = match (header >> 1) & 3 {
+            0 | 2 => size,
+            1 => 1,
+            _ => return Err(format!("reserved Zstandard block type at byte {}", at - 3)),
+        };
+        if body > buf.len() - at.min(buf.len()) {
+            return Err(format!(
+                "Zstandard block of {body} bytes runs past the end at byte {at}"
+            ));
+        }
+        at += body;
+        if header & 1 == 1 {
+            break;
+        }
+    }
+    at += if checksum { 4 } else { 0 };
+    match at.cmp(&buf.len()) {
+        std::cmp::Ordering::Equal => Ok(()),
+        std::cmp::Ordering::Greater => Err("Zstandard checksum truncated".into()),
+        std::cmp::Ordering::Less => Err(format!("{} bytes after the Zstandard frame", buf.len() - at)),
+    }
+}
+
+#[cfg(test)]
+mod validation_tests {
+    use super::*;
+
+    #[test]
+    fn snappy_walk_accepts_real_data_and_rejects_damage() {
+        let data: Vec<u8> = (0..50_000u32).flat_map(|i| (i % 251).to_le_bytes()).collect();
+        let encoded = snap::raw::Encoder::new().compress_vec(&data).unwrap();
+        assert_eq!(validate_snappy(&encoded).unwrap(), data.len());
+        assert!(validate_snappy(&encoded[..encoded.len() - 3]).is_err());
+        // A copy reaching back before the output start.
+        assert!(validate_snappy(&[8, 0b0000_0001, 5]).is_err());
+        let empty = snap::raw::Encoder::new().compress_vec(&[]).unwrap();
+        assert_eq!(validate_snappy(&empty).unwrap(), 0);
+    }
+
+    #[test]
+    fn zstd_walk_accepts_frames_and_rejects_truncation_and_padding() {
+        let data = vec![3u8; 300_000];
+        for checksum in [false, true] {
+            let mut frame = Vec::new();
+            let mut enc = zstd::stream::Encoder::new(&mut frame, 1).unwrap();
+            enc.include_checksum(checksum).unwrap();
+            std::io::Write::write_all(&mut enc, &data).unwrap();
+            enc.finish().unwrap();
+            validate_zstd_frame(&frame).unwrap();
+            assert!(validate_zstd_frame(&frame[..frame.len() - 1]).is_err());
+            let mut padded = frame.clone();
+            padded.push(0);
+            assert!(validate_zstd_frame(&padded).is_err());
+        }
+        validate_zstd_frame(&zstd::bulk::compress(&[], 1).unwrap()).unwrap();
+        assert!(validate_zstd_frame(b"garbage!").is_err());
+    }
+}

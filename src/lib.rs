@@ -18,12 +18,22 @@
 //! nvCOMP and the CUDA driver are opened at run time: this crate builds and its
 //! CPU backend runs on machines without either.
 //!
-//! Corruption: the CPU decoders reject malformed input with an error. nvCOMP's
-//! GPU decoders report per-buffer statuses, which are always checked, but they
-//! do not promise to detect every corruption of LZ4, Snappy, deflate or
-//! GDeflate data (those formats carry no checksum): a damaged buffer may
-//! decode to wrong bytes of the right length. Gzip members carry a CRC32 and
-//! Zstandard frames may carry a checksum.
+//! # Corrupt input
+//!
+//! Every framing (LZ4 length header, gdeflate page table, gzip magic and size,
+//! declared sizes against [`BatchCodec::max_decoded_size`]) is checked on the
+//! host before any memory is allocated, and every per-chunk status nvCOMP
+//! reports is checked. The CPU decoders reject malformed input with
+//! [`Error::Corrupt`]. On the GPU, nvCOMP documents that its decoders have
+//! *undefined behaviour* on corrupt data, except LZ4 (run on the CUDA backend,
+//! which reports corrupt chunks) and ANS. This crate therefore walks Snappy tags
+//! and Zstandard block headers on the host before a host buffer reaches the
+//! GPU, which makes corrupt Snappy and truncated Zstandard buffers errors. The
+//! payloads of deflate, gzip, gdeflate, cascaded and bitcomp buffers, Zstandard
+//! block contents, and device-resident Snappy and Zstandard buffers are not
+//! validated: corrupt data there may decode to wrong bytes or fail with a CUDA
+//! error that leaves the GPU context unusable. Decode untrusted data with
+//! [`Backend::Cpu`].
 
 #![warn(missing_docs)]
 

@@ -45,7 +45,11 @@ fn every_algorithm_round_trips_on_the_gpu() {
         let decoded = codec.decode_batch(&encoded.iter().collect::<Vec<_>>()).unwrap();
         assert_eq!(decoded.len(), inputs.len(), "{name}");
         for (i, input) in inputs.iter().enumerate() {
-            assert!(decoded.get(i) == input.as_slice(), "{name}: buffer {i} of {} bytes differs", input.len());
+            assert!(
+                decoded.get(i) == input.as_slice(),
+                "{name}: buffer {i} of {} bytes differs",
+                input.len()
+            );
         }
     }
 }
@@ -61,8 +65,16 @@ fn gpu_and_cpu_read_each_others_bitstreams() {
         let on_cpu = c.decode_batch(&from_gpu.iter().collect::<Vec<_>>()).unwrap();
         let on_gpu = g.decode_batch(&from_cpu.iter().collect::<Vec<_>>()).unwrap();
         for (i, input) in inputs.iter().enumerate() {
-            assert!(on_cpu.get(i) == input.as_slice(), "{name}: GPU-encoded buffer {i} ({} B) on CPU", input.len());
-            assert!(on_gpu.get(i) == input.as_slice(), "{name}: CPU-encoded buffer {i} ({} B) on GPU", input.len());
+            assert!(
+                on_cpu.get(i) == input.as_slice(),
+                "{name}: GPU-encoded buffer {i} ({} B) on CPU",
+                input.len()
+            );
+            assert!(
+                on_gpu.get(i) == input.as_slice(),
+                "{name}: CPU-encoded buffer {i} ({} B) on GPU",
+                input.len()
+            );
         }
     }
 }
@@ -76,8 +88,16 @@ fn buffers_above_nvcomps_chunk_limit_keep_the_bitstream() {
         let encoded: Vec<&[u8]> = encoded.iter().collect();
         for codec in [gpu(name), cpu(name)] {
             let decoded = codec.decode_batch(&encoded).unwrap();
-            assert!(decoded.get(0) == big[0].as_slice(), "{name} 64 MiB on {}", codec.backend());
-            assert!(decoded.get(1) == big[1].as_slice(), "{name} small on {}", codec.backend());
+            assert!(
+                decoded.get(0) == big[0].as_slice(),
+                "{name} 64 MiB on {}",
+                codec.backend()
+            );
+            assert!(
+                decoded.get(1) == big[1].as_slice(),
+                "{name} small on {}",
+                codec.backend()
+            );
         }
     }
     let err = gpu("ans").encode_batch(&refs(&big)).unwrap_err();
@@ -119,7 +139,10 @@ fn batches_of_zero_one_and_many_buffers() {
     assert!(codec.encode_batch::<&[u8]>(&[]).unwrap().is_empty());
     let one = vec![field_f32(5000, 1)];
     let enc = codec.encode_batch(&refs(&one)).unwrap();
-    assert_eq!(codec.decode_batch(&enc.iter().collect::<Vec<_>>()).unwrap().to_vecs(), one);
+    assert_eq!(
+        codec.decode_batch(&enc.iter().collect::<Vec<_>>()).unwrap().to_vecs(),
+        one
+    );
     let many: Vec<Vec<u8>> = (0..100_000).map(|i| field_f32(16 + i % 200, i as u64)).collect();
     let enc = codec.encode_batch(&refs(&many)).unwrap();
     let dec = codec.decode_batch(&enc.iter().collect::<Vec<_>>()).unwrap();
@@ -127,27 +150,27 @@ fn batches_of_zero_one_and_many_buffers() {
     assert!(many.iter().enumerate().all(|(i, m)| dec.get(i) == m.as_slice()));
 }
 
+/// Only formats whose corruption the crate or nvCOMP detects are fed bad data:
+/// nvCOMP's other decoders have undefined behaviour on corrupt input (see the
+/// crate docs), which could end the test process's GPU context.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn corrupt_and_truncated_buffers_name_their_index() {
-    for name in WITH_CPU.iter().chain(&GPU_ONLY) {
+    let detected = |e: &Result<zarrs_nvcomp::Batch, Error>, index: usize| matches!(e, Err(Error::Corrupt { index: i, .. } | Error::DecodedSizeTooLarge { index: i, .. }) if *i == index);
+    for name in ["lz4", "snappy", "zstd", "gdeflate", "ans"] {
         let codec = gpu(name);
         let inputs = mixed_buffers(&[2000, 70_000, 3000], 9);
         let encoded = codec.encode_batch(&refs(&inputs)).unwrap().to_vecs();
         let mut truncated = encoded.clone();
         let half = truncated[1].len() / 2;
         truncated[1].truncate(half);
-        match codec.decode_batch(&refs(&truncated)) {
-            Err(Error::Corrupt { index: 1, .. } | Error::DecodedSizeTooLarge { index: 1, .. }) => {}
-            other => panic!("{name}: truncated buffer 1 gave {other:?}"),
-        }
-        let mut garbage = encoded.clone();
-        garbage[2] = common::random_bytes(garbage[2].len(), 99);
-        match codec.decode_batch(&refs(&garbage)) {
-            Err(Error::Corrupt { index: 2, .. } | Error::DecodedSizeTooLarge { index: 2, .. }) => {}
-            // Formats without checksums may decode garbage to other bytes, never silently to the right length of wrong data here.
-            Ok(d) => assert!(d.get(2) != inputs[2].as_slice(), "{name}: garbage decoded to the original"),
-            Err(e) => panic!("{name}: garbage buffer 2 gave {e}"),
+        let result = codec.decode_batch(&refs(&truncated));
+        assert!(detected(&result, 1), "{name}: truncated buffer 1 gave {result:?}");
+        if name != "gdeflate" {
+            let mut garbage = encoded.clone();
+            garbage[2] = common::random_bytes(garbage[2].len(), 99);
+            let result = codec.decode_batch(&refs(&garbage));
+            assert!(detected(&result, 2), "{name}: garbage buffer 2 gave {result:?}");
         }
     }
     let huge = [0xffu8, 0xff, 0xff, 0x7f, 1, 2, 3];
@@ -165,7 +188,10 @@ fn device_buffers_stay_on_the_device() {
         let mut device_inputs = Vec::new();
         for input in &inputs {
             let mut slice = engine.alloc(input.len().max(1)).unwrap();
-            engine.stream().memcpy_htod(input.as_slice(), &mut slice.slice_mut(..input.len())).unwrap();
+            engine
+                .stream()
+                .memcpy_htod(input.as_slice(), &mut slice.slice_mut(..input.len()))
+                .unwrap();
             device_inputs.push(slice);
         }
         engine.stream().synchronize().unwrap();
@@ -185,7 +211,11 @@ fn device_buffers_stay_on_the_device() {
         assert_eq!(on_host.to_vecs(), inputs, "{name}: device-encoded, host-decoded");
         let enc_regions: Vec<DeviceRegion> = (0..encoded.len()).map(|i| encoded.region(i)).collect();
         let decoded = unsafe { engine.decode_device(&algorithm, &enc_regions, 1 << 30) }.unwrap();
-        assert_eq!(decoded.to_host().unwrap().to_vecs(), inputs, "{name}: device round trip");
+        assert_eq!(
+            decoded.to_host().unwrap().to_vecs(),
+            inputs,
+            "{name}: device round trip"
+        );
         // Into caller-owned buffers, one of them deliberately misaligned.
         let total: usize = inputs.iter().map(Vec::len).sum::<usize>() + 64;
         let out = engine.alloc(total).unwrap();
@@ -194,7 +224,10 @@ fn device_buffers_stay_on_the_device() {
         let outs: Vec<DeviceRegion> = inputs
             .iter()
             .map(|i| {
-                let r = DeviceRegion { ptr: base + at, len: i.len() };
+                let r = DeviceRegion {
+                    ptr: base + at,
+                    len: i.len(),
+                };
                 at += i.len() as u64 + 8;
                 r
             })
@@ -225,7 +258,10 @@ fn host_outputs_and_many_threads() {
     assert_eq!(outs, inputs);
     let mut short: Vec<Vec<u8>> = inputs.iter().map(|i| vec![0; i.len() - 1]).collect();
     let mut views: Vec<&mut [u8]> = short.iter_mut().map(Vec::as_mut_slice).collect();
-    assert!(matches!(codec.decode_batch_into(&refs(&encoded), &mut views), Err(Error::OutputSize { index: 0, .. })));
+    assert!(matches!(
+        codec.decode_batch_into(&refs(&encoded), &mut views),
+        Err(Error::OutputSize { index: 0, .. })
+    ));
     std::thread::scope(|s| {
         for t in 0..8 {
             let (codec, encoded, inputs) = (codec.clone(), &encoded, &inputs);

@@ -208,7 +208,11 @@ pub(crate) fn bind(lib: &'static sys::NvcompLibrary, algorithm: &Algorithm) -> B
                 data_type: nvcomp_type(data_type),
                 ..Default::default()
             },
-            sys::nvcompBatchedLZ4DecompressOpts_t::default(),
+            // The CUDA backend reports corrupt LZ4 per chunk; the hardware engine would not.
+            sys::nvcompBatchedLZ4DecompressOpts_t {
+                backend: sys::NVCOMP_DECOMPRESS_BACKEND_CUDA,
+                ..Default::default()
+            },
         ),
         Algorithm::Snappy => boxed(
             lib,

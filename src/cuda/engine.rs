@@ -773,10 +773,15 @@ impl CudaEngine {
             unsafe { result::memcpy_htod_async(dev_in, &pinned.as_slice()[..len], self.cu_stream()) }
                 .map_err(cuda_err("cuMemcpyHtoDAsync"))
         };
+        // Device inputs staged on the device must not be overwritten by the host's staging area.
+        let upload_len = match inputs {
+            Inputs::Host(_) => at,
+            Inputs::Device(_) => table,
+        };
         let mut uploaded = false;
         // Sizes the framing does not declare come from nvCOMP.
         if pieces.iter().any(|p| p.decoded.is_none()) {
-            upload(pinned, at)?;
+            upload(pinned, upload_len)?;
             uploaded = true;
             let args = BatchArgs {
                 n,
@@ -868,7 +873,7 @@ impl CudaEngine {
             }
         }
         if n > 0 {
-            upload(pinned, if uploaded { table } else { at })?;
+            upload(pinned, if uploaded { table } else { upload_len })?;
             let temp_bytes = api.decompress_temp_bytes(n, max_piece, out_at)?;
             let temp = ensure_device(&self.ctx, &mut s.temp, temp_bytes)?.ptr();
             let args = BatchArgs {

@@ -8,9 +8,26 @@ use cudarc::driver::{result, CudaContext, DriverError};
 use crate::error::{Error, Result};
 
 pub(crate) fn cuda_err(call: &'static str) -> impl Fn(DriverError) -> Error {
-    move |e| Error::Cuda {
-        call,
-        reason: e.to_string(),
+    move |e| {
+        use sys::CUresult::*;
+        let sticky = matches!(
+            e.0,
+            CUDA_ERROR_ILLEGAL_ADDRESS
+                | CUDA_ERROR_LAUNCH_FAILED
+                | CUDA_ERROR_ILLEGAL_INSTRUCTION
+                | CUDA_ERROR_MISALIGNED_ADDRESS
+                | CUDA_ERROR_HARDWARE_STACK_ERROR
+        );
+        let reason = if sticky {
+            format!(
+                "{e}: the GPU context is unusable until the process restarts; nvCOMP's decoders for \
+                 deflate, gzip, gdeflate, cascaded and bitcomp (and for snappy and zstd on device-resident \
+                 input) do not validate corrupt input (decode untrusted data with the CPU backend)"
+            )
+        } else {
+            e.to_string()
+        };
+        Error::Cuda { call, reason }
     }
 }
 

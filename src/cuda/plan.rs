@@ -53,6 +53,11 @@ pub(crate) struct Framing<'a> {
 }
 
 impl<'a> Framing<'a> {
+    /// Whether the head is the whole buffer.
+    pub fn is_whole(&self) -> bool {
+        self.head.len() == self.len
+    }
+
     /// The framing of a buffer held on the host.
     pub fn of(buf: &'a [u8]) -> Self {
         Self {
@@ -63,17 +68,15 @@ impl<'a> Framing<'a> {
     }
 }
 
-/// How many leading and trailing bytes of a buffer [`decode_pieces`] needs
-/// first (gdeflate may then ask for its page table with [`Pieces::NeedHead`]).
+/// How many leading and trailing bytes of a device buffer [`decode_pieces`]
+/// reads first (gdeflate may then ask for more with [`Pieces::NeedHead`]);
+/// none for formats whose sizes nvCOMP's size query reads from the device.
 pub(crate) fn framing_bytes(algorithm: &Algorithm) -> (usize, usize) {
     match algorithm {
         Algorithm::Lz4 { has_header: true, .. } => (format::LZ4_HEADER_LEN, 0),
-        // A varint of at most 5 bytes.
-        Algorithm::Snappy => (5, 0),
-        // The longest Zstandard frame header.
-        Algorithm::Zstd => (18, 0),
         Algorithm::Gzip { .. } => (2, 4),
-        Algorithm::Gdeflate { has_header: true, .. } => (format::GDEFLATE_STATIC_HEADER_LEN, 0),
+        // Enough for the page table of buffers up to 1 MiB, so most need one round.
+        Algorithm::Gdeflate { has_header: true, .. } => (format::GDEFLATE_STATIC_HEADER_LEN + 8 * 16, 0),
         _ => (0, 0),
     }
 }
@@ -112,14 +115,20 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: Framing<'_>,
                 decoded: Some(size),
             }]
         }
-        Algorithm::Snappy => {
-            let size = format::snappy_decoded_len(f.head).map_err(corrupt(index))?;
+        // nvCOMP's Snappy and Zstandard decoders do not validate their input, so
+        // host buffers are walked first; device buffers get nvCOMP's size query.
+        Algorithm::Snappy if f.is_whole() => {
+            let size = format::validate_snappy(f.head).map_err(corrupt(index))?;
             whole(Some(declared(index, size as u64, max)?))
         }
-        Algorithm::Zstd => match format::zstd_content_size(f.head).map_err(corrupt(index))? {
-            Some(size) => whole(Some(declared(index, size, max)?)),
-            None => whole(None),
-        },
+        Algorithm::Zstd if f.is_whole() => {
+            format::validate_zstd_frame(f.head).map_err(corrupt(index))?;
+            match format::zstd_content_size(f.head).map_err(corrupt(index))? {
+                Some(size) => whole(Some(declared(index, size, max)?)),
+                None => whole(None),
+            }
+        }
+        Algorithm::Snappy | Algorithm::Zstd => whole(None),
         Algorithm::Gzip { .. } => {
             if f.len < 18 || f.head.get(..2) != Some(&[0x1f, 0x8b][..]) {
                 return Err(corrupt(index)(
@@ -292,6 +301,7 @@ mod tests {
             len: buf.len(),
         };
         assert_eq!(decode_pieces(&alg, 0, partial, 1 << 30).unwrap(), Pieces::NeedHead(32));
+        assert!(!partial.is_whole());
         assert!(decode_pieces_of(&alg, 0, &buf[..buf.len() - 1], 1 << 30).is_err());
         assert_eq!(pieces.len(), 2);
         assert_eq!(&buf[pieces[0].input.clone()], b"abc");

@@ -45,6 +45,12 @@ pub fn mixed_buffers(sizes: &[usize], seed: u64) -> Vec<Vec<u8>> {
     sizes
         .iter()
         .enumerate()
-        .map(|(i, &n)| if i % 3 == 2 { random_bytes(n, seed + i as u64) } else { field_f32(n, seed + i as u64) })
+        .map(|(i, &n)| {
+            if i % 3 == 2 {
+                random_bytes(n, seed + i as u64)
+            } else {
+                field_f32(n, seed + i as u64)
+            }
+        })
         .collect()
 }
