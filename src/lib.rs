@@ -26,10 +26,10 @@
 //! reports is checked. The CPU decoders reject malformed input with
 //! [`Error::Corrupt`]. On the GPU, nvCOMP documents that its decoders have
 //! *undefined behaviour* on corrupt data, except LZ4 (run on the CUDA backend,
-//! which reports corrupt chunks) and ANS. This crate therefore walks Snappy tags
+//! which reports corrupt chunks). This crate therefore walks Snappy tags
 //! and Zstandard block headers on the host before a host buffer reaches the
 //! GPU, which makes corrupt Snappy and truncated Zstandard buffers errors. The
-//! payloads of deflate, gzip, gdeflate, cascaded and bitcomp buffers, Zstandard
+//! payloads of deflate, gzip, gdeflate, cascaded, bitcomp and ANS buffers, Zstandard
 //! block contents, and device-resident Snappy and Zstandard buffers are not
 //! validated: corrupt data there may decode to wrong bytes or fail with a CUDA
 //! error that leaves the GPU context unusable. Decode untrusted data with

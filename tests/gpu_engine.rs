@@ -152,12 +152,13 @@ fn batches_of_zero_one_and_many_buffers() {
 
 /// Only formats whose corruption the crate or nvCOMP detects are fed bad data:
 /// nvCOMP's other decoders have undefined behaviour on corrupt input (see the
-/// crate docs), which could end the test process's GPU context.
+/// crate docs; ANS was seen decoding a truncated buffer without error), which
+/// could end the test process's GPU context.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn corrupt_and_truncated_buffers_name_their_index() {
     let detected = |e: &Result<zarrs_nvcomp::Batch, Error>, index: usize| matches!(e, Err(Error::Corrupt { index: i, .. } | Error::DecodedSizeTooLarge { index: i, .. }) if *i == index);
-    for name in ["lz4", "snappy", "zstd", "gdeflate", "ans"] {
+    for name in ["lz4", "snappy", "zstd", "gdeflate"] {
         let codec = gpu(name);
         let inputs = mixed_buffers(&[2000, 70_000, 3000], 9);
         let encoded = codec.encode_batch(&refs(&inputs)).unwrap().to_vecs();

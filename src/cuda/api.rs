@@ -244,23 +244,29 @@ pub(crate) fn bind(lib: &'static sys::NvcompLibrary, algorithm: &Algorithm) -> B
             },
             sys::nvcompBatchedGdeflateDecompressOpts_t::default(),
         ),
-        Algorithm::Cascaded { data_type } => {
-            let common_opts = sys::nvcompCascadedCommonOpts_t {
-                data_type: nvcomp_type(data_type),
+        // nvCOMP's documented defaults (`nvcompBatchedCascadedCompressDefaultOpts`)
+        // with the configured data type; decoding reads the layout from the stream.
+        Algorithm::Cascaded { data_type } => boxed(
+            lib,
+            sys::nvcompBatchedCascadedCompressOpts_t {
+                common_opts: sys::nvcompCascadedCommonOpts_t {
+                    data_type: nvcomp_type(data_type),
+                    mode: sys::NVCOMP_CASCADED_MODE_ASYMMETRIC,
+                    terminal_codec_flags: sys::NVCOMP_CASCADED_TERMINAL_CODEC_CASCADED_BITPACK as u64,
+                    coarse_grained_encoding_flags: 0,
+                },
+                fine_grained_encoding_flags: sys::NVCOMP_CASCADED_FINE_GRAINED_ENCODING_ALL as u64,
+                compression_level: 3,
                 ..Default::default()
-            };
-            boxed(
-                lib,
-                sys::nvcompBatchedCascadedCompressOpts_t {
-                    common_opts,
+            },
+            sys::nvcompBatchedCascadedDecompressOpts_t {
+                common_opts: sys::nvcompCascadedCommonOpts_t {
+                    data_type: sys::NVCOMP_TYPE_BITS,
                     ..Default::default()
                 },
-                sys::nvcompBatchedCascadedDecompressOpts_t {
-                    common_opts,
-                    ..Default::default()
-                },
-            )
-        }
+                ..Default::default()
+            },
+        ),
         Algorithm::Bitcomp { algorithm, data_type } => boxed(
             lib,
             sys::nvcompBatchedBitcompCompressOpts_t {
@@ -270,6 +276,7 @@ pub(crate) fn bind(lib: &'static sys::NvcompLibrary, algorithm: &Algorithm) -> B
             },
             sys::nvcompBatchedBitcompDecompressOpts_t::default(),
         ),
+        // Decoding reads the data type from the stream (`NVCOMP_TYPE_BITS`).
         Algorithm::Ans { data_type } => boxed(
             lib,
             sys::nvcompBatchedANSCompressOpts_t {
@@ -277,7 +284,7 @@ pub(crate) fn bind(lib: &'static sys::NvcompLibrary, algorithm: &Algorithm) -> B
                 ..Default::default()
             },
             sys::nvcompBatchedANSDecompressOpts_t {
-                data_type: nvcomp_type(data_type),
+                data_type: sys::NVCOMP_TYPE_BITS,
                 ..Default::default()
             },
         ),

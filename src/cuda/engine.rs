@@ -433,6 +433,43 @@ impl CudaEngine {
     }
 }
 
+/// Phase timings of one call, printed to stderr when the environment variable
+/// `ZARRS_NVCOMP_PROFILE` is set; each mark waits for the stream, so profiling
+/// slows the pipeline it measures.
+struct Profile<'a> {
+    stream: Option<&'a CudaStream>,
+    start: std::time::Instant,
+    marks: Vec<(&'static str, f64)>,
+}
+
+impl<'a> Profile<'a> {
+    fn new(stream: &'a CudaStream) -> Self {
+        static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let on = *ON.get_or_init(|| std::env::var_os("ZARRS_NVCOMP_PROFILE").is_some());
+        Self {
+            stream: on.then_some(stream),
+            start: std::time::Instant::now(),
+            marks: Vec::new(),
+        }
+    }
+
+    fn mark(&mut self, phase: &'static str) {
+        if let Some(stream) = self.stream {
+            let _ = stream.synchronize();
+            self.marks.push((phase, self.start.elapsed().as_secs_f64() * 1e3));
+        }
+    }
+}
+
+impl Drop for Profile<'_> {
+    fn drop(&mut self) {
+        if self.stream.is_some() {
+            let line: Vec<String> = self.marks.iter().map(|(p, ms)| format!("{p} {ms:.2}")).collect();
+            eprintln!("zarrs_nvcomp profile (ms since start): {}", line.join(", "));
+        }
+    }
+}
+
 /// Marks an input address as an offset into the staging buffer.
 const STAGED: u64 = 1 << 63;
 
@@ -699,6 +736,7 @@ impl CudaEngine {
         max: u64,
         dest: Dest<'_>,
     ) -> Result<Decoded> {
+        let mut profile = Profile::new(&self.stream);
         let count = inputs.len();
         let mut pieces = match inputs {
             Inputs::Host(bufs) => {
@@ -711,6 +749,7 @@ impl CudaEngine {
             }
             Inputs::Device(regions) => self.device_pieces(s, algorithm, regions, max)?,
         };
+        profile.mark("framing");
         let api = api::bind(self.lib, algorithm);
         let n = pieces.len();
         let align = api.decompress_alignments()?;
@@ -749,6 +788,7 @@ impl CudaEngine {
             Inputs::Host(bufs) => {
                 let srcs: Vec<&[u8]> = pieces.iter().map(|p| &bufs[p.buffer][p.input.clone()]).collect();
                 scatter_into(pinned.as_mut_slice(), &staged, &srcs);
+                profile.mark("staging");
             }
             Inputs::Device(regions) => {
                 let copies: Vec<Copy> = pieces
@@ -802,6 +842,7 @@ impl CudaEngine {
             unsafe { result::memcpy_dtoh_async(&mut sizes, actual_at, self.cu_stream()) }
                 .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
             self.sync()?;
+            profile.mark("size query");
             for (p, size) in pieces.iter_mut().zip(sizes) {
                 if p.decoded.is_none() {
                     if size > max {
@@ -874,6 +915,7 @@ impl CudaEngine {
         }
         if n > 0 {
             upload(pinned, if uploaded { table } else { upload_len })?;
+            profile.mark("upload");
             let temp_bytes = api.decompress_temp_bytes(n, max_piece, out_at)?;
             let temp = ensure_device(&self.ctx, &mut s.temp, temp_bytes)?.ptr();
             let args = BatchArgs {
@@ -890,6 +932,7 @@ impl CudaEngine {
             };
             // SAFETY: table, inputs, outputs and temp are laid out for `n` chunks.
             unsafe { api.decompress(&args)? };
+            profile.mark("decompress");
         }
         if let Dest::Given(outs) = dest {
             if !given_aligned {
@@ -922,6 +965,7 @@ impl CudaEngine {
             }
         }
         self.sync()?;
+        profile.mark("results");
         for (k, p) in pieces.iter().enumerate() {
             let actual = u64::from_le_bytes(res[8 * k..8 * k + 8].try_into().unwrap());
             let status = i32::from_le_bytes(res[8 * n + 4 * k..8 * n + 4 * k + 4].try_into().unwrap());

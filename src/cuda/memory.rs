@@ -21,7 +21,7 @@ pub(crate) fn cuda_err(call: &'static str) -> impl Fn(DriverError) -> Error {
         let reason = if sticky {
             format!(
                 "{e}: the GPU context is unusable until the process restarts; nvCOMP's decoders for \
-                 deflate, gzip, gdeflate, cascaded and bitcomp (and for snappy and zstd on device-resident \
+                 deflate, gzip, gdeflate, cascaded, bitcomp and ans (and for snappy and zstd on device-resident \
                  input) do not validate corrupt input (decode untrusted data with the CPU backend)"
             )
         } else {

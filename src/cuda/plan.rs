@@ -243,7 +243,7 @@ pub(crate) fn encode_route(algorithm: &Algorithm, index: usize, len: usize) -> R
             return Err(too_large(SMALL_CHUNK_LIMIT));
         }
         _ if len > LARGE_CHUNK_LIMIT => return Err(too_large(LARGE_CHUNK_LIMIT)),
-        _ => EncodeRoute::Gpu(vec![0..len]),
+        _ => EncodeRoute::Gpu(std::iter::once(0..len).collect()),
     })
 }
 
@@ -314,7 +314,7 @@ mod tests {
     fn large_lz4_goes_to_the_cpu_and_large_ans_is_refused() {
         assert_eq!(encode_route(&LZ4, 0, SMALL_CHUNK_LIMIT + 1).unwrap(), EncodeRoute::Cpu);
         assert_eq!(encode_route(&LZ4, 0, 0).unwrap(), EncodeRoute::Cpu);
-        assert_eq!(encode_route(&LZ4, 0, 10).unwrap(), EncodeRoute::Gpu(vec![0..10]));
+        assert_eq!(encode_route(&LZ4, 0, 10).unwrap(), EncodeRoute::Gpu(std::iter::once(0..10).collect()));
         let ans = Algorithm::Ans {
             data_type: DataType::Char,
         };
