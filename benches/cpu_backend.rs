@@ -12,7 +12,10 @@ mod data;
 fn cpu_backend(c: &mut Criterion) {
     let field = data::field_f32(64 << 20);
     let mut group = c.benchmark_group("cpu_backend");
-    group.sample_size(10).warm_up_time(Duration::from_millis(500)).measurement_time(Duration::from_secs(3));
+    group
+        .sample_size(10)
+        .warm_up_time(Duration::from_millis(500))
+        .measurement_time(Duration::from_secs(3));
     group.throughput(Throughput::Bytes(field.len() as u64));
     for name in ["lz4", "zstd"] {
         let codec = BatchCodec::new(name.parse().unwrap(), Backend::Cpu).unwrap();
@@ -21,12 +24,16 @@ fn cpu_backend(c: &mut Criterion) {
             let encoded = codec.encode_batch(&chunks).unwrap();
             let encoded: Vec<&[u8]> = encoded.iter().collect();
             let label = format!("{}KiB", chunk >> 10);
-            group.bench_with_input(BenchmarkId::new(format!("{name}/encode"), &label), &chunks, |b, chunks| {
-                b.iter(|| codec.encode_batch(chunks).unwrap())
-            });
-            group.bench_with_input(BenchmarkId::new(format!("{name}/decode"), &label), &encoded, |b, encoded| {
-                b.iter(|| codec.decode_batch(encoded).unwrap())
-            });
+            group.bench_with_input(
+                BenchmarkId::new(format!("{name}/encode"), &label),
+                &chunks,
+                |b, chunks| b.iter(|| codec.encode_batch(chunks).unwrap()),
+            );
+            group.bench_with_input(
+                BenchmarkId::new(format!("{name}/decode"), &label),
+                &encoded,
+                |b, encoded| b.iter(|| codec.decode_batch(encoded).unwrap()),
+            );
         }
     }
     group.finish();

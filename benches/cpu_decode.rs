@@ -29,7 +29,13 @@ fn best_gbps(mut f: impl FnMut()) -> f64 {
 fn main() {
     let field = data::field_f32(TOTAL);
     let chunks: Vec<&[u8]> = field.chunks(CHUNK).collect();
-    println!("{} MiB field_f32, {} chunks of {} KiB, {} threads", TOTAL >> 20, chunks.len(), CHUNK >> 10, rayon::current_num_threads());
+    println!(
+        "{} MiB field_f32, {} chunks of {} KiB, {} threads",
+        TOTAL >> 20,
+        chunks.len(),
+        CHUNK >> 10,
+        rayon::current_num_threads()
+    );
     for name in ["lz4", "zstd"] {
         let codec = BatchCodec::new(name.parse().unwrap(), Backend::Cpu).unwrap();
         let encoded = codec.encode_batch(&chunks).unwrap();

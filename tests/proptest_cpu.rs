@@ -11,8 +11,12 @@ use zarrs_nvcomp::{Backend, BatchCodec};
 fn buffer() -> impl Strategy<Value = Vec<u8>> {
     prop_oneof![
         prop::collection::vec(any::<u8>(), 0..200 * 1024),
-        (prop::collection::vec(any::<u8>(), 1..16), 0..200 * 1024usize)
-            .prop_map(|(pattern, n)| pattern.iter().copied().cycle().take(n).collect()),
+        (prop::collection::vec(any::<u8>(), 1..16), 0..200 * 1024usize).prop_map(|(pattern, n)| pattern
+            .iter()
+            .copied()
+            .cycle()
+            .take(n)
+            .collect()),
     ]
 }
 

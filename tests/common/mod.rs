@@ -41,22 +41,39 @@ pub fn field_f32(n: usize, seed: u64) -> Vec<u8> {
 
 /// `n` bytes of repetitive text.
 pub fn text(n: usize) -> Vec<u8> {
-    b"the quick brown fox jumps over the lazy dog; ".iter().copied().cycle().take(n).collect()
+    b"the quick brown fox jumps over the lazy dog; "
+        .iter()
+        .copied()
+        .cycle()
+        .take(n)
+        .collect()
 }
 
 /// Every algorithm and option combination the CPU backend implements.
 pub fn cpu_algorithms() -> Vec<Algorithm> {
     let mut algs = vec![
-        Algorithm::Lz4 { data_type: DataType::Char, has_header: true },
-        Algorithm::Lz4 { data_type: DataType::Float32, has_header: false },
+        Algorithm::Lz4 {
+            data_type: DataType::Char,
+            has_header: true,
+        },
+        Algorithm::Lz4 {
+            data_type: DataType::Float32,
+            has_header: false,
+        },
         Algorithm::Snappy,
         Algorithm::Zstd,
     ];
     for algorithm in 0..=5 {
         algs.push(Algorithm::Deflate { algorithm });
         algs.push(Algorithm::Gzip { algorithm });
-        algs.push(Algorithm::Gdeflate { algorithm, has_header: true });
-        algs.push(Algorithm::Gdeflate { algorithm, has_header: false });
+        algs.push(Algorithm::Gdeflate {
+            algorithm,
+            has_header: true,
+        });
+        algs.push(Algorithm::Gdeflate {
+            algorithm,
+            has_header: false,
+        });
     }
     algs
 }
