@@ -22,6 +22,11 @@ impl Batch {
         }
     }
 
+    /// All bytes, writable: for backends that fill the batch in place.
+    pub(crate) fn data_mut(&mut self) -> &mut [u8] {
+        &mut self.data
+    }
+
     /// A batch from its parts; `offsets` starts at 0, never decreases and ends at `data.len()`.
     ///
     /// # Panics

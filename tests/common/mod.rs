@@ -1,56 +1,105 @@
-//! Data shared by the integration tests.
+//! Data generators and algorithm lists shared by the integration tests.
 #![allow(dead_code)]
 
-/// A seeded xorshift generator, so every run tests the same bytes.
-pub struct Rng(u64);
+use zarrs_nvcomp::{Algorithm, DataType};
+
+/// SplitMix64: a tiny seeded generator, so the tests need no `rand`.
+pub struct Rng(pub u64);
 
 impl Rng {
-    pub fn new(seed: u64) -> Self {
-        Self(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
-    }
-
     pub fn next_u64(&mut self) -> u64 {
-        self.0 ^= self.0 << 13;
-        self.0 ^= self.0 >> 7;
-        self.0 ^= self.0 << 17;
-        self.0
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
     }
 
-    pub fn below(&mut self, n: u64) -> u64 {
-        self.next_u64() % n
+    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+        let mut out = Vec::with_capacity(n + 8);
+        while out.len() < n {
+            out.extend_from_slice(&self.next_u64().to_le_bytes());
+        }
+        out.truncate(n);
+        out
     }
 }
 
-/// float32 random walk rounded to 0.01, as bytes: compressible like real fields.
-pub fn field_f32(len: usize, seed: u64) -> Vec<u8> {
-    let mut rng = Rng::new(seed);
+/// `n` bytes of float32 little-endian values: a seeded random walk rounded
+/// to 0.01, like a smooth geoscience field.
+pub fn field_f32(n: usize, seed: u64) -> Vec<u8> {
+    let mut rng = Rng(seed);
     let mut x = 0f32;
-    let mut out = Vec::with_capacity(len + 4);
-    while out.len() < len {
-        x += (rng.below(2001) as f32 - 1000.0) / 10_000.0;
+    let mut out = Vec::with_capacity(n + 4);
+    while out.len() < n {
+        x += ((rng.next_u64() >> 40) as f32 / (1u64 << 24) as f32 - 0.5) * 0.1;
         out.extend_from_slice(&((x * 100.0).round() / 100.0).to_le_bytes());
     }
-    out.truncate(len);
+    out.truncate(n);
     out
 }
 
-/// Uniformly random bytes: incompressible.
-pub fn random_bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut rng = Rng::new(seed);
-    (0..len).map(|_| rng.next_u64() as u8).collect()
+/// `n` bytes of repetitive text.
+pub fn text(n: usize) -> Vec<u8> {
+    b"the quick brown fox jumps over the lazy dog; "
+        .iter()
+        .copied()
+        .cycle()
+        .take(n)
+        .collect()
 }
 
-/// Buffers of the given sizes, alternating structured and random content.
+/// Every algorithm and option combination the CPU backend implements.
+pub fn cpu_algorithms() -> Vec<Algorithm> {
+    let mut algs = vec![
+        Algorithm::Lz4 {
+            data_type: DataType::Char,
+            has_header: true,
+        },
+        Algorithm::Lz4 {
+            data_type: DataType::Float32,
+            has_header: false,
+        },
+        Algorithm::Snappy,
+        Algorithm::Zstd,
+    ];
+    for algorithm in 0..=5 {
+        algs.push(Algorithm::Deflate { algorithm });
+        algs.push(Algorithm::Gzip { algorithm });
+        algs.push(Algorithm::Gdeflate {
+            algorithm,
+            has_header: true,
+        });
+        algs.push(Algorithm::Gdeflate {
+            algorithm,
+            has_header: false,
+        });
+    }
+    algs
+}
+
+/// The largest buffer `algorithm` encodes on the CPU.
+pub fn max_input(algorithm: &Algorithm) -> usize {
+    match algorithm {
+        Algorithm::Gdeflate { has_header: false, .. } => 64 * 1024,
+        _ => usize::MAX,
+    }
+}
+
+/// `n` uniformly random bytes: incompressible.
+pub fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
+    Rng(seed).bytes(n)
+}
+
+/// Buffers of the given sizes, every third one random, the others a field.
 pub fn mixed_buffers(sizes: &[usize], seed: u64) -> Vec<Vec<u8>> {
-    sizes
-        .iter()
-        .enumerate()
-        .map(|(i, &n)| {
-            if i % 3 == 2 {
-                random_bytes(n, seed + i as u64)
-            } else {
-                field_f32(n, seed + i as u64)
-            }
-        })
-        .collect()
+    let buffer = |(i, &n): (usize, &usize)| {
+        let seed = seed + i as u64;
+        if i % 3 == 2 {
+            random_bytes(n, seed)
+        } else {
+            field_f32(n, seed)
+        }
+    };
+    sizes.iter().enumerate().map(buffer).collect()
 }
