@@ -7,6 +7,7 @@ import zlib
 
 import numcodecs
 import numpy as np
+from numcodecs.compat import ensure_contiguous_ndarray
 import pytest
 
 from zarrs_nvcomp import NvCompBatchCodec
@@ -28,7 +29,7 @@ def samples() -> list[np.ndarray]:
 
 
 def as_bytes(x) -> bytes:
-    return np.asarray(x).tobytes()
+    return bytes(ensure_contiguous_ndarray(x).view(np.uint8))
 
 
 def zlib_to_deflate(payload: bytes) -> bytes:
