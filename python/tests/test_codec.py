@@ -50,9 +50,7 @@ def test_check_repr(monkeypatch):
     common.check_repr(
         "NvCompBatchCodec(algorithm='lz4', options={'data_type': 'char', 'has_header': True})"
     )
-    common.check_repr(
-        "NvCompBatchCodec(algorithm='gzip', options={'algorithm': 0}, device='cpu')"
-    )
+    common.check_repr("NvCompBatchCodec(algorithm='gzip', options={'algorithm': 0}, device='cpu')")
 
 
 def test_check_backwards_compatibility(codec, monkeypatch, request):
@@ -63,9 +61,7 @@ def test_check_backwards_compatibility(codec, monkeypatch, request):
         np.linspace(1000, 1001, 1000, dtype="f8").reshape(100, 10),
         np.random.default_rng(3).integers(0, 200, size=1000, dtype="u1"),
     ]
-    common.check_backwards_compatibility(
-        "nvcomp_batch", arrays, [codec], prefix=codec.algorithm
-    )
+    common.check_backwards_compatibility("nvcomp_batch", arrays, [codec], prefix=codec.algorithm)
 
 
 def test_registry_without_import():
@@ -112,7 +108,9 @@ def test_backend_attribute():
 def test_input_kinds(codec):
     data = np.arange(64, dtype="f4")
     raw = data.tobytes()
-    encoded = codec.encode_batch([data, raw, bytearray(raw), memoryview(raw), array.array("f", data)])
+    encoded = codec.encode_batch(
+        [data, raw, bytearray(raw), memoryview(raw), array.array("f", data)]
+    )
     assert all(isinstance(e, bytes) for e in encoded)
     decoded = codec.decode_batch(encoded)
     for d in decoded:

@@ -7,8 +7,8 @@ import zlib
 
 import numcodecs
 import numpy as np
-from numcodecs.compat import ensure_contiguous_ndarray
 import pytest
+from numcodecs.compat import ensure_contiguous_ndarray
 
 from zarrs_nvcomp import NvCompBatchCodec
 

@@ -122,7 +122,10 @@ def device_region(obj: Any, *, what: str = "buffer") -> DeviceRegion:
     itemsize = np.dtype(cai["typestr"]).itemsize
     strides = cai.get("strides")
     if strides is not None and math.prod(shape) > 1:
-        if not (_contiguous(shape, strides, itemsize) or _contiguous(shape[::-1], strides[::-1], itemsize)):
+        if not (
+            _contiguous(shape, strides, itemsize)
+            or _contiguous(shape[::-1], strides[::-1], itemsize)
+        ):
             raise ValueError(f"{what} is not contiguous")
     if cai.get("mask") is not None:
         raise ValueError(f"{what}: masked arrays are not supported")

@@ -148,9 +148,7 @@ class NvCompBatchCodec(Codec):
         views = [_buffers.host_view(b, what=f"input {i}") for i, b in enumerate(bufs)]
         if out is None:
             return _buffers.host_outputs(self._engine.decode(views))
-        outs = [
-            _buffers.host_view(o, writable=True, what=f"output {i}") for i, o in enumerate(out)
-        ]
+        outs = [_buffers.host_view(o, writable=True, what=f"output {i}") for i, o in enumerate(out)]
         self._engine.decode_into(views, outs)
         return out
 
