@@ -28,8 +28,8 @@ $(VENV)/.ready: scripts/setup.sh python/requirements-dev.txt
 lint: setup
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
-	$(PY) -m ruff check python benches examples
-	$(PY) -m ruff format --check python benches examples
+	$(PY) -m ruff check $(wildcard python benches examples)
+	$(PY) -m ruff format --check $(wildcard python benches examples)
 
 rust-test: setup
 	cargo test --workspace

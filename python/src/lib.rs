@@ -1,0 +1,462 @@
+//! `zarrs_nvcomp._zarrs_nvcomp`: the Rust engine as a Python extension.
+//!
+//! The Python package (`zarrs_nvcomp`) turns numcodecs/zarr inputs into flat
+//! byte buffers (host: the buffer protocol; device: `(pointer, length)` pairs)
+//! and calls [`Engine`]; results come back as one contiguous allocation per
+//! batch ([`HostBatch`], [`DeviceBatch`]) plus offsets, which Python slices
+//! without copying. The GIL is released while the engine works.
+
+use std::ffi::{c_int, c_void};
+use std::sync::Arc;
+
+use pyo3::buffer::PyBuffer;
+use pyo3::create_exception;
+use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyList};
+use zarrs_nvcomp::cuda::{CudaEngine, DeviceRegion};
+use zarrs_nvcomp::{Algorithm, Backend, Batch, BatchCodec, Error};
+
+create_exception!(
+    zarrs_nvcomp,
+    DecodeError,
+    PyRuntimeError,
+    "A buffer of a batch cannot be decoded; the message names its index."
+);
+create_exception!(
+    zarrs_nvcomp,
+    GpuUnavailableError,
+    PyRuntimeError,
+    "The CUDA backend was asked for and cannot be used; the message says why."
+);
+create_exception!(
+    zarrs_nvcomp,
+    CudaError,
+    PyRuntimeError,
+    "A CUDA driver or nvCOMP call failed."
+);
+
+fn to_py_err(err: Error) -> PyErr {
+    let msg = err.to_string();
+    match err {
+        Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. } => DecodeError::new_err(msg),
+        Error::GpuUnavailable(_) | Error::NeedsGpu { .. } => GpuUnavailableError::new_err(msg),
+        Error::Cuda { .. } | Error::Nvcomp { .. } => CudaError::new_err(msg),
+        Error::UnknownAlgorithm { .. }
+        | Error::UnknownOption { .. }
+        | Error::InvalidOption { .. }
+        | Error::InvalidConfig(_)
+        | Error::OutputSize { .. }
+        | Error::BatchLength { .. }
+        | Error::InputTooLarge { .. } => PyValueError::new_err(msg),
+    }
+}
+
+fn parse_device(device: Option<&str>) -> PyResult<Backend> {
+    let Some(device) = device else { return Ok(Backend::Auto) };
+    let lower = device.trim().to_ascii_lowercase();
+    match lower.as_str() {
+        "auto" => Ok(Backend::Auto),
+        "cpu" => Ok(Backend::Cpu),
+        "cuda" | "gpu" => Ok(Backend::Cuda { device: 0 }),
+        other => other
+            .strip_prefix("cuda:")
+            .and_then(|n| n.parse().ok())
+            .map(|device| Backend::Cuda { device })
+            .ok_or_else(|| {
+                PyValueError::new_err(format!(
+                    "invalid device {device:?}; valid: None (GPU when usable, else CPU), \"cpu\", \"cuda\", \"cuda:N\""
+                ))
+            }),
+    }
+}
+
+fn parse_json(py: Python<'_>, text: &str) -> PyResult<serde_json::Value> {
+    let _ = py;
+    serde_json::from_str(text).map_err(|e| PyValueError::new_err(format!("invalid JSON configuration: {e}")))
+}
+
+/// Raw pointers of host buffers, which the engine reads with the GIL released.
+struct HostInputs {
+    regions: Vec<(usize, usize)>,
+}
+
+impl HostInputs {
+    fn new(buffers: &[PyBuffer<u8>]) -> PyResult<Self> {
+        let regions = buffers
+            .iter()
+            .enumerate()
+            .map(|(i, b)| {
+                if !b.is_c_contiguous() {
+                    return Err(PyBufferError::new_err(format!(
+                        "buffer {i} of the batch is not contiguous"
+                    )));
+                }
+                Ok((b.buf_ptr() as usize, b.len_bytes()))
+            })
+            .collect::<PyResult<_>>()?;
+        Ok(Self { regions })
+    }
+
+    /// The buffers as slices.
+    ///
+    /// # Safety
+    /// The `PyBuffer`s these came from must still be held.
+    unsafe fn slices(&self) -> Vec<&[u8]> {
+        self.regions
+            .iter()
+            .map(|&(ptr, len)| {
+                if len == 0 {
+                    &[][..]
+                } else {
+                    unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }
+                }
+            })
+            .collect()
+    }
+}
+
+/// One batch codec of the engine on one backend.
+#[pyclass(frozen, module = "zarrs_nvcomp._zarrs_nvcomp")]
+struct Engine {
+    codec: BatchCodec,
+}
+
+impl Engine {
+    fn cuda(&self) -> PyResult<&Arc<CudaEngine>> {
+        self.codec
+            .cuda()
+            .ok_or_else(|| PyValueError::new_err("device buffers need a codec on the CUDA backend"))
+    }
+}
+
+fn regions(list: Vec<(u64, usize)>) -> Vec<DeviceRegion> {
+    list.into_iter().map(|(ptr, len)| DeviceRegion { ptr, len }).collect()
+}
+
+#[pymethods]
+impl Engine {
+    /// `config_json`: `{"algorithm": ..., "options": {...}}`; `device`: None, "cpu", "cuda", "cuda:N".
+    #[new]
+    #[pyo3(signature = (config_json, device=None))]
+    fn new(py: Python<'_>, config_json: &str, device: Option<&str>) -> PyResult<Self> {
+        let config = parse_json(py, config_json)?;
+        let backend = parse_device(device)?;
+        let algorithm = Algorithm::from_config(&config).map_err(to_py_err)?;
+        if let (Backend::Cpu, false) = (backend, algorithm.has_cpu_implementation()) {
+            return Err(to_py_err(Error::NeedsGpu {
+                algorithm: algorithm.name(),
+            }));
+        }
+        let codec = py.detach(|| BatchCodec::new(algorithm, backend)).map_err(to_py_err)?;
+        Ok(Self { codec })
+    }
+
+    /// `"cpu"` or `"cuda:N"`.
+    #[getter]
+    fn backend(&self) -> String {
+        self.codec.backend().to_string()
+    }
+
+    /// The CUDA device ordinal, or None on the CPU.
+    #[getter]
+    fn device_ordinal(&self) -> Option<usize> {
+        self.codec.cuda().map(|e| e.device())
+    }
+
+    /// The normalized configuration as JSON.
+    fn config_json(&self) -> String {
+        self.codec.algorithm().to_config().to_string()
+    }
+
+    /// Compresses host buffers.
+    fn encode(&self, py: Python<'_>, inputs: Vec<PyBuffer<u8>>) -> PyResult<HostBatch> {
+        let host = HostInputs::new(&inputs)?;
+        let batch = py
+            .detach(|| {
+                // SAFETY: `inputs` holds the buffers for the whole call.
+                let slices = unsafe { host.slices() };
+                self.codec.encode_batch(&slices)
+            })
+            .map_err(to_py_err)?;
+        drop(inputs);
+        Ok(HostBatch::new(batch))
+    }
+
+    /// Decompresses host buffers into one new host allocation.
+    fn decode(&self, py: Python<'_>, inputs: Vec<PyBuffer<u8>>) -> PyResult<HostBatch> {
+        let host = HostInputs::new(&inputs)?;
+        let batch = py
+            .detach(|| {
+                // SAFETY: `inputs` holds the buffers for the whole call.
+                let slices = unsafe { host.slices() };
+                self.codec.decode_batch(&slices)
+            })
+            .map_err(to_py_err)?;
+        drop(inputs);
+        Ok(HostBatch::new(batch))
+    }
+
+    /// Decompresses host buffers into the caller's writable host buffers.
+    fn decode_into(&self, py: Python<'_>, inputs: Vec<PyBuffer<u8>>, outputs: Vec<PyBuffer<u8>>) -> PyResult<()> {
+        if outputs.iter().any(|b| b.readonly()) {
+            return Err(PyValueError::new_err("output buffers must be writable"));
+        }
+        let host = HostInputs::new(&inputs)?;
+        let out = HostInputs::new(&outputs)?;
+        py.detach(|| {
+            // SAFETY: `inputs` and `outputs` hold the buffers for the whole call;
+            // the outputs are writable (checked above).
+            let slices = unsafe { host.slices() };
+            let mut outs: Vec<&mut [u8]> = out
+                .regions
+                .iter()
+                .map(|&(ptr, len)| {
+                    if len == 0 {
+                        &mut [][..]
+                    } else {
+                        unsafe { std::slice::from_raw_parts_mut(ptr as *mut u8, len) }
+                    }
+                })
+                .collect();
+            self.codec.decode_batch_into(&slices, &mut outs)
+        })
+        .map_err(to_py_err)?;
+        drop((inputs, outputs));
+        Ok(())
+    }
+
+    /// Compresses device buffers, given as `(pointer, length)`, into one device allocation.
+    fn encode_device(&self, py: Python<'_>, inputs: Vec<(u64, usize)>) -> PyResult<DeviceBatch> {
+        let engine = self.cuda()?.clone();
+        let algorithm = *self.codec.algorithm();
+        let inputs = regions(inputs);
+        // SAFETY: the Python side passes pointers of live device arrays of this
+        // device, which it keeps referenced for the call.
+        let batch = py
+            .detach(|| unsafe { engine.encode_device(&algorithm, &inputs) })
+            .map_err(to_py_err)?;
+        Ok(DeviceBatch::new(batch, engine.device()))
+    }
+
+    /// Decompresses device buffers into one device allocation.
+    fn decode_device(&self, py: Python<'_>, inputs: Vec<(u64, usize)>) -> PyResult<DeviceBatch> {
+        let engine = self.cuda()?.clone();
+        let algorithm = *self.codec.algorithm();
+        let limit = self.codec.max_decoded_size();
+        let inputs = regions(inputs);
+        // SAFETY: as in `encode_device`.
+        let batch = py
+            .detach(|| unsafe { engine.decode_device(&algorithm, &inputs, limit) })
+            .map_err(to_py_err)?;
+        Ok(DeviceBatch::new(batch, engine.device()))
+    }
+
+    /// Decompresses device buffers into caller-owned device buffers.
+    fn decode_device_into(
+        &self,
+        py: Python<'_>,
+        inputs: Vec<(u64, usize)>,
+        outputs: Vec<(u64, usize)>,
+    ) -> PyResult<()> {
+        if inputs.len() != outputs.len() {
+            return Err(to_py_err(Error::BatchLength {
+                inputs: inputs.len(),
+                outputs: outputs.len(),
+            }));
+        }
+        let engine = self.cuda()?.clone();
+        let algorithm = *self.codec.algorithm();
+        let limit = self.codec.max_decoded_size();
+        let (inputs, outputs) = (regions(inputs), regions(outputs));
+        // SAFETY: as in `encode_device`; the Python side checks that the
+        // outputs are distinct writable arrays.
+        py.detach(|| unsafe { engine.decode_device_into(&algorithm, &inputs, &outputs, limit) })
+            .map_err(to_py_err)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "Engine({}, backend={:?})",
+            self.codec.algorithm().to_config(),
+            self.codec.backend().to_string()
+        )
+    }
+}
+
+/// Host buffers in one allocation, exported (writable) through the buffer protocol.
+#[pyclass(frozen, module = "zarrs_nvcomp._zarrs_nvcomp")]
+struct HostBatch {
+    data: HostData,
+    offsets: Vec<usize>,
+}
+
+/// The bytes of a [`HostBatch`]: the vector is never touched again after
+/// construction except to drop it, so handing out `ptr` for writing is sound.
+struct HostData {
+    _vec: Vec<u8>,
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: the pointer is owned by `_vec`, which moves with it.
+unsafe impl Send for HostData {}
+// SAFETY: Rust never reads or writes the bytes through `&HostData`.
+unsafe impl Sync for HostData {}
+
+impl HostBatch {
+    fn new(batch: Batch) -> Self {
+        let (mut vec, offsets) = batch.into_parts();
+        let (ptr, len) = (vec.as_mut_ptr(), vec.len());
+        Self {
+            data: HostData { _vec: vec, ptr, len },
+            offsets,
+        }
+    }
+}
+
+#[pymethods]
+impl HostBatch {
+    /// The `len + 1` offsets of the buffers into the data.
+    #[getter]
+    fn offsets(&self) -> Vec<usize> {
+        self.offsets.clone()
+    }
+
+    fn __len__(&self) -> usize {
+        self.offsets.len() - 1
+    }
+
+    /// Each buffer as its own `bytes` object.
+    fn to_bytes_list<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
+        // SAFETY: `ptr` and `len` describe the vector owned by `self`.
+        let data = unsafe { std::slice::from_raw_parts(self.data.ptr, self.data.len) };
+        PyList::new(py, self.offsets.windows(2).map(|w| PyBytes::new(py, &data[w[0]..w[1]])))
+    }
+
+    unsafe fn __getbuffer__(slf: Bound<'_, Self>, view: *mut pyo3::ffi::Py_buffer, flags: c_int) -> PyResult<()> {
+        if view.is_null() {
+            return Err(PyBufferError::new_err("view is null"));
+        }
+        let (ptr, len) = (slf.get().data.ptr, slf.get().data.len);
+        // SAFETY: `view` is the Py_buffer CPython hands over; the exported
+        // memory lives as long as `obj`, which the view keeps referenced.
+        unsafe {
+            (*view).obj = slf.into_any().into_ptr();
+            (*view).buf = ptr.cast::<c_void>();
+            (*view).len = len as isize;
+            (*view).readonly = 0;
+            (*view).itemsize = 1;
+            (*view).format = if flags & pyo3::ffi::PyBUF_FORMAT != 0 {
+                c"B".as_ptr().cast_mut()
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).ndim = 1;
+            (*view).shape = if flags & pyo3::ffi::PyBUF_ND != 0 {
+                &raw mut (*view).len
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).strides = if flags & pyo3::ffi::PyBUF_STRIDES == pyo3::ffi::PyBUF_STRIDES {
+                &raw mut (*view).itemsize
+            } else {
+                std::ptr::null_mut()
+            };
+            (*view).suboffsets = std::ptr::null_mut();
+            (*view).internal = std::ptr::null_mut();
+        }
+        Ok(())
+    }
+
+    unsafe fn __releasebuffer__(&self, _view: *mut pyo3::ffi::Py_buffer) {}
+}
+
+/// Device buffers in one device allocation, freed when this object goes.
+#[pyclass(frozen, module = "zarrs_nvcomp._zarrs_nvcomp")]
+struct DeviceBatch {
+    batch: zarrs_nvcomp::cuda::DeviceBatch,
+    device: usize,
+}
+
+impl DeviceBatch {
+    fn new(batch: zarrs_nvcomp::cuda::DeviceBatch, device: usize) -> Self {
+        Self { batch, device }
+    }
+}
+
+#[pymethods]
+impl DeviceBatch {
+    /// Device address of the allocation.
+    #[getter]
+    fn ptr(&self) -> u64 {
+        self.batch.device_ptr()
+    }
+
+    /// CUDA device ordinal.
+    #[getter]
+    fn device(&self) -> usize {
+        self.device
+    }
+
+    /// The `len + 1` offsets of the buffers into the allocation.
+    #[getter]
+    fn offsets(&self) -> Vec<usize> {
+        self.batch.offsets().to_vec()
+    }
+
+    fn __len__(&self) -> usize {
+        self.batch.len()
+    }
+}
+
+/// Why CUDA device `device` cannot be used, or None when it can.
+#[pyfunction]
+#[pyo3(signature = (device=0))]
+fn gpu_unavailable_reason(py: Python<'_>, device: usize) -> Option<String> {
+    py.detach(|| BatchCodec::gpu_availability(device).err().map(|e| e.to_string()))
+}
+
+/// Parses a configuration and returns it normalized (every option written out), as JSON.
+#[pyfunction]
+fn normalize_config(py: Python<'_>, config_json: &str) -> PyResult<String> {
+    let config = parse_json(py, config_json)?;
+    Ok(Algorithm::from_config(&config)
+        .map_err(to_py_err)?
+        .to_config()
+        .to_string())
+}
+
+/// Whether the algorithm named in the configuration has a CPU implementation.
+#[pyfunction]
+fn has_cpu_implementation(py: Python<'_>, config_json: &str) -> PyResult<bool> {
+    let config = parse_json(py, config_json)?;
+    Ok(Algorithm::from_config(&config)
+        .map_err(to_py_err)?
+        .has_cpu_implementation())
+}
+
+#[pymodule]
+fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add_class::<Engine>()?;
+    m.add_class::<HostBatch>()?;
+    m.add_class::<DeviceBatch>()?;
+    m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
+    m.add_function(wrap_pyfunction!(normalize_config, m)?)?;
+    m.add_function(wrap_pyfunction!(has_cpu_implementation, m)?)?;
+    m.add("DecodeError", py.get_type::<DecodeError>())?;
+    m.add("GpuUnavailableError", py.get_type::<GpuUnavailableError>())?;
+    m.add("CudaError", py.get_type::<CudaError>())?;
+    m.add("ALGORITHMS", Algorithm::NAMES.to_vec())?;
+    m.add(
+        "CPU_ALGORITHMS",
+        Algorithm::NAMES
+            .iter()
+            .filter(|n| n.parse::<Algorithm>().is_ok_and(|a| a.has_cpu_implementation()))
+            .copied()
+            .collect::<Vec<_>>(),
+    )?;
+    m.add("DEFAULT_MAX_DECODED_SIZE", zarrs_nvcomp::DEFAULT_MAX_DECODED_SIZE)?;
+    Ok(())
+}

@@ -1,0 +1,206 @@
+"""numcodecs' own codec checks, configuration, pickling, out=, and errors."""
+
+from __future__ import annotations
+
+import array
+import pickle
+
+import numcodecs
+import numpy as np
+import pytest
+from conftest import CPU_ALGORITHMS
+from numcodecs.tests import common
+
+import zarrs_nvcomp
+from zarrs_nvcomp import DecodeError, GpuUnavailableError, NvCompBatchCodec
+
+ARRAYS = [
+    np.arange(1000, dtype="i4"),
+    np.linspace(1000, 1001, 1000, dtype="f8"),
+    np.random.default_rng(0).normal(loc=1000, scale=1, size=(100, 10)),
+    np.random.default_rng(1).integers(0, 2, size=1000, dtype=bool).reshape(100, 10, order="F"),
+    np.random.default_rng(2).integers(0, 200, size=1000, dtype="u1").reshape(10, 10, 10),
+    np.arange(1000, dtype="u2").reshape(20, 50, order="F"),
+    np.arange(1000, dtype="i8").view("M8[ns]"),
+    np.arange(1000, dtype="i8").view("m8[m]"),
+    np.zeros(0, dtype="f4"),
+]
+
+
+@pytest.fixture(params=CPU_ALGORITHMS)
+def codec(request):
+    return NvCompBatchCodec(request.param, device="cpu")
+
+
+@pytest.mark.parametrize("arr", ARRAYS, ids=range(len(ARRAYS)))
+def test_check_encode_decode(codec, arr):
+    common.check_encode_decode(arr, codec)
+
+
+def test_check_config(codec):
+    common.check_config(codec)
+    assert codec.get_config()["id"] == "nvcomp_batch"
+    assert "device" not in codec.get_config()
+
+
+def test_check_repr(monkeypatch):
+    # numcodecs' check_repr evaluates in its own module namespace
+    monkeypatch.setattr(common, "NvCompBatchCodec", NvCompBatchCodec, raising=False)
+    common.check_repr("NvCompBatchCodec(algorithm='zstd', options={})")
+    common.check_repr(
+        "NvCompBatchCodec(algorithm='lz4', options={'data_type': 'char', 'has_header': True})"
+    )
+    common.check_repr("NvCompBatchCodec(algorithm='gzip', options={'algorithm': 0}, device='cpu')")
+
+
+def test_check_backwards_compatibility(codec, monkeypatch, request):
+    # fixtures under tests/fixture/nvcomp_batch/<algorithm>: written once, then compared
+    monkeypatch.chdir(request.path.parent)
+    arrays = [
+        np.arange(1000, dtype="i4"),
+        np.linspace(1000, 1001, 1000, dtype="f8").reshape(100, 10),
+        np.random.default_rng(3).integers(0, 200, size=1000, dtype="u1"),
+    ]
+    common.check_backwards_compatibility("nvcomp_batch", arrays, [codec], prefix=codec.algorithm)
+
+
+def test_registry_without_import():
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, numcodecs\n"
+        "assert 'zarrs_nvcomp' not in sys.modules\n"
+        "c = numcodecs.registry.get_codec(dict(id='nvcomp_batch', algorithm='snappy'))\n"
+        "print(type(c).__module__, c.algorithm)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert out.stdout.split() == ["zarrs_nvcomp.numcodecs", "snappy"]
+
+
+def test_config_roundtrip_and_equality():
+    a = NvCompBatchCodec("LZ4", {"data_type": "uint16"}, device="cpu")
+    assert a.get_config() == {
+        "id": "nvcomp_batch",
+        "algorithm": "lz4",
+        "options": {"data_type": "ushort", "has_header": True},
+    }
+    b = numcodecs.registry.get_codec(a.get_config())
+    assert a == b
+    assert a != NvCompBatchCodec("lz4")
+    assert NvCompBatchCodec.from_config({"id": "nvcomp_batch", "algo": "zstd"}).algorithm == "zstd"
+
+
+@pytest.mark.parametrize("protocol", range(pickle.HIGHEST_PROTOCOL + 1))
+def test_pickle(codec, protocol):
+    c2 = pickle.loads(pickle.dumps(codec, protocol=protocol))
+    assert c2 == codec and c2.device == codec.device and c2.backend == "cpu"
+    data = np.arange(100, dtype="f4")
+    np.testing.assert_array_equal(np.frombuffer(c2.decode(codec.encode(data)), "f4"), data)
+
+
+def test_backend_attribute():
+    assert NvCompBatchCodec("lz4", device="cpu").backend == "cpu"
+    expected = "cuda:0" if zarrs_nvcomp.gpu_available() else "cpu"
+    assert NvCompBatchCodec("lz4").backend == expected
+
+
+def test_input_kinds(codec):
+    data = np.arange(64, dtype="f4")
+    raw = data.tobytes()
+    encoded = codec.encode_batch(
+        [data, raw, bytearray(raw), memoryview(raw), array.array("f", data)]
+    )
+    assert all(isinstance(e, bytes) for e in encoded)
+    decoded = codec.decode_batch(encoded)
+    for d in decoded:
+        assert isinstance(d, np.ndarray) and d.dtype == np.uint8 and d.ndim == 1
+        assert d.tobytes() == raw
+    assert codec.decode_batch([]) == [] and codec.encode_batch([]) == []
+
+
+def test_decode_batch_views_one_buffer(codec):
+    chunks = [np.arange(n, dtype="u1") for n in (10, 0, 30)]
+    decoded = codec.decode_batch(codec.encode_batch(chunks))
+    assert decoded[0].base is not None and decoded[0].base is decoded[2].base
+    assert decoded[0].flags.writeable
+
+
+def test_out(codec):
+    chunks = [np.arange(n, dtype="i2") for n in (10, 0, 300)]
+    encoded = codec.encode_batch(chunks)
+    out = [np.empty_like(c) for c in chunks]
+    result = codec.decode_batch(encoded, out=out)
+    assert all(r is o for r, o in zip(result, out, strict=True))
+    for c, o in zip(chunks, out, strict=True):
+        np.testing.assert_array_equal(c, o)
+    buf = bytearray(20)
+    assert codec.decode(encoded[0], out=buf) is buf and bytes(buf) == chunks[0].tobytes()
+
+
+def test_out_wrong_size(codec):
+    encoded = codec.encode_batch([np.arange(10, dtype="u1")])
+    with pytest.raises(ValueError, match="decodes to 10 bytes"):
+        codec.decode_batch(encoded, out=[np.empty(11, dtype="u1")])
+    with pytest.raises(ValueError, match="output buffers"):
+        codec.decode_batch(encoded, out=[])
+    with pytest.raises(ValueError, match="read-only"):
+        codec.decode(encoded[0], out=b"x" * 10)
+
+
+def test_corrupt_data_names_index(codec):
+    good = codec.encode(np.arange(1000, dtype="i4"))
+    if codec.algorithm == "lz4":
+        bad = b"\xff\xff\xff\x7f" + good[4:]  # declares a huge size
+    elif codec.algorithm == "gdeflate":
+        bad = good[:24] + b"\xff" * (len(good) - 24)
+    else:
+        bad = good[: len(good) // 2] + b"\xff" * 16
+    with pytest.raises(DecodeError, match="buffer 1") as info:
+        codec.decode_batch([good, bad, good])
+    assert isinstance(info.value, RuntimeError)
+
+
+def test_bad_algorithm_and_option():
+    with pytest.raises(ValueError, match="valid algorithms: lz4, snappy"):
+        NvCompBatchCodec("lzma")
+    with pytest.raises(ValueError, match="valid options: data_type, has_header"):
+        NvCompBatchCodec("lz4", {"level": 3})
+    with pytest.raises(ValueError, match="0 to 5"):
+        NvCompBatchCodec("deflate", {"algorithm": 9})
+    with pytest.raises(ValueError, match="invalid device"):
+        NvCompBatchCodec("lz4", device="tpu")
+    with pytest.raises(GpuUnavailableError, match="needs a CUDA GPU"):
+        NvCompBatchCodec("cascaded", device="cpu")
+
+
+def test_cuda_without_gpu_says_why():
+    reason = zarrs_nvcomp.gpu_unavailable_reason()
+    if reason is None:
+        pytest.skip("a GPU is usable here")
+    with pytest.raises(GpuUnavailableError) as info:
+        NvCompBatchCodec("lz4", device="cuda")
+    assert isinstance(info.value, RuntimeError)
+    assert reason in str(info.value)
+    assert any(w in str(info.value) for w in ("no libcuda", "no device", "driver", "nvCOMP"))
+    with pytest.raises(GpuUnavailableError, match=r"cuda:7|no libcuda|no device"):
+        NvCompBatchCodec("lz4", device="cuda:7")
+
+
+def test_gil_released_during_work(codec):
+    import threading
+
+    data = [np.random.default_rng(i).integers(0, 4, 1 << 20, dtype="u1") for i in range(8)]
+    encoded = codec.encode_batch(data)
+    results = {}
+
+    def work(i):
+        results[i] = codec.decode_batch(encoded)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for r in results.values():
+        assert [x.tobytes() for x in r] == [d.tobytes() for d in data]

@@ -1,0 +1,129 @@
+"""Device buffers (CuPy, PyTorch): device in, device out, no trip through host memory."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from conftest import ALL_ALGORITHMS, CPU_ALGORITHMS, cupy_or_skip
+
+from zarrs_nvcomp import NvCompBatchCodec
+
+pytestmark = pytest.mark.gpu
+
+
+def chunks(n: int = 5) -> list[np.ndarray]:
+    rng = np.random.default_rng(7)
+    return [
+        np.cumsum(rng.standard_normal(1000 * (i + 1))).round(2).astype(np.float32) for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize("algorithm", ALL_ALGORITHMS)
+def test_cupy_in_cupy_out(algorithm):
+    cp = cupy_or_skip()
+    codec = NvCompBatchCodec(algorithm, device="cuda")
+    assert codec.backend == "cuda:0"
+    host = chunks()
+    device = [cp.asarray(c) for c in host]
+    encoded = codec.encode_batch(device)
+    assert all(isinstance(e, cp.ndarray) and e.dtype == cp.uint8 for e in encoded)
+    decoded = codec.decode_batch(encoded)
+    assert all(isinstance(d, cp.ndarray) for d in decoded)
+    for h, d in zip(host, decoded, strict=True):
+        np.testing.assert_array_equal(cp.asnumpy(d).view(np.float32), h)
+    single = codec.decode(codec.encode(device[0]))
+    assert isinstance(single, cp.ndarray)
+
+
+@pytest.mark.parametrize("algorithm", ALL_ALGORITHMS)
+def test_cupy_out(algorithm):
+    cp = cupy_or_skip()
+    codec = NvCompBatchCodec(algorithm, device="cuda")
+    host = chunks()
+    encoded = codec.encode_batch([cp.asarray(c) for c in host])
+    out = [cp.empty(c.shape, dtype=cp.float32) for c in host]
+    assert codec.decode_batch(encoded, out=out) is not None
+    for h, o in zip(host, out, strict=True):
+        np.testing.assert_array_equal(cp.asnumpy(o), h)
+    with pytest.raises(ValueError):
+        codec.decode_batch(encoded[:1], out=[cp.empty(3, dtype=cp.uint8)])
+    with pytest.raises(ValueError, match="same side"):
+        codec.decode_batch(encoded[:1], out=[np.empty(host[0].nbytes, dtype=np.uint8)])
+
+
+def test_torch_dlpack():
+    torch = pytest.importorskip("torch", reason="PyTorch is not installed")
+    cupy_or_skip()
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch has no CUDA")
+    codec = NvCompBatchCodec("lz4", device="cuda")
+    tensors = [torch.arange(n, dtype=torch.float32, device="cuda") for n in (10, 1000)]
+    decoded = codec.decode_batch(codec.encode_batch(tensors))
+    for t, d in zip(tensors, decoded, strict=True):
+        assert torch.equal(torch.from_dlpack(d).view(torch.float32), t)
+
+    class DlpackOnly:  # hides __cuda_array_interface__
+        def __init__(self, t):
+            self.t = t
+
+        def __dlpack__(self, **kwargs):
+            return self.t.__dlpack__(**kwargs)
+
+        def __dlpack_device__(self):
+            return self.t.__dlpack_device__()
+
+    decoded = codec.decode_batch(codec.encode_batch([DlpackOnly(t) for t in tensors]))
+    for t, d in zip(tensors, decoded, strict=True):
+        assert torch.equal(torch.from_dlpack(d).view(torch.float32), t)
+
+
+@pytest.mark.parametrize("algorithm", CPU_ALGORITHMS)
+def test_gpu_and_cpu_read_each_other(algorithm):
+    cp = cupy_or_skip()
+    gpu = NvCompBatchCodec(algorithm, device="cuda")
+    cpu = NvCompBatchCodec(algorithm, device="cpu")
+    host = chunks()
+    from_gpu = [cp.asnumpy(e) for e in gpu.encode_batch([cp.asarray(c) for c in host])]
+    for h, d in zip(host, cpu.decode_batch(from_gpu), strict=True):
+        np.testing.assert_array_equal(d.view(np.float32), h)
+    from_cpu = [cp.asarray(np.frombuffer(e, np.uint8)) for e in cpu.encode_batch(host)]
+    for h, d in zip(host, gpu.decode_batch(from_cpu), strict=True):
+        np.testing.assert_array_equal(cp.asnumpy(d).view(np.float32), h)
+    # host buffers on the GPU backend, device buffers on the CPU backend
+    for h, d in zip(host, gpu.decode_batch(cpu.encode_batch(host)), strict=True):
+        np.testing.assert_array_equal(d.view(np.float32), h)
+    on_cpu = cpu.decode_batch(
+        [cp.asarray(np.frombuffer(e, np.uint8)) for e in cpu.encode_batch(host)]
+    )
+    assert all(isinstance(d, cp.ndarray) for d in on_cpu)
+
+
+@pytest.mark.parametrize(("ours", "theirs"), [("lz4", "LZ4"), ("zstd", "Zstd"), ("gzip", "GZip")])
+def test_numcodecs_interop_on_gpu(ours, theirs):
+    import numcodecs
+
+    cp = cupy_or_skip()
+    codec = NvCompBatchCodec(ours, device="cuda")
+    other = getattr(numcodecs, theirs)()
+    host = chunks()
+    theirs_enc = [cp.asarray(np.frombuffer(bytes(other.encode(c)), np.uint8)) for c in host]
+    for h, d in zip(host, codec.decode_batch(theirs_enc), strict=True):
+        np.testing.assert_array_equal(cp.asnumpy(d).view(np.float32), h)
+    for h, e in zip(host, codec.encode_batch([cp.asarray(c) for c in host]), strict=True):
+        np.testing.assert_array_equal(
+            np.frombuffer(bytes(other.decode(cp.asnumpy(e).tobytes())), np.float32), h
+        )
+
+
+def test_device_results_without_cupy(monkeypatch):
+    cp = cupy_or_skip()
+    from zarrs_nvcomp import _buffers
+
+    codec = NvCompBatchCodec("lz4", device="cuda")
+    encoded = codec.encode_batch([cp.asarray(c) for c in chunks(2)])
+    monkeypatch.setattr(_buffers, "cupy_module", lambda: None)
+    decoded = codec.decode_batch(encoded)
+    assert all(isinstance(d, _buffers.CudaBuffer) for d in decoded)
+    monkeypatch.undo()
+    for h, d in zip(chunks(2), decoded, strict=True):
+        np.testing.assert_array_equal(cp.asnumpy(cp.asarray(d)).view(np.float32), h)

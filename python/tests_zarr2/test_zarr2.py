@@ -1,0 +1,69 @@
+"""zarr 2 with NvCompBatchCodec as the compressor."""
+
+from __future__ import annotations
+
+import numcodecs
+import numpy as np
+import pytest
+import zarr
+
+CPU_ALGORITHMS = ["lz4", "snappy", "zstd", "deflate", "gzip", "gdeflate"]
+
+EXAMPLE = """
+import numcodecs
+import numpy as np
+import zarr
+
+codec = numcodecs.registry.get_codec(dict(id="nvcomp_batch", algorithm="lz4"))
+shape = (16, 16)
+chunks = (8, 8)
+data = np.random.randn(*shape).astype(np.float32)
+z1 = zarr.array(data, chunks=chunks, compressor=codec)
+zarr_store = zarr.MemoryStore()
+zarr.save_array(zarr_store, z1, compressor=codec)
+z2 = zarr.open_array(zarr_store)
+np.testing.assert_equal(z1[:], z2[:])
+"""
+
+
+def test_example_as_written():
+    exec(compile(EXAMPLE, "<zarr 2 example>", "exec"), {})
+
+
+@pytest.mark.parametrize("algorithm", CPU_ALGORITHMS)
+def test_example_each_algorithm(algorithm):
+    code = EXAMPLE.replace('algorithm="lz4"', f'algorithm="{algorithm}"')
+    exec(compile(code, f"<zarr 2 example {algorithm}>", "exec"), {})
+
+
+@pytest.mark.parametrize("algorithm", CPU_ALGORITHMS)
+@pytest.mark.parametrize(
+    ("dtype", "shape", "chunks"),
+    [("float32", (37, 21), (10, 8)), ("int64", (100,), (33,)), ("uint8", (4, 5, 6), (2, 5, 4))],
+)
+def test_store_written_and_read_back(tmp_path, algorithm, dtype, shape, chunks):
+    from zarrs_nvcomp import NvCompBatchCodec
+
+    rng = np.random.default_rng(0)
+    data = (rng.standard_normal(shape) * 100).astype(dtype)
+    path = str(tmp_path / "array.zarr")
+    z = zarr.open_array(
+        path,
+        mode="w",
+        shape=shape,
+        chunks=chunks,
+        dtype=dtype,
+        compressor=NvCompBatchCodec(algorithm, device="cpu"),
+    )
+    z[:] = data
+    z[: chunks[0]] = 0  # rewrite a few chunks
+    data[: chunks[0]] = 0
+    back = zarr.open_array(path, mode="r")
+    assert back.compressor.codec_id == "nvcomp_batch"
+    assert back.compressor.get_config()["algorithm"] == algorithm
+    np.testing.assert_array_equal(back[:], data)
+
+
+def test_registry_entry_point():
+    codec = numcodecs.registry.get_codec({"id": "nvcomp_batch", "algorithm": "zstd"})
+    assert type(codec).__name__ == "NvCompBatchCodec"

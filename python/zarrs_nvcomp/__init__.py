@@ -1,0 +1,53 @@
+"""zarrs-nvcomp: NVIDIA nvCOMP's batched GPU compression for numcodecs and zarr.
+
+One codec, :class:`NvCompBatchCodec` (numcodecs id ``"nvcomp_batch"``), that
+compresses or decompresses a whole list of buffers per call: with nvCOMP on a
+CUDA GPU when one is usable, otherwise with byte-compatible CPU libraries in
+parallel. ``zarrs_nvcomp.zarr3.NvCompBatchZarrCodec`` is the zarr 3 codec of
+the same name, which hands every chunk zarr gives it to one batch call.
+"""
+
+from zarrs_nvcomp._zarrs_nvcomp import (
+    ALGORITHMS,
+    CPU_ALGORITHMS,
+    CudaError,
+    DecodeError,
+    GpuUnavailableError,
+    gpu_unavailable_reason,
+)
+from zarrs_nvcomp.numcodecs import NvCompBatchCodec
+
+__all__ = [
+    "ALGORITHMS",
+    "CPU_ALGORITHMS",
+    "CudaError",
+    "DecodeError",
+    "GpuUnavailableError",
+    "NvCompBatchCodec",
+    "gpu_available",
+    "gpu_unavailable_reason",
+    "set_zarr_batch_size",
+]
+
+
+def gpu_available(device: int = 0) -> bool:
+    """Whether CUDA device ``device`` can run nvCOMP (see :func:`gpu_unavailable_reason`)."""
+    return gpu_unavailable_reason(device) is None
+
+
+def set_zarr_batch_size(batch_size: int | None = None):
+    """Sets zarr's ``codec_pipeline.batch_size`` (zarr 3), so that zarr hands
+    many chunks at once to the ``nvcomp_batch`` codec, which decodes them in one
+    batch call. ``None`` means no limit: every chunk of a read or write request.
+
+    Works as a statement and as a context manager (restoring the old value)::
+
+        zarrs_nvcomp.set_zarr_batch_size()          # from now on
+        with zarrs_nvcomp.set_zarr_batch_size(256):  # only inside the block
+            ...
+
+    zarr reads the setting when an array is opened, so set it before opening.
+    """
+    from zarrs_nvcomp.zarr3 import set_batch_size
+
+    return set_batch_size(batch_size)

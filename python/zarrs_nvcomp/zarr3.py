@@ -1,0 +1,147 @@
+"""The zarr 3 codec ``nvcomp_batch`` (a bytes-to-bytes codec).
+
+zarr calls a codec's batch ``decode``/``encode`` with the chunks of one
+codec-pipeline batch; this codec hands all of them to one engine call (one
+nvCOMP launch on the GPU). zarr's ``codec_pipeline.batch_size`` (default 1)
+decides how many chunks that is: raise it with :func:`set_batch_size` (or
+``zarrs_nvcomp.set_zarr_batch_size``) before opening the array.
+
+With ``zarr.config.enable_gpu()`` chunks arrive and leave as GPU buffers and
+never pass through host memory.
+
+Metadata::
+
+    {"name": "nvcomp_batch", "configuration": {"algorithm": "lz4", "options": {...}}}
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from functools import cached_property
+from typing import TYPE_CHECKING, Any
+
+import zarr
+from zarr.abc.codec import BytesBytesCodec
+from zarr.core.common import JSON, parse_named_configuration
+
+from zarrs_nvcomp.numcodecs import NvCompBatchCodec
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from zarr.core.array_spec import ArraySpec
+    from zarr.core.buffer import Buffer
+
+__all__ = ["CODEC_NAME", "NvCompBatchZarrCodec", "set_batch_size"]
+
+CODEC_NAME = "nvcomp_batch"
+
+#: What ``set_batch_size(None)`` sets: larger than any chunk count of a request.
+UNLIMITED_BATCH_SIZE = 2**31 - 1
+
+
+def set_batch_size(batch_size: int | None = None) -> Any:
+    """Sets zarr's ``codec_pipeline.batch_size``: how many chunks zarr hands to
+    a codec per call. ``None``: all chunks of a read or write request.
+
+    Returns zarr's config setter, so it also works as a context manager that
+    restores the previous value. zarr reads the value when an array is opened.
+    """
+    if batch_size is None:
+        batch_size = UNLIMITED_BATCH_SIZE
+    if batch_size < 1:
+        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+    return zarr.config.set({"codec_pipeline.batch_size": int(batch_size)})
+
+
+@dataclass(frozen=True)
+class NvCompBatchZarrCodec(BytesBytesCodec):
+    """nvCOMP batched compression as a zarr 3 bytes-to-bytes codec.
+
+    ``algorithm`` and ``options`` as in :class:`zarrs_nvcomp.NvCompBatchCodec`;
+    ``device`` (None, "cpu", "cuda", "cuda:N") picks the backend and is not
+    stored in the metadata.
+    """
+
+    is_fixed_size = False
+
+    algorithm: str = "lz4"
+    options: dict[str, JSON] = field(default_factory=dict)
+    device: str | None = field(default=None, compare=False, repr=False)
+
+    def __init__(
+        self,
+        *,
+        algorithm: str = "lz4",
+        options: dict[str, JSON] | None = None,
+        device: str | None = None,
+    ) -> None:
+        codec = NvCompBatchCodec(algorithm, options, device)
+        object.__setattr__(self, "algorithm", codec.algorithm)
+        object.__setattr__(self, "options", codec.options)
+        object.__setattr__(self, "device", device)
+        object.__setattr__(self, "_codec", codec)
+
+    @cached_property
+    def _codec(self) -> NvCompBatchCodec:  # rebuilt after unpickling / copying
+        return NvCompBatchCodec(self.algorithm, self.options, self.device)
+
+    @property
+    def backend(self) -> str:
+        """``"cpu"`` or ``"cuda:N"``."""
+        return self._codec.backend
+
+    @classmethod
+    def from_dict(cls, data: dict[str, JSON]) -> Self:
+        _, configuration = parse_named_configuration(data, CODEC_NAME)
+        return cls(**(configuration or {}))  # type: ignore[arg-type]
+
+    def to_dict(self) -> dict[str, JSON]:
+        return {
+            "name": CODEC_NAME,
+            "configuration": {"algorithm": self.algorithm, "options": dict(self.options)},
+        }
+
+    def compute_encoded_size(self, _input_byte_length: int, _chunk_spec: ArraySpec) -> int:
+        raise NotImplementedError
+
+    def __hash__(self) -> int:
+        return hash((CODEC_NAME, self.algorithm, tuple(sorted(self.options.items()))))
+
+    # --- batches: one engine call for all chunks zarr hands over --------
+
+    async def decode(
+        self, chunks_and_specs: Iterable[tuple[Buffer | None, ArraySpec]]
+    ) -> Iterable[Buffer | None]:
+        return await asyncio.to_thread(self._run, self._codec.decode_batch, chunks_and_specs)
+
+    async def encode(
+        self, chunks_and_specs: Iterable[tuple[Buffer | None, ArraySpec]]
+    ) -> Iterable[Buffer | None]:
+        return await asyncio.to_thread(self._run, self._codec.encode_batch, chunks_and_specs)
+
+    async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
+        return next(iter(await self.decode([(chunk_bytes, chunk_spec)])))  # type: ignore[return-value]
+
+    async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
+        return next(iter(await self.encode([(chunk_bytes, chunk_spec)])))
+
+    @staticmethod
+    def _run(
+        batch_call: Any, chunks_and_specs: Iterable[tuple[Buffer | None, ArraySpec]]
+    ) -> list[Buffer | None]:
+        items = list(chunks_and_specs)
+        present = [i for i, (chunk, _) in enumerate(items) if chunk is not None]
+        results: list[Buffer | None] = [None] * len(items)
+        if not present:
+            return results
+        arrays = [items[i][0].as_array_like() for i in present]  # type: ignore[union-attr]
+        for i, result in zip(present, batch_call(arrays), strict=True):
+            prototype = items[i][1].prototype
+            if isinstance(result, bytes):
+                results[i] = prototype.buffer.from_bytes(result)
+            else:
+                results[i] = prototype.buffer.from_array_like(result)
+        return results
