@@ -399,10 +399,17 @@ impl DeviceBatch {
         self.device
     }
 
-    /// The `len + 1` offsets of the buffers into the allocation.
+    /// The `(start, end)` byte range of each buffer in the allocation; ranges
+    /// are in order and may leave alignment gaps between buffers.
     #[getter]
-    fn offsets(&self) -> Vec<usize> {
-        self.batch.offsets().to_vec()
+    fn ranges(&self) -> Vec<(usize, usize)> {
+        self.batch.ranges().iter().map(|r| (r.start, r.end)).collect()
+    }
+
+    /// Size of the whole allocation in bytes.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.batch.allocation_len()
     }
 
     fn __len__(&self) -> usize {

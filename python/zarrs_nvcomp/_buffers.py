@@ -179,18 +179,18 @@ class CudaBuffer:
 def device_outputs(batch: Any) -> list[Any]:
     """The buffers of a ``DeviceBatch``: CuPy views of its one allocation when
     CuPy is installed, :class:`CudaBuffer` otherwise. They keep the batch alive."""
-    offsets = batch.offsets
+    ranges = batch.ranges
     base, device = batch.ptr, batch.device
     cp = cupy_module()
     if cp is None:
-        return [CudaBuffer(base + a, b - a, batch, device) for a, b in pairwise(offsets)]
-    total = offsets[-1]
+        return [CudaBuffer(base + a, b - a, batch, device) for a, b in ranges]
+    total = batch.nbytes
     if total == 0:
         with cp.cuda.Device(device):
-            return [cp.empty(0, dtype=cp.uint8) for _ in range(len(offsets) - 1)]
+            return [cp.empty(0, dtype=cp.uint8) for _ in ranges]
     memory = cp.cuda.UnownedMemory(base, total, batch, device)
     whole = cp.ndarray((total,), dtype=cp.uint8, memptr=cp.cuda.MemoryPointer(memory, 0))
-    return [whole[a:b] for a, b in pairwise(offsets)]
+    return [whole[a:b] for a, b in ranges]
 
 
 def host_outputs(batch: Any) -> list[np.ndarray]:

@@ -314,7 +314,10 @@ mod tests {
     fn large_lz4_goes_to_the_cpu_and_large_ans_is_refused() {
         assert_eq!(encode_route(&LZ4, 0, SMALL_CHUNK_LIMIT + 1).unwrap(), EncodeRoute::Cpu);
         assert_eq!(encode_route(&LZ4, 0, 0).unwrap(), EncodeRoute::Cpu);
-        assert_eq!(encode_route(&LZ4, 0, 10).unwrap(), EncodeRoute::Gpu(std::iter::once(0..10).collect()));
+        assert_eq!(
+            encode_route(&LZ4, 0, 10).unwrap(),
+            EncodeRoute::Gpu(std::iter::once(0..10).collect())
+        );
         let ans = Algorithm::Ans {
             data_type: DataType::Char,
         };
