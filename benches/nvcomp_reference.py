@@ -57,9 +57,15 @@ def main(dump: Path) -> None:
         idx = np.fromfile(dump / f"{case}.idx", dtype="<u8")
         n = len(idx) // 2
         sizes, decoded = idx[:n], idx[n:]
-        blob = cp.asarray(np.fromfile(dump / f"{case}.bin", dtype=np.uint8))
-        offsets = np.concatenate([[0], np.cumsum(sizes)])
-        batch = as_batch(nvcomp, [blob[offsets[i] : offsets[i + 1]] for i in range(n)])
+        packed = np.fromfile(dump / f"{case}.bin", dtype=np.uint8)
+        packed_at = np.concatenate([[0], np.cumsum(sizes)])
+        # nvCOMP's Python API wants every stream 16-byte aligned.
+        aligned_at = np.concatenate([[0], np.cumsum((sizes + 15) // 16 * 16)])
+        host = np.zeros(int(aligned_at[-1]), dtype=np.uint8)
+        for i in range(n):
+            host[aligned_at[i] : aligned_at[i] + sizes[i]] = packed[packed_at[i] : packed_at[i + 1]]
+        blob = cp.asarray(host)
+        batch = as_batch(nvcomp, [blob[aligned_at[i] : aligned_at[i] + sizes[i]] for i in range(n)])
         codec = nvcomp.Codec(algorithm=ALGORITHMS[name], bitstream_kind=nvcomp.BitstreamKind.RAW)
 
         def run():

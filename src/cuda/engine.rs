@@ -15,6 +15,7 @@ use rayon::prelude::*;
 
 use super::api::{self, BatchArgs};
 use super::device_batch::DeviceBatch;
+use super::gather::Gather;
 use super::memory::{copy_many, cuda_err, ensure_device, ensure_pinned, Copy, DeviceBuffer, PinnedBuffer};
 use super::plan::{self, DecodePiece, EncodeRoute, Framing, Pieces};
 use super::DeviceRegion;
@@ -50,6 +51,7 @@ struct Scratch {
     dev_in: Option<DeviceBuffer>,
     dev_out: Option<DeviceBuffer>,
     temp: Option<DeviceBuffer>,
+    gather: Option<Gather>,
 }
 
 /// Where a batch's compressed bytes are.
@@ -68,14 +70,42 @@ impl Inputs<'_> {
     }
 }
 
+/// Receives decoded host data group by group, while later groups are still
+/// being copied from the device: the ranges of all buffers, the buffers of
+/// this group, and the pinned bytes the ranges index.
+type Deliver<'a> = dyn FnMut(&[Range<usize>], Range<usize>, &[u8]) -> Result<()> + 'a;
+
 /// Where decoded bytes go.
 enum Dest<'a> {
-    /// Scratch device memory, then the pinned output buffer.
-    Host,
+    /// Scratch device memory, then the pinned output buffer, handed over in groups.
+    Host(&'a mut Deliver<'a>),
     /// A new device allocation, handed out as a [`DeviceBatch`].
     NewDevice,
     /// The caller's device buffers, one per input.
     Given(&'a [DeviceRegion]),
+}
+
+/// Bytes moved between host and device per copy when staging or returning a
+/// batch: small enough that the CPU's copies overlap the transfers, large
+/// enough that each transfer runs at full speed.
+const TRANSFER_GROUP: usize = 64 << 20;
+
+/// Splits `0..sizes.len()` into consecutive groups of about [`TRANSFER_GROUP`] bytes.
+fn transfer_groups(sizes: impl Iterator<Item = usize>) -> Vec<Range<usize>> {
+    let mut groups = Vec::new();
+    let (mut start, mut bytes, mut end) = (0, 0, 0);
+    for (i, size) in sizes.enumerate() {
+        bytes += size;
+        end = i + 1;
+        if bytes >= TRANSFER_GROUP {
+            groups.push(start..end);
+            (start, bytes) = (end, 0);
+        }
+    }
+    if start < end {
+        groups.push(start..end);
+    }
+    groups
 }
 
 /// The table nvCOMP reads: four arrays of `n` 64-bit words.
@@ -119,6 +149,14 @@ fn scatter_into(dst: &mut [u8], offsets: &[usize], srcs: &[&[u8]]) {
         consumed = off + src.len();
     }
     parts.into_par_iter().for_each(|(d, s)| d.copy_from_slice(s));
+}
+
+/// Copies each buffer's decoded bytes (`ranges` into `pinned`) to its output, in parallel.
+fn copy_out(outputs: &mut [&mut [u8]], ranges: &[Range<usize>], pinned: &[u8]) {
+    outputs
+        .par_iter_mut()
+        .zip(ranges)
+        .for_each(|(out, r)| out.copy_from_slice(&pinned[r.clone()]));
 }
 
 /// The per-chunk results nvCOMP writes: sizes then statuses.
@@ -533,34 +571,40 @@ impl Encoded {
     }
 }
 
+/// Buffer `.0` needs its first `.1` bytes to be framed.
+type HeadRequest = (usize, usize);
+
 /// The outcome of a decode: where each buffer's decoded bytes are.
 struct Decoded {
     /// Per buffer: its byte range in the destination.
     ranges: Vec<Range<usize>>,
     /// The new allocation, for [`Dest::NewDevice`].
     memory: Option<DeviceBuffer>,
-    /// Offset of the decoded data in the pinned output buffer, for [`Dest::Host`].
-    pinned_at: usize,
 }
 
 impl CudaEngine {
     /// Decompresses host buffers on the GPU, results in host memory.
     pub fn decode_batch(&self, algorithm: &Algorithm, inputs: &[&[u8]], max_decoded_size: u64) -> Result<Batch> {
         let mut s = self.lock()?;
-        let decoded = self.decode_core(&mut s, algorithm, Inputs::Host(inputs), max_decoded_size, Dest::Host)?;
-        let mut batch = Batch::zeroed(decoded.ranges.iter().map(Range::len));
-        let pinned = s.pinned_out.as_ref().map(PinnedBuffer::as_slice).unwrap_or_default();
-        batch
-            .buffers_mut()
-            .into_par_iter()
-            .zip(decoded.ranges.par_iter())
-            .for_each(|(out, r)| {
-                out.copy_from_slice(&pinned[decoded.pinned_at + r.start..decoded.pinned_at + r.end]);
-            });
-        Ok(batch)
+        let mut batch: Option<Batch> = None;
+        let mut deliver = |ranges: &[Range<usize>], group: Range<usize>, pinned: &[u8]| {
+            let batch = batch.get_or_insert_with(|| Batch::zeroed(ranges.iter().map(Range::len)));
+            let mut outputs = batch.buffers_mut();
+            copy_out(&mut outputs[group.clone()], &ranges[group], pinned);
+            Ok(())
+        };
+        let decoded = self.decode_core(
+            &mut s,
+            algorithm,
+            Inputs::Host(inputs),
+            max_decoded_size,
+            Dest::Host(&mut deliver),
+        )?;
+        Ok(batch.unwrap_or_else(|| Batch::zeroed(decoded.ranges.iter().map(Range::len))))
     }
 
     /// Decompresses host buffers on the GPU into the caller's host buffers.
+    /// On error the outputs' contents are unspecified.
     pub fn decode_batch_into(
         &self,
         algorithm: &Algorithm,
@@ -569,23 +613,28 @@ impl CudaEngine {
         max_decoded_size: u64,
     ) -> Result<()> {
         let mut s = self.lock()?;
-        let decoded = self.decode_core(&mut s, algorithm, Inputs::Host(inputs), max_decoded_size, Dest::Host)?;
-        for (i, (r, out)) in decoded.ranges.iter().zip(outputs.iter()).enumerate() {
-            if r.len() != out.len() {
-                return Err(Error::OutputSize {
-                    index: i,
-                    expected: r.len(),
-                    actual: out.len(),
-                });
+        let mut deliver = |ranges: &[Range<usize>], group: Range<usize>, pinned: &[u8]| {
+            if group.start == 0 {
+                for (i, (r, out)) in ranges.iter().zip(outputs.iter()).enumerate() {
+                    if r.len() != out.len() {
+                        return Err(Error::OutputSize {
+                            index: i,
+                            expected: r.len(),
+                            actual: out.len(),
+                        });
+                    }
+                }
             }
-        }
-        let pinned = s.pinned_out.as_ref().map(PinnedBuffer::as_slice).unwrap_or_default();
-        outputs
-            .par_iter_mut()
-            .zip(decoded.ranges.par_iter())
-            .for_each(|(out, r)| {
-                out.copy_from_slice(&pinned[decoded.pinned_at + r.start..decoded.pinned_at + r.end]);
-            });
+            copy_out(&mut outputs[group.clone()], &ranges[group], pinned);
+            Ok(())
+        };
+        self.decode_core(
+            &mut s,
+            algorithm,
+            Inputs::Host(inputs),
+            max_decoded_size,
+            Dest::Host(&mut deliver),
+        )?;
         Ok(())
     }
 
@@ -667,8 +716,9 @@ impl CudaEngine {
         Ok(())
     }
 
-    /// Reads the framing of device inputs: their first bytes and last four,
-    /// copied to the host in one batched copy per round.
+    /// Reads the framing of device inputs (their first bytes, and last bytes
+    /// for gzip) with one gather kernel launch and one copy to the host per
+    /// round; gdeflate page tables longer than the first guess take a second round.
     fn device_pieces(
         &self,
         s: &mut Scratch,
@@ -676,56 +726,103 @@ impl CudaEngine {
         regions: &[DeviceRegion],
         max: u64,
     ) -> Result<Vec<DecodePiece>> {
-        // Only framings that declare sizes are read; the rest go to nvCOMP's size query.
         let (head_bytes, tail_bytes) = plan::framing_bytes(algorithm);
         let mut heads: Vec<usize> = regions.iter().map(|r| r.len.min(head_bytes)).collect();
         let tails: Vec<usize> = regions.iter().map(|r| r.len.min(tail_bytes)).collect();
+        if head_bytes + tail_bytes == 0 {
+            return self
+                .framing_round(s, algorithm, regions, &heads, &tails, max)
+                .map(|(pieces, _)| pieces);
+        }
         loop {
-            let slots = crate::batch::offsets_of(heads.iter().zip(&tails).map(|(h, t)| h + t));
-            let slot = |i: usize| slots[i];
-            let total = slot(regions.len());
-            let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, total)?;
-            let base = pinned.addr();
-            let mut copies = Vec::with_capacity(2 * regions.len());
-            for (i, r) in regions.iter().enumerate() {
-                let at = slot(i) as u64;
-                copies.push(Copy {
-                    dst: base + at,
-                    src: r.ptr,
-                    len: heads[i],
-                });
-                let tail = tails[i];
-                copies.push(Copy {
-                    dst: base + at + heads[i] as u64,
-                    src: r.ptr + (r.len - tail) as u64,
-                    len: tail,
-                });
-            }
-            // SAFETY: the caller vouches for the regions; the pinned buffer holds `total` bytes.
-            unsafe { copy_many(&copies, self.cu_stream())? };
-            self.sync()?;
-            let bytes = pinned.as_slice();
-            let mut pieces = Vec::new();
-            let mut again = false;
-            for (i, r) in regions.iter().enumerate() {
-                let at = slot(i);
-                let framing = Framing {
-                    head: &bytes[at..at + heads[i]],
-                    tail: &bytes[at + heads[i]..at + heads[i] + tails[i]],
-                    len: r.len,
-                };
-                match plan::decode_pieces(algorithm, i, framing, max)? {
-                    Pieces::Ready(p) => pieces.extend(p),
-                    Pieces::NeedHead(n) => {
-                        heads[i] = n;
-                        again = true;
-                    }
-                }
-            }
-            if !again {
+            let (pieces, needs) = self.framing_round(s, algorithm, regions, &heads, &tails, max)?;
+            if needs.is_empty() {
                 return Ok(pieces);
             }
+            for (i, n) in needs {
+                heads[i] = n;
+            }
         }
+    }
+
+    /// One round of [`Self::device_pieces`]: the pieces, and the buffers that
+    /// need a longer head.
+    fn framing_round(
+        &self,
+        s: &mut Scratch,
+        algorithm: &Algorithm,
+        regions: &[DeviceRegion],
+        heads: &[usize],
+        tails: &[usize],
+        max: u64,
+    ) -> Result<(Vec<DecodePiece>, Vec<HeadRequest>)> {
+        let count = regions.len();
+        // Entry i copies buffer i's head, entry count + i its tail.
+        let srcs = regions
+            .iter()
+            .map(|r| r.ptr)
+            .chain(regions.iter().zip(tails).map(|(r, t)| r.ptr + (r.len - t) as u64));
+        let lens: Vec<usize> = heads.iter().chain(tails).copied().collect();
+        let offs = crate::batch::offsets_of(lens.iter().copied());
+        let gathered = *offs.last().unwrap();
+        let entries = lens.len();
+        if gathered > 0 {
+            let table = plan::align_up(3 * 8 * entries, TABLE_ALIGN);
+            let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, table + gathered)?;
+            {
+                // SAFETY: pinned memory is page aligned; any bits are valid u64.
+                let words = unsafe {
+                    std::slice::from_raw_parts_mut(pinned.as_mut_slice().as_mut_ptr().cast::<u64>(), 3 * entries)
+                };
+                for (k, src) in srcs.enumerate() {
+                    words[k] = src;
+                    words[entries + k] = lens[k] as u64;
+                    words[2 * entries + k] = offs[k] as u64;
+                }
+            }
+            let dev = ensure_device(&self.ctx, &mut s.dev_in, table + gathered)?.ptr();
+            if s.gather.is_none() {
+                s.gather = Some(Gather::load()?);
+            }
+            let stream = self.cu_stream();
+            // SAFETY: the table and output lie in `dev`; the caller vouches for the regions.
+            unsafe {
+                result::memcpy_htod_async(dev, &pinned.as_slice()[..table], stream)
+                    .map_err(cuda_err("cuMemcpyHtoDAsync"))?;
+                let (srcs_at, lens_at, offs_at) = (dev, dev + 8 * entries as u64, dev + 16 * entries as u64);
+                s.gather
+                    .as_ref()
+                    .unwrap()
+                    .launch(entries, srcs_at, lens_at, offs_at, dev + table as u64, stream)?;
+                result::memcpy_dtoh_async(
+                    &mut pinned.as_mut_slice()[table..table + gathered],
+                    dev + table as u64,
+                    stream,
+                )
+                .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+            }
+            self.sync()?;
+        }
+        let table = plan::align_up(3 * 8 * entries, TABLE_ALIGN);
+        let bytes = s
+            .pinned_in
+            .as_ref()
+            .map(|p| &p.as_slice()[table.min(p.len())..])
+            .unwrap_or_default();
+        let mut pieces = Vec::new();
+        let mut needs = Vec::new();
+        for (i, r) in regions.iter().enumerate() {
+            let framing = Framing {
+                head: &bytes[offs[i]..offs[i] + heads[i]],
+                tail: &bytes[offs[count + i]..offs[count + i] + tails[i]],
+                len: r.len,
+            };
+            match plan::decode_pieces(algorithm, i, framing, max)? {
+                Pieces::Ready(p) => pieces.extend(p),
+                Pieces::NeedHead(n) => needs.push((i, n)),
+            }
+        }
+        Ok((pieces, needs))
     }
 
     fn decode_core(
@@ -786,8 +883,28 @@ impl CudaEngine {
         }
         match inputs {
             Inputs::Host(bufs) => {
-                let srcs: Vec<&[u8]> = pieces.iter().map(|p| &bufs[p.buffer][p.input.clone()]).collect();
-                scatter_into(pinned.as_mut_slice(), &staged, &srcs);
+                // Each group goes up while the CPU stages the next.
+                for group in transfer_groups(pieces.iter().map(|p| p.input.len())) {
+                    let (start, end) = (
+                        staged[group.start],
+                        staged[group.end - 1] + pieces[group.end - 1].input.len(),
+                    );
+                    let srcs: Vec<&[u8]> = pieces[group.clone()]
+                        .iter()
+                        .map(|p| &bufs[p.buffer][p.input.clone()])
+                        .collect();
+                    let offsets: Vec<usize> = staged[group].iter().map(|o| o - start).collect();
+                    scatter_into(&mut pinned.as_mut_slice()[start..end], &offsets, &srcs);
+                    // SAFETY: the staged range lies in both the pinned buffer and dev_in.
+                    unsafe {
+                        result::memcpy_htod_async(
+                            dev_in + start as u64,
+                            &pinned.as_slice()[start..end],
+                            self.cu_stream(),
+                        )
+                    }
+                    .map_err(cuda_err("cuMemcpyHtoDAsync"))?;
+                }
                 profile.mark("staging");
             }
             Inputs::Device(regions) => {
@@ -813,16 +930,10 @@ impl CudaEngine {
             unsafe { result::memcpy_htod_async(dev_in, &pinned.as_slice()[..len], self.cu_stream()) }
                 .map_err(cuda_err("cuMemcpyHtoDAsync"))
         };
-        // Device inputs staged on the device must not be overwritten by the host's staging area.
-        let upload_len = match inputs {
-            Inputs::Host(_) => at,
-            Inputs::Device(_) => table,
-        };
-        let mut uploaded = false;
+        // Staged data is already on its way; only the table is uploaded from here.
         // Sizes the framing does not declare come from nvCOMP.
         if pieces.iter().any(|p| p.decoded.is_none()) {
-            upload(pinned, upload_len)?;
-            uploaded = true;
+            upload(pinned, table)?;
             let args = BatchArgs {
                 n,
                 in_ptrs: word(Table::IN_PTRS) as _,
@@ -914,7 +1025,7 @@ impl CudaEngine {
             }
         }
         if n > 0 {
-            upload(pinned, if uploaded { table } else { upload_len })?;
+            upload(pinned, table)?;
             profile.mark("upload");
             let temp_bytes = api.decompress_temp_bytes(n, max_piece, out_at)?;
             let temp = ensure_device(&self.ctx, &mut s.temp, temp_bytes)?.ptr();
@@ -950,42 +1061,81 @@ impl CudaEngine {
             }
         }
         let results = results_bytes(n);
-        let host_len = if matches!(dest, Dest::Host) { out_at } else { 0 };
+        let host_len = if matches!(dest, Dest::Host(_)) { out_at } else { 0 };
         let out = ensure_pinned(&self.ctx, &mut s.pinned_out, results + host_len)?;
         let (res, data) = out.as_mut_slice().split_at_mut(results);
-        // SAFETY: results and output lie in device buffers of at least these sizes.
-        unsafe {
-            if n > 0 {
-                result::memcpy_dtoh_async(&mut res[..12 * n], actual_at, self.cu_stream())
-                    .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
-            }
-            if host_len > 0 {
-                result::memcpy_dtoh_async(&mut data[..host_len], out_base, self.cu_stream())
-                    .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
-            }
+        if n > 0 {
+            // SAFETY: the results area of dev_in holds 12 bytes per chunk.
+            unsafe { result::memcpy_dtoh_async(&mut res[..12 * n], actual_at, self.cu_stream()) }
+                .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
         }
-        self.sync()?;
+        // Host data comes back in groups; each is handed over while the next is in flight.
+        let groups = if host_len > 0 {
+            transfer_groups(ranges.iter().map(Range::len))
+        } else {
+            Vec::new()
+        };
+        let mut events = Vec::with_capacity(groups.len());
+        for group in &groups {
+            let bytes = ranges[group.start].start..ranges[group.end - 1].end;
+            // SAFETY: the group's bytes lie in the output scratch and the pinned buffer.
+            unsafe {
+                result::memcpy_dtoh_async(
+                    &mut data[bytes.clone()],
+                    out_base + bytes.start as u64,
+                    self.cu_stream(),
+                )
+            }
+            .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+            events.push(self.stream.record_event(None).map_err(cuda_err("cuEventRecord"))?);
+        }
+        match events.first() {
+            Some(first) => first.synchronize().map_err(cuda_err("cuEventSynchronize"))?,
+            None => self.sync()?,
+        }
         profile.mark("results");
         for (k, p) in pieces.iter().enumerate() {
             let actual = u64::from_le_bytes(res[8 * k..8 * k + 8].try_into().unwrap());
             let status = i32::from_le_bytes(res[8 * n + 4 * k..8 * n + 4 * k + 4].try_into().unwrap());
             if status != nvcomp_sys::nvcompSuccess as i32 {
+                self.sync()?;
                 return Err(Error::Corrupt {
                     index: p.buffer,
                     reason: api::status_name(status as _),
                 });
             }
             if actual != p.decoded.unwrap() as u64 {
+                self.sync()?;
                 return Err(Error::Corrupt {
                     index: p.buffer,
                     reason: format!("decoded {actual} bytes where {} were declared", p.decoded.unwrap()),
                 });
             }
         }
-        Ok(Decoded {
-            ranges,
-            memory,
-            pinned_at: results,
-        })
+        if let Dest::Host(deliver) = dest {
+            for (group, event) in groups.into_iter().zip(&events) {
+                event.synchronize().map_err(cuda_err("cuEventSynchronize"))?;
+                if let Err(e) = deliver(&ranges, group, data) {
+                    self.sync()?;
+                    return Err(e);
+                }
+            }
+            profile.mark("delivered");
+        }
+        Ok(Decoded { ranges, memory })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn transfer_groups_cover_every_buffer_once() {
+        let sizes = [TRANSFER_GROUP - 1, 1, 5, TRANSFER_GROUP * 2, 0, 7];
+        let groups = transfer_groups(sizes.iter().copied());
+        assert_eq!(groups, vec![0..2, 2..4, 4..6]);
+        assert!(transfer_groups(std::iter::empty()).is_empty());
+        assert_eq!(transfer_groups([0, 0].into_iter()), vec![0..2]);
     }
 }

@@ -7,6 +7,7 @@
 mod api;
 mod device_batch;
 mod engine;
+mod gather;
 mod memory;
 mod plan;
 
