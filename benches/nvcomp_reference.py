@@ -14,8 +14,15 @@ import time
 from pathlib import Path
 
 import numpy as np
+from nvcomp_batch import as_batch
 
-ALGORITHMS = {"lz4": "LZ4", "zstd": "Zstd", "gdeflate": "GDeflate", "snappy": "Snappy", "ans": "ANS"}
+ALGORITHMS = {
+    "lz4": "LZ4",
+    "zstd": "Zstd",
+    "gdeflate": "GDeflate",
+    "snappy": "Snappy",
+    "ans": "ANS",
+}
 
 
 def best(reps, fn):
@@ -28,20 +35,6 @@ def best(reps, fn):
     return min(times)
 
 
-def as_batch(nvcomp, sources):
-    """A `BatchArray` of the sources, through whichever constructor this nvcomp has."""
-    for make in (getattr(nvcomp, "as_arrays", None), getattr(nvcomp, "BatchArray", None)):
-        if make is None:
-            continue
-        try:
-            batch = make(sources)
-        except TypeError:
-            continue
-        if type(batch).__name__ == "BatchArray":
-            return batch
-    raise RuntimeError(f"no way to build a BatchArray in this nvidia.nvcomp: {dir(nvcomp)}")
-
-
 def main(dump: Path) -> None:
     try:
         import cupy as cp
@@ -50,8 +43,12 @@ def main(dump: Path) -> None:
         print(f"skipped: {e}")
         return
     ours = json.loads((dump / "ours.json").read_text())
-    print(f"nvidia.nvcomp {nvcomp.__version__} vs zarrs_nvcomp, device-resident decode (GB/s)")
-    print(f"{'case':<16} {'nvcomp':>8} {'ours':>8} {'ours_into':>10} {'ratio':>6} {'ratio_into':>10}")
+    print(
+        f"nvidia.nvcomp {nvcomp.__version__} vs zarrs_nvcomp, device-resident decode (GB/s)"
+    )
+    print(
+        f"{'case':<16} {'nvcomp':>8} {'ours':>8} {'ours_into':>10} {'ratio':>6} {'ratio_into':>10}"
+    )
     for case in sorted(p.stem for p in dump.glob("*.idx")):
         name = case.split("_")[0]
         idx = np.fromfile(dump / f"{case}.idx", dtype="<u8")
@@ -63,12 +60,18 @@ def main(dump: Path) -> None:
         aligned_at = np.concatenate([[0], np.cumsum((sizes + 15) // 16 * 16)])
         host = np.zeros(int(aligned_at[-1]), dtype=np.uint8)
         for i in range(n):
-            host[aligned_at[i] : aligned_at[i] + sizes[i]] = packed[packed_at[i] : packed_at[i + 1]]
+            host[aligned_at[i] : aligned_at[i] + sizes[i]] = packed[
+                packed_at[i] : packed_at[i + 1]
+            ]
         blob = cp.asarray(host)
-        batch = as_batch(nvcomp, [blob[aligned_at[i] : aligned_at[i] + sizes[i]] for i in range(n)])
-        codec = nvcomp.Codec(algorithm=ALGORITHMS[name], bitstream_kind=nvcomp.BitstreamKind.RAW)
+        batch = as_batch(
+            nvcomp, [blob[aligned_at[i] : aligned_at[i] + sizes[i]] for i in range(n)]
+        )
+        codec = nvcomp.Codec(
+            algorithm=ALGORITHMS[name], bitstream_kind=nvcomp.BitstreamKind.RAW
+        )
 
-        def run():
+        def run(codec=codec, batch=batch):
             out = codec.decode(batch)
             cp.cuda.runtime.deviceSynchronize()
             return out
