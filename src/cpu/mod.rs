@@ -1,26 +1,292 @@
 //! The CPU backend: the same bitstreams as nvCOMP, written and read with CPU
 //! libraries, in parallel over the buffers of a batch (rayon).
+//!
+//! Each format lives in its own module ([`lz4`], [`snappy`], [`zstd`],
+//! [`deflate`] for raw deflate and gzip, [`gdeflate`]); this module maps an
+//! [`Algorithm`] onto them, spreads a batch over threads, and owns the policy
+//! shared by every format:
+//!
+//! * a buffer's decoded size is found before anything is allocated for it: from
+//!   what the format declares (LZ4 header, Snappy preamble, Zstandard content
+//!   size, gzip ISIZE, gdeflate header), checked against `max_decoded_size`
+//!   ([`Error::DecodedSizeTooLarge`]) and against the most the format can
+//!   expand that many encoded bytes to ([`Error::Corrupt`]), so a lying header
+//!   can neither exceed the limit nor make a batch of tiny buffers allocate
+//!   terabytes;
+//! * formats that declare no size (bare LZ4 blocks, raw deflate, bare GDeflate
+//!   streams, streamed Zstandard frames) are decoded into growing buffers,
+//!   bounded the same way;
+//! * errors name the lowest failing index of the batch, whatever order the
+//!   threads finished in.
+
+pub mod deflate;
+pub mod gdeflate;
+pub mod lz4;
+pub mod snappy;
+pub mod zstd;
+
+use rayon::prelude::*;
 
 use crate::algorithm::Algorithm;
 use crate::batch::Batch;
-use crate::error::Result;
+use crate::error::{Error, Result};
+
+/// Result of decoding into a buffer of fixed capacity.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Fill {
+    /// The stream decoded completely to this many bytes at the start of the buffer.
+    Done(usize),
+    /// The buffer is too small for the stream.
+    NeedsMore,
+}
+
+/// What a format module reports when a buffer cannot be decoded.
+pub type DecodeResult<T> = std::result::Result<T, String>;
+
+/// The CPU view of an algorithm: only the options that change the bitstream
+/// or the CPU encoder (LZ4's `data_type` is a GPU tuning hint and is ignored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Codec {
+    Lz4 { header: bool },
+    Snappy,
+    Zstd,
+    Deflate { level: i32 },
+    Gzip { level: i32 },
+    Gdeflate { level: i32, header: bool },
+}
+
+impl Codec {
+    fn of(algorithm: &Algorithm) -> Result<Self> {
+        Ok(match *algorithm {
+            Algorithm::Lz4 { has_header, .. } => Self::Lz4 { header: has_header },
+            Algorithm::Snappy => Self::Snappy,
+            Algorithm::Zstd => Self::Zstd,
+            Algorithm::Deflate { algorithm } => Self::Deflate { level: deflate_level(algorithm) },
+            Algorithm::Gzip { algorithm } => Self::Gzip { level: deflate_level(algorithm) },
+            Algorithm::Gdeflate { algorithm, has_header } => {
+                Self::Gdeflate { level: deflate_level(algorithm), header: has_header }
+            }
+            Algorithm::Cascaded { .. } | Algorithm::Bitcomp { .. } | Algorithm::Ans { .. } => {
+                return Err(Error::NeedsGpu { algorithm: algorithm.name() })
+            }
+        })
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            Self::Lz4 { .. } => "lz4",
+            Self::Snappy => "snappy",
+            Self::Zstd => "zstd",
+            Self::Deflate { .. } => "deflate",
+            Self::Gzip { .. } => "gzip",
+            Self::Gdeflate { .. } => "gdeflate",
+        }
+    }
+
+    /// The decoded size the buffer declares, `None` when the format has none.
+    fn declared_len(self, input: &[u8]) -> DecodeResult<Option<u64>> {
+        match self {
+            Self::Lz4 { header: true } => lz4::declared_len(input).map(Some),
+            Self::Snappy => snappy::declared_len(input).map(Some),
+            Self::Zstd => zstd::declared_len(input),
+            Self::Gzip { .. } => Ok(Some(deflate::gzip_declared_len(input)?)),
+            Self::Gdeflate { header: true, .. } => gdeflate::declared_len(input).map(Some),
+            Self::Lz4 { header: false } | Self::Deflate { .. } | Self::Gdeflate { header: false, .. } => Ok(None),
+        }
+    }
+
+    /// The most `encoded_len` bytes of the format can decode to. Declared
+    /// sizes above it are lies, and growing buffers stop there.
+    fn max_expansion(self, encoded_len: usize) -> u64 {
+        let n = encoded_len as u64;
+        match self {
+            Self::Lz4 { .. } => lz4::max_decoded_len(n),
+            Self::Snappy => snappy::max_decoded_len(n),
+            Self::Zstd => zstd::max_decoded_len(n),
+            Self::Deflate { .. } | Self::Gzip { .. } => deflate::max_decoded_len(n),
+            Self::Gdeflate { .. } => gdeflate::max_decoded_len(n),
+        }
+    }
+
+    /// Decodes into `out`. Formats with a declared size are given exactly that
+    /// size; the others any capacity, and report [`Fill::NeedsMore`] when short.
+    fn decode_to(self, input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
+        match self {
+            Self::Lz4 { header } => lz4::decode_to(input, out, header),
+            Self::Snappy => snappy::decode_to(input, out),
+            Self::Zstd => zstd::decode_to(input, out),
+            Self::Deflate { .. } => deflate::deflate_decode_to(input, out),
+            Self::Gzip { .. } => deflate::gzip_decode_to(input, out),
+            Self::Gdeflate { header: true, .. } => gdeflate::decode_paged_to(input, out),
+            Self::Gdeflate { header: false, .. } => gdeflate::decode_bare_to(input, out),
+        }
+    }
+
+    fn encode(self, input: &[u8], index: usize) -> Result<Vec<u8>> {
+        match self {
+            Self::Lz4 { header } => lz4::encode(input, header, index),
+            Self::Snappy => snappy::encode(input, index),
+            Self::Zstd => zstd::encode(input, index),
+            Self::Deflate { level } => deflate::deflate_encode(input, level, index),
+            Self::Gzip { level } => deflate::gzip_encode(input, level, index),
+            Self::Gdeflate { level, header: true } => gdeflate::encode_paged(input, level, index),
+            Self::Gdeflate { level, header: false } => gdeflate::encode_bare(input, level, index),
+        }
+    }
+}
+
+/// Maps nvCOMP's deflate-family `algorithm` option (0 = fastest .. 5 = best
+/// ratio) to a zlib-scale compression level, used for deflate, gzip and
+/// GDeflate alike. nvCOMP's knob selects GPU strategies, not zlib levels, so
+/// the mapping follows intent: 0 is the fastest level 1, 1 the balanced
+/// default 6, and 2 to 5 zlib's best level 9 (libdeflate's GDeflate levels 10
+/// to 12 are far slower for little gain).
+pub fn deflate_level(algorithm: u8) -> i32 {
+    match algorithm {
+        0 => 1,
+        1 => 6,
+        _ => 9,
+    }
+}
+
+/// Collects per-buffer results in index order, so the error returned is the
+/// one of the lowest failing index whatever order the threads ran in.
+fn in_order<T>(results: Vec<Result<T>>) -> Result<Vec<T>> {
+    results.into_iter().collect()
+}
 
 /// Compresses every buffer of `inputs`.
 pub fn encode_batch(algorithm: &Algorithm, inputs: &[&[u8]]) -> Result<Batch> {
-    let _ = (algorithm, inputs);
-    todo!("CPU backend")
+    let codec = Codec::of(algorithm)?;
+    let encoded = in_order(inputs.par_iter().enumerate().map(|(i, input)| codec.encode(input, i)).collect())?;
+    Ok(Batch::from_buffers(&encoded))
 }
 
 /// Compresses one buffer (`index` names it in errors).
 pub fn encode_one(algorithm: &Algorithm, input: &[u8], index: usize) -> Result<Vec<u8>> {
-    let _ = (algorithm, input, index);
-    todo!("CPU backend")
+    Codec::of(algorithm)?.encode(input, index)
+}
+
+/// Reads and checks the decoded size buffer `index` declares: `None` when the
+/// format declares none.
+fn checked_declared_len(codec: Codec, input: &[u8], index: usize, limit: u64) -> Result<Option<usize>> {
+    let corrupt = |reason: String| Error::Corrupt { index, reason };
+    let Some(size) = codec.declared_len(input).map_err(corrupt)? else {
+        return Ok(None);
+    };
+    if size > limit {
+        return Err(Error::DecodedSizeTooLarge { index, size, limit });
+    }
+    let most = codec.max_expansion(input.len());
+    if size > most {
+        return Err(corrupt(format!(
+            "declares {size} decoded bytes, but {} encoded bytes of {} decode to at most {most}",
+            input.len(),
+            codec.name()
+        )));
+    }
+    usize::try_from(size).map(Some).map_err(|_| corrupt(format!("{size} bytes does not fit this machine")))
+}
+
+/// Decodes a buffer of declared size into `out`, which has exactly that size.
+fn decode_exact(codec: Codec, input: &[u8], out: &mut [u8], index: usize) -> Result<()> {
+    match codec.decode_to(input, out) {
+        Ok(Fill::Done(n)) if n == out.len() => Ok(()),
+        Ok(Fill::Done(n)) => Err(Error::Corrupt {
+            index,
+            reason: format!("decoded to {n} bytes, but the buffer declares {}", out.len()),
+        }),
+        Ok(Fill::NeedsMore) => Err(Error::Corrupt {
+            index,
+            reason: format!("decodes to more than the {} bytes the buffer declares", out.len()),
+        }),
+        Err(reason) => Err(Error::Corrupt { index, reason }),
+    }
+}
+
+/// Decodes a buffer that declares no size into a buffer that doubles until
+/// the stream fits, up to `limit` and to what the format can expand to.
+fn decode_growing(codec: Codec, input: &[u8], index: usize, limit: u64) -> Result<Vec<u8>> {
+    if let Codec::Zstd = codec {
+        // Streamed frames: the streaming decoder grows its output itself.
+        return zstd::decode_streamed(input, limit).map_err(|e| match e {
+            zstd::StreamError::TooLarge => Error::DecodedSizeTooLarge { index, size: limit.saturating_add(1), limit },
+            zstd::StreamError::Corrupt(reason) => Error::Corrupt { index, reason },
+        });
+    }
+    let most = codec.max_expansion(input.len());
+    let cap_limit = usize::try_from(limit.min(most)).unwrap_or(usize::MAX);
+    // Start from a typical ratio so most streams decode on the first try.
+    let mut cap = input.len().saturating_mul(4).max(64 * 1024).min(cap_limit);
+    loop {
+        let mut out = vec![0u8; cap];
+        match codec.decode_to(input, &mut out) {
+            Ok(Fill::Done(n)) => {
+                out.truncate(n);
+                return Ok(out);
+            }
+            Ok(Fill::NeedsMore) if cap < cap_limit => cap = cap.saturating_mul(2).min(cap_limit),
+            Ok(Fill::NeedsMore) if limit < most => {
+                // Reported as at least one byte over the limit: the real size is unknown.
+                return Err(Error::DecodedSizeTooLarge { index, size: limit.saturating_add(1), limit });
+            }
+            Ok(Fill::NeedsMore) => {
+                return Err(Error::Corrupt {
+                    index,
+                    reason: format!(
+                        "decodes to more than the {most} bytes {} encoded bytes of {} can hold",
+                        input.len(),
+                        codec.name()
+                    ),
+                })
+            }
+            Err(reason) => return Err(Error::Corrupt { index, reason }),
+        }
+    }
 }
 
 /// Decompresses every buffer of `inputs`; declared sizes above `max_decoded_size` are errors.
 pub fn decode_batch(algorithm: &Algorithm, inputs: &[&[u8]], max_decoded_size: u64) -> Result<Batch> {
-    let _ = (algorithm, inputs, max_decoded_size);
-    todo!("CPU backend")
+    let codec = Codec::of(algorithm)?;
+    let declared = in_order(
+        inputs
+            .par_iter()
+            .enumerate()
+            .map(|(i, input)| checked_declared_len(codec, input, i, max_decoded_size))
+            .collect(),
+    )?;
+    // Buffers without a declared size are decoded first, into their own vectors.
+    let mut grown: Vec<Option<Vec<u8>>> = in_order(
+        inputs
+            .par_iter()
+            .zip(&declared)
+            .enumerate()
+            .map(|(i, (input, size))| match size {
+                Some(_) => Ok(None),
+                None => decode_growing(codec, input, i, max_decoded_size).map(Some),
+            })
+            .collect(),
+    )?;
+    let sizes = declared.iter().zip(&grown).map(|(size, vec)| size.unwrap_or_else(|| vec.as_ref().map_or(0, Vec::len)));
+    // One allocation for the whole batch; `vec![0; n]` is calloc, so the pages
+    // are zeroed lazily by the kernel as the decoders touch them, in parallel.
+    let mut batch = Batch::zeroed(sizes);
+    let results: Vec<Result<()>> = batch
+        .buffers_mut()
+        .into_par_iter()
+        .zip(inputs.par_iter())
+        .zip(grown.par_iter_mut())
+        .enumerate()
+        .map(|(i, ((out, input), grown))| match grown.take() {
+            Some(vec) => {
+                out.copy_from_slice(&vec);
+                Ok(())
+            }
+            None => decode_exact(codec, input, out, i),
+        })
+        .collect();
+    in_order(results)?;
+    Ok(batch)
 }
 
 /// Decompresses `inputs[i]` into `outputs[i]`, which must be exactly the decoded size.
@@ -30,6 +296,81 @@ pub fn decode_batch_into(
     outputs: &mut [&mut [u8]],
     max_decoded_size: u64,
 ) -> Result<()> {
-    let _ = (algorithm, inputs, outputs, max_decoded_size);
-    todo!("CPU backend")
+    if inputs.len() != outputs.len() {
+        return Err(Error::BatchLength { inputs: inputs.len(), outputs: outputs.len() });
+    }
+    let codec = Codec::of(algorithm)?;
+    // Every declared size is checked against its output before any decoding,
+    // so a wrong-size output leaves all outputs untouched.
+    let declared = in_order(
+        inputs
+            .par_iter()
+            .zip(outputs.par_iter())
+            .enumerate()
+            .map(|(i, (input, out))| {
+                let size = checked_declared_len(codec, input, i, max_decoded_size)?;
+                match size {
+                    Some(expected) if expected != out.len() => {
+                        Err(Error::OutputSize { index: i, expected, actual: out.len() })
+                    }
+                    _ => Ok(size),
+                }
+            })
+            .collect(),
+    )?;
+    let results: Vec<Result<()>> = outputs
+        .par_iter_mut()
+        .zip(inputs.par_iter())
+        .zip(declared.par_iter())
+        .enumerate()
+        .map(|(i, ((out, input), size))| match size {
+            Some(_) => decode_exact(codec, input, out, i),
+            None => decode_unsized_into(codec, input, out, i, max_decoded_size),
+        })
+        .collect();
+    in_order(results).map(drop)
+}
+
+/// Decodes a buffer without declared size straight into the caller's output;
+/// only when it does not fit exactly is it decoded again to learn its size.
+fn decode_unsized_into(codec: Codec, input: &[u8], out: &mut [u8], index: usize, limit: u64) -> Result<()> {
+    let fits = if out.len() as u64 <= limit {
+        codec.decode_to(input, out).map_err(|reason| Error::Corrupt { index, reason })?
+    } else {
+        Fill::NeedsMore
+    };
+    let expected = match fits {
+        Fill::Done(n) if n == out.len() => return Ok(()),
+        Fill::Done(n) => n,
+        Fill::NeedsMore => {
+            let vec = decode_growing(codec, input, index, limit)?;
+            if vec.len() == out.len() {
+                out.copy_from_slice(&vec);
+                return Ok(());
+            }
+            vec.len()
+        }
+    };
+    Err(Error::OutputSize { index, expected, actual: out.len() })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn levels_cover_every_nvcomp_setting() {
+        assert_eq!((0..=5).map(deflate_level).collect::<Vec<_>>(), [1, 6, 9, 9, 9, 9]);
+    }
+
+    #[test]
+    fn errors_name_the_lowest_failing_index() {
+        let alg = Algorithm::Snappy;
+        let good = encode_one(&alg, b"fine", 0).unwrap();
+        let inputs: Vec<&[u8]> = vec![&good, b"\xff\xff\xff\xff\xff\xff", &good, b"\xff"];
+        match decode_batch(&alg, &inputs, 1 << 20) {
+            Err(Error::Corrupt { index: 1, .. }) => {}
+            other => panic!("{other:?}"),
+        }
+    }
 }
