@@ -310,6 +310,16 @@ pub fn read_chunks_parallel_blocking<S: ?Sized + AsyncReadableStorageTraits + 's
     runtime().block_on(read_chunks_parallel(array, subset, options))
 }
 
+/// How [`read_chunks_parallel`] decodes `array`: `Ok(algorithm)` when its
+/// chunks are decoded in batches with `algorithm`, `Err(reason)` when they go
+/// through the zarrs pipeline.
+pub fn batched_algorithm<S: ?Sized>(array: &Array<S>) -> Result<crate::Algorithm, String> {
+    match chain::classify(array.metadata(), array.data_type().fixed_size()) {
+        Chain::Fast(fast) => Ok(fast.algorithm),
+        Chain::Fallback(reason) => Err(reason),
+    }
+}
+
 /// The GPU engine for `device`, `None` for the CPU.
 fn resolve_device(device: Backend) -> Result<Option<Arc<CudaEngine>>, ReadError> {
     match device {
