@@ -241,9 +241,13 @@ async fn subsets_outside_the_array_are_errors() {
         3,
     )
     .await;
-    let err = read_chunks_parallel(&array, &ArraySubset::new_with_ranges(&[5..11]), &ReadOptions::default())
-        .await
-        .unwrap_err();
+    let err = read_chunks_parallel(
+        &array,
+        &ArraySubset::new_with_start_shape(vec![5], vec![6]).unwrap(),
+        &ReadOptions::default(),
+    )
+    .await
+    .unwrap_err();
     assert!(matches!(err, ReadError::InvalidSubset { .. }), "{err}");
 }
 
