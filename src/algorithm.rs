@@ -156,8 +156,9 @@ pub enum Algorithm {
 
 impl Algorithm {
     /// Names of all algorithms, as written in configurations.
-    pub const NAMES: [&'static str; 9] =
-        ["lz4", "snappy", "zstd", "deflate", "gzip", "gdeflate", "cascaded", "bitcomp", "ans"];
+    pub const NAMES: [&'static str; 9] = [
+        "lz4", "snappy", "zstd", "deflate", "gzip", "gdeflate", "cascaded", "bitcomp", "ans",
+    ];
 
     /// The algorithm's name.
     pub fn name(&self) -> &'static str {
@@ -205,21 +206,50 @@ impl Algorithm {
         };
         let valid = Self::valid_options(name);
         if let Some(unknown) = options.keys().find(|k| !valid.contains(&k.as_str())) {
-            return Err(Error::UnknownOption { algorithm: name, option: unknown.clone(), valid });
+            return Err(Error::UnknownOption {
+                algorithm: name,
+                option: unknown.clone(),
+                valid,
+            });
         }
-        let data_type = || options.get("data_type").map_or(Ok(DataType::Char), |v| DataType::parse(name, "data_type", v));
-        let has_header = || options.get("has_header").map_or(Ok(true), |v| parse_bool(name, "has_header", v));
-        let level = |max: u64| options.get("algorithm").map_or(Ok(0), |v| parse_small_int(name, "algorithm", v, max));
+        let data_type = || {
+            options
+                .get("data_type")
+                .map_or(Ok(DataType::Char), |v| DataType::parse(name, "data_type", v))
+        };
+        let has_header = || {
+            options
+                .get("has_header")
+                .map_or(Ok(true), |v| parse_bool(name, "has_header", v))
+        };
+        let level = |max: u64| {
+            options
+                .get("algorithm")
+                .map_or(Ok(0), |v| parse_small_int(name, "algorithm", v, max))
+        };
         Ok(match name {
-            "lz4" => Self::Lz4 { data_type: data_type()?, has_header: has_header()? },
+            "lz4" => Self::Lz4 {
+                data_type: data_type()?,
+                has_header: has_header()?,
+            },
             "snappy" => Self::Snappy,
             "zstd" => Self::Zstd,
             "deflate" => Self::Deflate { algorithm: level(5)? },
             "gzip" => Self::Gzip { algorithm: level(5)? },
-            "gdeflate" => Self::Gdeflate { algorithm: level(5)?, has_header: has_header()? },
-            "cascaded" => Self::Cascaded { data_type: data_type()? },
-            "bitcomp" => Self::Bitcomp { algorithm: level(1)?, data_type: data_type()? },
-            "ans" => Self::Ans { data_type: data_type()? },
+            "gdeflate" => Self::Gdeflate {
+                algorithm: level(5)?,
+                has_header: has_header()?,
+            },
+            "cascaded" => Self::Cascaded {
+                data_type: data_type()?,
+            },
+            "bitcomp" => Self::Bitcomp {
+                algorithm: level(1)?,
+                data_type: data_type()?,
+            },
+            "ans" => Self::Ans {
+                data_type: data_type()?,
+            },
             _ => unreachable!("name comes from NAMES"),
         })
     }
@@ -230,7 +260,10 @@ impl Algorithm {
         let map = config
             .as_object()
             .ok_or_else(|| Error::InvalidConfig(format!("expected an object, got {config}")))?;
-        if let Some(key) = map.keys().find(|k| !["id", "algorithm", "algo", "options"].contains(&k.as_str())) {
+        if let Some(key) = map
+            .keys()
+            .find(|k| !["id", "algorithm", "algo", "options"].contains(&k.as_str()))
+        {
             return Err(Error::InvalidConfig(format!(
                 "unknown key {key:?}; valid keys: algorithm, options"
             )));
@@ -295,11 +328,15 @@ fn parse_bool(algorithm: &'static str, option: &str, value: &Value) -> Result<bo
 }
 
 fn parse_small_int(algorithm: &'static str, option: &str, value: &Value, max: u64) -> Result<u8> {
-    value.as_u64().filter(|v| *v <= max).map(|v| v as u8).ok_or_else(|| Error::InvalidOption {
-        algorithm,
-        option: option.into(),
-        reason: format!("expected an integer from 0 to {max}, got {value}"),
-    })
+    value
+        .as_u64()
+        .filter(|v| *v <= max)
+        .map(|v| v as u8)
+        .ok_or_else(|| Error::InvalidOption {
+            algorithm,
+            option: option.into(),
+            reason: format!("expected an integer from 0 to {max}, got {value}"),
+        })
 }
 
 #[cfg(test)]
@@ -321,9 +358,21 @@ mod tests {
         let alg = Algorithm::from_config(&json!({"id": "nvcomp_batch", "algo": "LZ4",
             "options": {"data_type": "uint16", "has_header": false}}))
         .unwrap();
-        assert_eq!(alg, Algorithm::Lz4 { data_type: DataType::Ushort, has_header: false });
+        assert_eq!(
+            alg,
+            Algorithm::Lz4 {
+                data_type: DataType::Ushort,
+                has_header: false
+            }
+        );
         let alg = Algorithm::from_config(&json!({"algorithm": "bitcomp", "options": {"data_type": 5}})).unwrap();
-        assert_eq!(alg, Algorithm::Bitcomp { algorithm: 0, data_type: DataType::Uint });
+        assert_eq!(
+            alg,
+            Algorithm::Bitcomp {
+                algorithm: 0,
+                data_type: DataType::Uint
+            }
+        );
     }
 
     #[test]

@@ -16,7 +16,15 @@ impl Batch {
     /// A batch of buffers with the given sizes, zero-filled.
     pub fn zeroed(sizes: impl IntoIterator<Item = usize>) -> Self {
         let offsets = offsets_of(sizes);
-        Self { data: vec![0; *offsets.last().unwrap()], offsets }
+        Self {
+            data: vec![0; *offsets.last().unwrap()],
+            offsets,
+        }
+    }
+
+    /// All bytes, writable: for backends that fill the batch in place.
+    pub(crate) fn data_mut(&mut self) -> &mut [u8] {
+        &mut self.data
     }
 
     /// A batch from its parts; `offsets` starts at 0, never decreases and ends at `data.len()`.

@@ -79,7 +79,11 @@ impl BatchCodec {
             Backend::Cuda { device } => Some(CudaEngine::get(device).map_err(Error::GpuUnavailable)?),
             Backend::Auto => CudaEngine::get(0).ok(),
         };
-        Ok(Self { algorithm, cuda, max_decoded_size: DEFAULT_MAX_DECODED_SIZE })
+        Ok(Self {
+            algorithm,
+            cuda,
+            max_decoded_size: DEFAULT_MAX_DECODED_SIZE,
+        })
     }
 
     /// Parses `{"algorithm": ..., "options": {...}}` and builds the codec.
@@ -108,7 +112,9 @@ impl BatchCodec {
     /// The backend this codec runs on.
     pub fn backend(&self) -> BackendKind {
         match &self.cuda {
-            Some(engine) => BackendKind::Cuda { device: engine.device() },
+            Some(engine) => BackendKind::Cuda {
+                device: engine.device(),
+            },
             None => BackendKind::Cpu,
         }
     }
@@ -145,7 +151,10 @@ impl BatchCodec {
     /// decoded size ([`Error::OutputSize`] otherwise).
     pub fn decode_batch_into<B: AsRef<[u8]> + Sync>(&self, inputs: &[B], outputs: &mut [&mut [u8]]) -> Result<()> {
         if inputs.len() != outputs.len() {
-            return Err(Error::BatchLength { inputs: inputs.len(), outputs: outputs.len() });
+            return Err(Error::BatchLength {
+                inputs: inputs.len(),
+                outputs: outputs.len(),
+            });
         }
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
         match &self.cuda {

@@ -92,7 +92,9 @@ pub enum Error {
     DecodedSizeTooLarge {
         /// Position of the buffer in the batch.
         index: usize,
-        /// The declared size.
+        /// The declared size; for formats that declare none (raw deflate,
+        /// bare LZ4 and GDeflate, streamed Zstandard), `limit + 1`: the stream
+        /// was found to decode to more than the limit.
         size: u64,
         /// The limit ([`crate::BatchCodec::with_max_decoded_size`]).
         limit: u64,

@@ -100,9 +100,15 @@ pub fn parse_gdeflate(buf: &[u8]) -> Result<GdeflatePages<'_>, String> {
         offset = end;
     }
     if offset != buf.len() {
-        return Err(format!("{} trailing bytes after the last gdeflate page", buf.len() - offset));
+        return Err(format!(
+            "{} trailing bytes after the last gdeflate page",
+            buf.len() - offset
+        ));
     }
-    Ok(GdeflatePages { decoded_len: decoded_len as usize, pages })
+    Ok(GdeflatePages {
+        decoded_len: decoded_len as usize,
+        pages,
+    })
 }
 
 /// Writes zarrs' `gdeflate` header and pages into one buffer.
@@ -147,7 +153,13 @@ mod tests {
         let mut huge = buf.clone();
         huge[8..16].copy_from_slice(&u64::MAX.to_le_bytes());
         assert!(parse_gdeflate(&huge).is_err());
-        assert_eq!(parse_gdeflate(&write_gdeflate(0, std::iter::empty())).unwrap().pages.len(), 0);
+        assert_eq!(
+            parse_gdeflate(&write_gdeflate(0, std::iter::empty()))
+                .unwrap()
+                .pages
+                .len(),
+            0
+        );
     }
 
     #[test]

@@ -2,11 +2,11 @@
 //! zarrs' own reads: every data type, 1-D to 4-D, zarr v2 and v3, batched
 //! chains and chains that go through the zarrs pipeline.
 
-mod common;
+mod reader_common;
 
 use std::collections::HashMap;
 
-use common::*;
+use reader_common::*;
 use object_store::ObjectStoreExt;
 use serde_json::{json, Value};
 use zarrs::array::ArraySubset;

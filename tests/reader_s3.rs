@@ -6,7 +6,7 @@
 //! absent (`make setup` installs it). moto accepts any credentials, so wrong
 //! credentials are not tested here.
 
-mod common;
+mod reader_common;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};
@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::*;
+use reader_common::*;
 use serde_json::json;
 use zarrs_nvcomp::reader::{open_array, open_store, read_chunks_parallel, ReadError, ReadOptions};
 use zarrs_nvcomp::Backend;

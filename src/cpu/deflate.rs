@@ -35,7 +35,10 @@ fn deflate_into(input: &[u8], level: i32, out: &mut Vec<u8>, index: usize) -> Re
         let consumed = c.total_in() as usize;
         let status = c
             .compress_vec(&input[consumed..], out, FlushCompress::Finish)
-            .map_err(|e| Error::Corrupt { index, reason: format!("deflate compression failed: {e}") })?;
+            .map_err(|e| Error::Corrupt {
+                index,
+                reason: format!("deflate compression failed: {e}"),
+            })?;
         if status == Status::StreamEnd {
             return Ok(());
         }
@@ -79,7 +82,9 @@ fn inflate(input: &[u8], out: &mut [u8]) -> DecodeResult<(Fill, usize)> {
     INFLATE.with(|d| {
         let mut d = d.borrow_mut();
         d.reset(false);
-        let status = d.decompress(input, out, FlushDecompress::Finish).map_err(|e| format!("bad deflate data: {e}"));
+        let status = d
+            .decompress(input, out, FlushDecompress::Finish)
+            .map_err(|e| format!("bad deflate data: {e}"));
         let (used_in, used_out) = (d.total_in() as usize, d.total_out() as usize);
         match status? {
             Status::StreamEnd => Ok((Fill::Done(used_out), used_in)),
@@ -117,7 +122,10 @@ fn gzip_header_len(input: &[u8]) -> DecodeResult<usize> {
     for flag in [FNAME, FCOMMENT] {
         if flags & flag != 0 {
             let rest = input.get(at..).ok_or_else(|| bad("truncated"))?;
-            at += 1 + rest.iter().position(|b| *b == 0).ok_or_else(|| bad("unterminated name or comment"))?;
+            at += 1 + rest
+                .iter()
+                .position(|b| *b == 0)
+                .ok_or_else(|| bad("unterminated name or comment"))?;
         }
     }
     if flags & FHCRC != 0 {
@@ -137,7 +145,10 @@ pub fn gzip_decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
     let (fill, used) = inflate(&input[start..end], out)?;
     let Fill::Done(n) = fill else { return Ok(fill) };
     if used != end - start {
-        return Err(format!("{} bytes between the deflate stream and the gzip trailer", end - start - used));
+        return Err(format!(
+            "{} bytes between the deflate stream and the gzip trailer",
+            end - start - used
+        ));
     }
     let trailer = &input[end..];
     let mut crc = Crc::new();

@@ -62,7 +62,10 @@ thread_local! {
 /// Compresses one page of at most 64 KiB into a single GDeflate stream.
 fn compress_page(page: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
     debug_assert!(!page.is_empty() && page.len() <= GDEFLATE_PAGE_SIZE);
-    let failed = |reason: &str| Error::Corrupt { index, reason: format!("GDeflate compression failed: {reason}") };
+    let failed = |reason: &str| Error::Corrupt {
+        index,
+        reason: format!("GDeflate compression failed: {reason}"),
+    };
     COMPRESSORS.with(|c| {
         let mut c = c.borrow_mut();
         let at = match c.iter().position(|g| g.level == level) {
@@ -85,7 +88,10 @@ fn compress_page(page: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
             return Err(failed("page split unexpectedly"));
         }
         let mut out = vec![0u8; bound];
-        let mut out_page = sys::libdeflate_gdeflate_out_page { data: out.as_mut_ptr().cast(), nbytes: out.len() };
+        let mut out_page = sys::libdeflate_gdeflate_out_page {
+            data: out.as_mut_ptr().cast(),
+            nbytes: out.len(),
+        };
         // SAFETY: input and output pointers and lengths describe live slices;
         // out_page.nbytes is the bound libdeflate asks for; one page for <= 64 KiB.
         let n = unsafe { sys::libdeflate_gdeflate_compress(comp, page.as_ptr().cast(), page.len(), &mut out_page, 1) };
@@ -140,7 +146,11 @@ pub fn declared_len(input: &[u8]) -> DecodeResult<u64> {
 /// (1032:1) and is allowed one page of slack.
 pub fn max_decoded_len(encoded_len: u64) -> u64 {
     let paged = encoded_len.saturating_sub(GDEFLATE_STATIC_HEADER_LEN as u64) / 8 * GDEFLATE_PAGE_SIZE as u64;
-    paged.max(encoded_len.saturating_mul(1032).saturating_add(GDEFLATE_PAGE_SIZE as u64))
+    paged.max(
+        encoded_len
+            .saturating_mul(1032)
+            .saturating_add(GDEFLATE_PAGE_SIZE as u64),
+    )
 }
 
 /// Decodes one GDeflate stream into `out` (any capacity) from a padded copy.
@@ -168,7 +178,10 @@ fn decode_stream(stream: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
                 *d = Some(GDecompressor(ptr));
             }
             let decomp = d.as_ref().map_or(std::ptr::null_mut(), |g| g.0);
-            let mut page = sys::libdeflate_gdeflate_in_page { data: scratch.as_ptr().cast(), nbytes: stream.len() };
+            let mut page = sys::libdeflate_gdeflate_in_page {
+                data: scratch.as_ptr().cast(),
+                nbytes: stream.len(),
+            };
             // libdeflate adds to, not sets, the output count.
             let mut written = 0usize;
             // SAFETY: decomp is live; the page points at `stream.len()` real
@@ -198,16 +211,30 @@ fn decode_stream(stream: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
 pub fn decode_paged_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
     let parsed = format::parse_gdeflate(input)?;
     if parsed.decoded_len != out.len() {
-        return Err(format!("gdeflate header declares {} bytes, output holds {}", parsed.decoded_len, out.len()));
+        return Err(format!(
+            "gdeflate header declares {} bytes, output holds {}",
+            parsed.decoded_len,
+            out.len()
+        ));
     }
     let decode_page = |(i, (page, dst)): (usize, (&&[u8], &mut [u8]))| match decode_stream(page, dst)? {
         Fill::Done(n) if n == dst.len() => Ok(()),
         _ => Err(format!("gdeflate page {i} does not decode to its {} bytes", dst.len())),
     };
     if parsed.pages.len() > 1 {
-        parsed.pages.par_iter().zip(out.par_chunks_mut(GDEFLATE_PAGE_SIZE)).enumerate().try_for_each(decode_page)?;
+        parsed
+            .pages
+            .par_iter()
+            .zip(out.par_chunks_mut(GDEFLATE_PAGE_SIZE))
+            .enumerate()
+            .try_for_each(decode_page)?;
     } else {
-        parsed.pages.iter().zip(out.chunks_mut(GDEFLATE_PAGE_SIZE)).enumerate().try_for_each(decode_page)?;
+        parsed
+            .pages
+            .iter()
+            .zip(out.chunks_mut(GDEFLATE_PAGE_SIZE))
+            .enumerate()
+            .try_for_each(decode_page)?;
     }
     Ok(Fill::Done(out.len()))
 }
@@ -233,12 +260,18 @@ mod tests {
         assert_eq!(parsed.pages.len(), 4);
         // The third page decodes on its own.
         let mut page = vec![0; GDEFLATE_PAGE_SIZE];
-        assert_eq!(decode_stream(parsed.pages[2], &mut page), Ok(Fill::Done(GDEFLATE_PAGE_SIZE)));
+        assert_eq!(
+            decode_stream(parsed.pages[2], &mut page),
+            Ok(Fill::Done(GDEFLATE_PAGE_SIZE))
+        );
         assert_eq!(page, data[2 * GDEFLATE_PAGE_SIZE..3 * GDEFLATE_PAGE_SIZE]);
         let mut out = vec![0; data.len()];
         assert_eq!(decode_paged_to(&enc, &mut out), Ok(Fill::Done(data.len())));
         assert_eq!(out, data);
-        assert!(matches!(encode_bare(&data, 1, 7), Err(Error::InputTooLarge { index: 7, .. })));
+        assert!(matches!(
+            encode_bare(&data, 1, 7),
+            Err(Error::InputTooLarge { index: 7, .. })
+        ));
         let bare = encode_bare(&data[..1000], 1, 0).unwrap();
         assert_eq!(decode_bare_to(&bare, &mut [0; 10]), Ok(Fill::NeedsMore));
         assert!(decode_bare_to(&[0xff; 7], &mut [0; 100]).is_err());

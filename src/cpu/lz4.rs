@@ -27,8 +27,10 @@ pub fn encode(input: &[u8], header: bool, index: usize) -> Result<Vec<u8>> {
         let bytes = format::lz4_header(input.len()).map_err(|reason| Error::Corrupt { index, reason })?;
         out[..prefix].copy_from_slice(&bytes);
     }
-    let n = lz4_flex::block::compress_into(input, &mut out[prefix..])
-        .map_err(|e| Error::Corrupt { index, reason: format!("LZ4 compression failed: {e}") })?;
+    let n = lz4_flex::block::compress_into(input, &mut out[prefix..]).map_err(|e| Error::Corrupt {
+        index,
+        reason: format!("LZ4 compression failed: {e}"),
+    })?;
     out.truncate(prefix + n);
     Ok(out)
 }
@@ -46,7 +48,11 @@ pub fn max_decoded_len(encoded_len: u64) -> u64 {
 
 /// Decodes into `out`: exactly the declared size with `header`, any capacity without.
 pub fn decode_to(input: &[u8], out: &mut [u8], header: bool) -> DecodeResult<Fill> {
-    let block = if header { format::split_lz4_header(input)?.1 } else { input };
+    let block = if header {
+        format::split_lz4_header(input)?.1
+    } else {
+        input
+    };
     if block.is_empty() {
         // lz4_flex rejects an empty block; C LZ4 and nvCOMP write none for
         // empty buffers, so an empty block is zero bytes, and only that.

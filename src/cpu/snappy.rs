@@ -27,7 +27,10 @@ pub fn encode(input: &[u8], index: usize) -> Result<Vec<u8>> {
     let mut out = vec![0u8; snap::raw::max_compress_len(input.len())];
     let n = ENCODER
         .with(|e| e.borrow_mut().compress(input, &mut out))
-        .map_err(|e| Error::Corrupt { index, reason: format!("Snappy compression failed: {e}") })?;
+        .map_err(|e| Error::Corrupt {
+            index,
+            reason: format!("Snappy compression failed: {e}"),
+        })?;
     out.truncate(n);
     Ok(out)
 }
@@ -45,5 +48,8 @@ pub fn max_decoded_len(encoded_len: u64) -> u64 {
 
 /// Decodes into `out`, which has the declared size.
 pub fn decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
-    snap::raw::Decoder::new().decompress(input, out).map(Fill::Done).map_err(|e| format!("bad Snappy data: {e}"))
+    snap::raw::Decoder::new()
+        .decompress(input, out)
+        .map(Fill::Done)
+        .map_err(|e| format!("bad Snappy data: {e}"))
 }

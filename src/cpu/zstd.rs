@@ -55,7 +55,10 @@ pub fn decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
     });
     match result {
         Ok(n) => Ok(Fill::Done(n)),
-        Err(code) if unsafe { zstd_sys::ZSTD_getErrorCode(code) } == zstd_sys::ZSTD_ErrorCode::ZSTD_error_dstSize_tooSmall => {
+        Err(code)
+            if unsafe { zstd_sys::ZSTD_getErrorCode(code) }
+                == zstd_sys::ZSTD_ErrorCode::ZSTD_error_dstSize_tooSmall =>
+        {
             Ok(Fill::NeedsMore)
         }
         Err(code) => Err(format!("bad Zstandard frame: {}", zstd_safe::get_error_name(code))),

@@ -1,0 +1,70 @@
+//! BatchCodec CPU decode against a single-threaded reference loop, on 256 MiB
+//! of float32-like data in 1 MiB chunks; prints GB/s (best of 3) and ratios.
+//!
+//! `cargo bench --bench cpu_decode`
+
+use std::hint::black_box;
+use std::time::Instant;
+
+use zarrs_nvcomp::{Backend, BatchCodec};
+
+#[path = "data.rs"]
+mod data;
+
+const TOTAL: usize = 256 << 20;
+const CHUNK: usize = 1 << 20;
+
+/// Best GB/s of three runs of `f` over `TOTAL` decoded bytes.
+fn best_gbps(mut f: impl FnMut()) -> f64 {
+    f(); // warm-up: thread pool, contexts, page cache
+    (0..3)
+        .map(|_| {
+            let start = Instant::now();
+            f();
+            TOTAL as f64 / start.elapsed().as_secs_f64() / 1e9
+        })
+        .fold(0.0, f64::max)
+}
+
+fn main() {
+    let field = data::field_f32(TOTAL);
+    let chunks: Vec<&[u8]> = field.chunks(CHUNK).collect();
+    println!(
+        "{} MiB field_f32, {} chunks of {} KiB, {} threads",
+        TOTAL >> 20,
+        chunks.len(),
+        CHUNK >> 10,
+        rayon::current_num_threads()
+    );
+    for name in ["lz4", "zstd"] {
+        let codec = BatchCodec::new(name.parse().unwrap(), Backend::Cpu).unwrap();
+        let encoded = codec.encode_batch(&chunks).unwrap();
+        let encoded: Vec<&[u8]> = encoded.iter().collect();
+        let ratio = TOTAL as f64 / encoded.iter().map(|b| b.len()).sum::<usize>() as f64;
+        let batch = best_gbps(|| {
+            black_box(codec.decode_batch(&encoded).unwrap());
+        });
+        let mut outs: Vec<Vec<u8>> = chunks.iter().map(|c| vec![0; c.len()]).collect();
+        let into = best_gbps(|| {
+            let mut refs: Vec<&mut [u8]> = outs.iter_mut().map(Vec::as_mut_slice).collect();
+            codec.decode_batch_into(&encoded, &mut refs).unwrap();
+        });
+        // The reference: one thread, each chunk decoded into a fresh vector,
+        // as numcodecs does.
+        let reference = best_gbps(|| match name {
+            "lz4" => encoded.iter().for_each(|b| {
+                let (size, block) = zarrs_nvcomp::format::split_lz4_header(b).unwrap();
+                black_box(lz4_flex::block::decompress(block, size).unwrap());
+            }),
+            _ => encoded.iter().for_each(|b| {
+                black_box(zstd::bulk::decompress(b, CHUNK).unwrap());
+            }),
+        });
+        println!(
+            "{name:5} ratio {ratio:.2}: decode_batch {batch:.2} GB/s ({:.2}x), decode_batch_into {into:.2} GB/s ({:.2}x), \
+             reference 1 thread {reference:.2} GB/s",
+            batch / reference,
+            into / reference
+        );
+    }
+}
