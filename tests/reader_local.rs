@@ -6,8 +6,8 @@ mod reader_common;
 
 use std::collections::HashMap;
 
-use reader_common::*;
 use object_store::ObjectStoreExt;
+use reader_common::*;
 use serde_json::{json, Value};
 use zarrs::array::ArraySubset;
 use zarrs_nvcomp::reader::{
