@@ -53,7 +53,7 @@ def main(dump: Path) -> None:
         name = case.split("_")[0]
         idx = np.fromfile(dump / f"{case}.idx", dtype="<u8")
         n = len(idx) // 2
-        sizes, decoded = idx[:n], idx[n:]
+        sizes, decoded = idx[:n].astype(np.int64), idx[n:].astype(np.int64)
         packed = np.fromfile(dump / f"{case}.bin", dtype=np.uint8)
         packed_at = np.concatenate([[0], np.cumsum(sizes)])
         # nvCOMP's Python API wants every stream 16-byte aligned.

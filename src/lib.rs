@@ -44,6 +44,8 @@ pub mod cpu;
 pub mod cuda;
 pub mod error;
 pub mod format;
+pub mod reader;
+pub mod zarrs_codec;
 
 pub use algorithm::{Algorithm, DataType};
 pub use batch::Batch;

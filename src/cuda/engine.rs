@@ -825,27 +825,52 @@ impl CudaEngine {
         Ok((pieces, needs))
     }
 
+    /// Decodes a batch. ANS sizes are first read from the stream's leading
+    /// word (see [`plan::framing_bytes`]), which nvCOMP does not document; if
+    /// that fails, the batch is decoded again with nvCOMP's size query.
     fn decode_core(
         &self,
         s: &mut Scratch,
         algorithm: &Algorithm,
         inputs: Inputs<'_>,
         max: u64,
-        dest: Dest<'_>,
+        mut dest: Dest<'_>,
+    ) -> Result<Decoded> {
+        let first = self.decode_pass(s, algorithm, inputs, max, &mut dest, false);
+        match first {
+            Err(Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. }) if matches!(algorithm, Algorithm::Ans { .. }) => {
+                self.decode_pass(s, algorithm, inputs, max, &mut dest, true)
+            }
+            other => other,
+        }
+    }
+
+    fn decode_pass(
+        &self,
+        s: &mut Scratch,
+        algorithm: &Algorithm,
+        inputs: Inputs<'_>,
+        max: u64,
+        dest: &mut Dest<'_>,
+        query_sizes: bool,
     ) -> Result<Decoded> {
         let mut profile = Profile::new(&self.stream);
         let count = inputs.len();
-        let mut pieces = match inputs {
+        let hinted_max = if query_sizes { u64::MAX } else { max };
+        let mut pieces: Vec<DecodePiece> = match inputs {
             Inputs::Host(bufs) => {
                 let per_buffer: Vec<Vec<DecodePiece>> = bufs
                     .par_iter()
                     .enumerate()
-                    .map(|(i, b)| plan::decode_pieces_of(algorithm, i, b, max))
+                    .map(|(i, b)| plan::decode_pieces_of(algorithm, i, b, hinted_max))
                     .collect::<Result<_>>()?;
                 per_buffer.into_iter().flatten().collect()
             }
-            Inputs::Device(regions) => self.device_pieces(s, algorithm, regions, max)?,
+            Inputs::Device(regions) => self.device_pieces(s, algorithm, regions, hinted_max)?,
         };
+        if query_sizes {
+            pieces.iter_mut().for_each(|p| p.decoded = None);
+        }
         profile.mark("framing");
         let api = api::bind(self.lib, algorithm);
         let n = pieces.len();
@@ -979,7 +1004,7 @@ impl CudaEngine {
             ranges.push(out_at..out_at + size);
             out_at += size;
         }
-        let given_aligned = match dest {
+        let given_aligned = match *dest {
             Dest::Given(outs) => {
                 for (i, (o, &size)) in outs.iter().zip(&sizes).enumerate() {
                     if o.len != size {
@@ -995,7 +1020,7 @@ impl CudaEngine {
             _ => false,
         };
         let mut memory = None;
-        let out_base = match dest {
+        let out_base = match *dest {
             Dest::NewDevice => {
                 let m = DeviceBuffer::new(&self.ctx, out_at)?;
                 let ptr = m.ptr();
@@ -1010,7 +1035,7 @@ impl CudaEngine {
         for p in &pieces {
             let offset = filled[p.buffer];
             filled[p.buffer] += p.decoded.unwrap();
-            piece_out.push(match dest {
+            piece_out.push(match *dest {
                 Dest::Given(outs) if given_aligned => outs[p.buffer].ptr + offset as u64,
                 _ => out_base + (ranges[p.buffer].start + offset) as u64,
             });
@@ -1045,7 +1070,7 @@ impl CudaEngine {
             unsafe { api.decompress(&args)? };
             profile.mark("decompress");
         }
-        if let Dest::Given(outs) = dest {
+        if let Dest::Given(outs) = *dest {
             if !given_aligned {
                 let copies: Vec<Copy> = outs
                     .iter()

@@ -75,6 +75,7 @@ pub(crate) fn framing_bytes(algorithm: &Algorithm) -> (usize, usize) {
     match algorithm {
         Algorithm::Lz4 { has_header: true, .. } => (format::LZ4_HEADER_LEN, 0),
         Algorithm::Gzip { .. } => (2, 4),
+        Algorithm::Ans { .. } => (4, 0),
         // Enough for the page table of buffers up to 1 MiB, so most need one round.
         Algorithm::Gdeflate { has_header: true, .. } => (format::GDEFLATE_STATIC_HEADER_LEN + 8 * 16, 0),
         _ => (0, 0),
@@ -139,6 +140,14 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: Framing<'_>,
             whole(Some(declared(index, isize.into(), max)?))
         }
         Algorithm::Gdeflate { has_header: true, .. } => return gdeflate_pieces(index, f, max),
+        // nvCOMP's ANS chunks start with their decoded size (u32 LE), as seen
+        // with nvCOMP 6.0. nvCOMP's size query is slow for many small ANS
+        // chunks, so the word is used, and the engine falls back to the query
+        // when a decode with it fails.
+        Algorithm::Ans { .. } if f.len >= 4 && f.head.len() >= 4 => {
+            let size = u32::from_le_bytes(f.head[..4].try_into().unwrap());
+            whole(Some(declared(index, size.into(), max)?))
+        }
         Algorithm::Lz4 { has_header: false, .. }
         | Algorithm::Deflate { .. }
         | Algorithm::Gdeflate { has_header: false, .. }

@@ -1,0 +1,446 @@
+//! Decodes a wave of chunks and places each chunk's part of the subset into
+//! the output: on the CPU (rayon, one task per chunk) or on the GPU (one
+//! nvCOMP batch call per wave, then device-to-device box copies).
+
+use std::sync::Arc;
+
+use cudarc::driver::sys;
+use cudarc::driver::{CudaSlice, DevicePtrMut};
+use rayon::prelude::*;
+
+use super::chain::FastChain;
+use super::fetch::Wave;
+use super::plan::{BoxCopy, Dim, Plan};
+use super::ReadError;
+use crate::codec::BatchCodec;
+use crate::cuda::CudaEngine;
+use crate::error::Error;
+
+/// Maps an engine error about buffer `index` of a wave to the chunk's key.
+pub(crate) fn chunk_error(err: Error, key_of: impl Fn(usize) -> String) -> ReadError {
+    match err {
+        Error::OutputSize {
+            index,
+            expected,
+            actual,
+        } => ReadError::ChunkSize {
+            key: key_of(index),
+            expected: actual,
+            actual: expected,
+        },
+        Error::Corrupt { index, reason } => ReadError::Corrupt {
+            key: key_of(index),
+            reason,
+        },
+        Error::DecodedSizeTooLarge { index, size, limit } => ReadError::ChunkTooLarge {
+            key: key_of(index),
+            size,
+            limit,
+        },
+        other => ReadError::Engine(other),
+    }
+}
+
+impl BoxCopy {
+    /// The same destination, read from a source that holds the box packed
+    /// (C order, nothing else).
+    pub(crate) fn packed_source(&self) -> Self {
+        let mut stride = self.width;
+        let mut outer = self.outer.clone();
+        for dim in outer.iter_mut().rev() {
+            dim.src_stride = stride;
+            stride *= dim.count;
+        }
+        Self {
+            src_offset: 0,
+            dst_offset: self.dst_offset,
+            width: self.width,
+            outer,
+        }
+    }
+
+    /// The same destination, every row read from the start of the source.
+    fn repeated_row_source(&self) -> Self {
+        let outer = self.outer.iter().map(|d| Dim { src_stride: 0, ..*d }).collect();
+        Self {
+            src_offset: 0,
+            dst_offset: self.dst_offset,
+            width: self.width,
+            outer,
+        }
+    }
+}
+
+/// Host memory that chunk tasks write in disjoint parts, in parallel.
+pub(crate) struct HostOutput {
+    data: std::cell::UnsafeCell<Vec<u8>>,
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: tasks write disjoint byte ranges (one box per chunk, the boxes of a
+// plan do not overlap), and the vector is only taken back after all tasks end.
+unsafe impl Send for HostOutput {}
+unsafe impl Sync for HostOutput {}
+
+impl HostOutput {
+    /// `len` zero bytes.
+    pub fn new(len: usize) -> Self {
+        let mut data = vec![0u8; len];
+        let ptr = data.as_mut_ptr();
+        Self {
+            data: std::cell::UnsafeCell::new(data),
+            ptr,
+            len,
+        }
+    }
+
+    /// The bytes.
+    pub fn into_vec(self) -> Vec<u8> {
+        self.data.into_inner()
+    }
+
+    /// Copies rows of `copy` from `src` into the output.
+    ///
+    /// # Safety
+    /// No other thread may touch the destination rows meanwhile.
+    unsafe fn copy_from(&self, src: &[u8], copy: &BoxCopy) {
+        copy.for_each_row(|s, d| {
+            assert!(
+                s + copy.width <= src.len() && d + copy.width <= self.len,
+                "box copy out of bounds"
+            );
+            // SAFETY: bounds checked above; the caller guarantees exclusivity.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(s), self.ptr.add(d), copy.width) };
+        });
+    }
+
+    /// The output bytes `offset..offset + len`.
+    ///
+    /// # Safety
+    /// As [`Self::copy_from`].
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slice_mut(&self, offset: usize, len: usize) -> &mut [u8] {
+        assert!(offset + len <= self.len);
+        // SAFETY: in bounds; exclusivity is the caller's.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(offset), len) }
+    }
+}
+
+/// Decodes `wave` on the CPU and places its chunks into `out`; missing
+/// chunks are filled with `fill` (one element).
+pub(crate) fn decode_wave_cpu(
+    codec: &BatchCodec,
+    chain: &FastChain,
+    plan: &Plan,
+    wave: &Wave,
+    out: &HostOutput,
+    fill: &[u8],
+) -> Result<(), ReadError> {
+    wave.items
+        .par_iter()
+        .try_for_each_init(Vec::new, |scratch: &mut Vec<u8>, (i, bytes)| {
+            let chunk = &plan.chunks[*i];
+            let Some(bytes) = bytes else {
+                let row: Vec<u8> = fill.repeat(chunk.copy.width / fill.len().max(1));
+                // SAFETY: chunk boxes are disjoint.
+                unsafe { out.copy_from(&row, &chunk.copy.repeated_row_source()) };
+                return Ok(());
+            };
+            let key = || chunk.key.clone();
+            let stream = chain
+                .framing
+                .apply(bytes)
+                .map_err(|reason| ReadError::Corrupt { key: key(), reason })?;
+            let decode = |target: &mut [u8]| -> Result<(), ReadError> {
+                codec
+                    .decode_batch_into(&[stream], &mut [target])
+                    .map_err(|e| chunk_error(e, |_| key()))?;
+                if let Some(stored) = chain.framing.adler32_of(bytes) {
+                    let computed = simd_adler32::adler32(&&target[..]);
+                    if stored != computed {
+                        return Err(ReadError::Corrupt {
+                            key: key(),
+                            reason: format!("adler32 mismatch: stored {stored:#010x}, computed {computed:#010x}"),
+                        });
+                    }
+                }
+                Ok(())
+            };
+            if chunk.is_whole_run() {
+                // SAFETY: chunk boxes are disjoint.
+                decode(unsafe { out.slice_mut(chunk.copy.dst_offset, chunk.decoded_len) })
+            } else {
+                scratch.resize(chunk.decoded_len, 0);
+                decode(scratch)?;
+                // SAFETY: chunk boxes are disjoint.
+                unsafe { out.copy_from(scratch, &chunk.copy) };
+                Ok(())
+            }
+        })
+}
+
+/// A C-order array in device memory, owned together with the engine whose
+/// context it belongs to.
+#[derive(Debug)]
+pub struct DeviceArray {
+    engine: Arc<CudaEngine>,
+    buffer: CudaSlice<u8>,
+    ptr: u64,
+}
+
+impl DeviceArray {
+    /// `len` bytes of uninitialised device memory.
+    pub(crate) fn alloc(engine: Arc<CudaEngine>, len: usize) -> Result<Self, ReadError> {
+        let mut buffer = engine.alloc(len.max(1)).map_err(ReadError::Engine)?;
+        let (ptr, guard) = buffer.device_ptr_mut(engine.stream());
+        drop(guard);
+        Ok(Self { engine, buffer, ptr })
+    }
+
+    /// A copy of host bytes.
+    pub(crate) fn from_host(engine: Arc<CudaEngine>, bytes: &[u8]) -> Result<Self, ReadError> {
+        let mut array = Self::alloc(engine, bytes.len())?;
+        if !bytes.is_empty() {
+            let stream = array.engine.stream().clone();
+            let mut view = array.buffer.slice_mut(..bytes.len());
+            stream
+                .memcpy_htod(bytes, &mut view)
+                .map_err(cuda_error("cuMemcpyHtoDAsync"))?;
+            stream.synchronize().map_err(cuda_error("cuStreamSynchronize"))?;
+        }
+        Ok(array)
+    }
+
+    /// Device address of the first byte (`CUdeviceptr`).
+    pub fn device_ptr(&self) -> u64 {
+        self.ptr
+    }
+
+    /// The engine (context and stream) the memory belongs to.
+    pub fn engine(&self) -> &Arc<CudaEngine> {
+        &self.engine
+    }
+
+    /// The allocation (at least one byte, also for empty arrays).
+    pub fn buffer(&self) -> &CudaSlice<u8> {
+        &self.buffer
+    }
+
+    /// The allocation, giving up the engine handle.
+    pub fn into_buffer(self) -> CudaSlice<u8> {
+        self.buffer
+    }
+
+    /// Copies the first `len` bytes to host memory.
+    pub fn to_host(&self, len: usize) -> Result<Vec<u8>, ReadError> {
+        let mut host = vec![0u8; len];
+        if len > 0 {
+            let stream = self.engine.stream();
+            stream
+                .memcpy_dtoh(&self.buffer.slice(..len), &mut host)
+                .map_err(cuda_error("cuMemcpyDtoHAsync"))?;
+            stream.synchronize().map_err(cuda_error("cuStreamSynchronize"))?;
+        }
+        Ok(host)
+    }
+}
+
+fn cuda_error<E: std::fmt::Display>(call: &'static str) -> impl Fn(E) -> ReadError {
+    move |e| {
+        ReadError::Engine(Error::Cuda {
+            call,
+            reason: e.to_string(),
+        })
+    }
+}
+
+fn check(call: &'static str, result: sys::CUresult) -> Result<(), ReadError> {
+    result.result().map_err(cuda_error(call))
+}
+
+/// Enqueues the device-to-device copy of `copy` from `src` to `dst` on `stream`.
+///
+/// # Safety
+/// `src` and `dst` must be device memory of the stream's context covering
+/// every row of `copy`, and stay alive until the stream has run the copy.
+unsafe fn enqueue_copy(stream: sys::CUstream, src: u64, dst: u64, copy: &BoxCopy) -> Result<(), ReadError> {
+    if copy.width == 0 {
+        return Ok(());
+    }
+    let (src, dst) = (src + copy.src_offset as u64, dst + copy.dst_offset as u64);
+    let n = copy.outer.len();
+    if n == 0 {
+        // SAFETY: the caller's.
+        return check("cuMemcpyDtoDAsync", unsafe {
+            sys::cuMemcpyDtoDAsync_v2(dst, src, copy.width, stream)
+        });
+    }
+    // Boxes of 3 or more outer dimensions: one 2-D or 3-D copy per index of
+    // the dimensions outside the last two.
+    let (loops, inner) = copy.outer.split_at(n.saturating_sub(2));
+    let mut index = vec![0usize; loops.len()];
+    loop {
+        let (mut s, mut d) = (src, dst);
+        for (i, dim) in index.iter().zip(loops) {
+            s += (i * dim.src_stride) as u64;
+            d += (i * dim.dst_stride) as u64;
+        }
+        // SAFETY: the caller's.
+        unsafe { enqueue_box(stream, s, d, copy.width, inner)? };
+        let mut k = loops.len();
+        loop {
+            if k == 0 {
+                return Ok(());
+            }
+            k -= 1;
+            index[k] += 1;
+            if index[k] < loops[k].count {
+                break;
+            }
+            index[k] = 0;
+        }
+    }
+}
+
+/// One `cuMemcpy2DAsync` (one dimension of rows) or `cuMemcpy3DAsync` (two).
+///
+/// # Safety
+/// As [`enqueue_copy`].
+unsafe fn enqueue_box(stream: sys::CUstream, src: u64, dst: u64, width: usize, dims: &[Dim]) -> Result<(), ReadError> {
+    let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
+    match dims {
+        [rows] => {
+            // SAFETY: a plain C struct; zero is a valid value of each field.
+            let mut p: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
+            p.srcMemoryType = device;
+            p.srcDevice = src;
+            p.srcPitch = rows.src_stride;
+            p.dstMemoryType = device;
+            p.dstDevice = dst;
+            p.dstPitch = rows.dst_stride;
+            p.WidthInBytes = width;
+            p.Height = rows.count;
+            // SAFETY: the caller's.
+            check("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&p, stream) })
+        }
+        [planes, rows] => {
+            // Plane strides are whole multiples of row strides (C order).
+            // SAFETY: a plain C struct; zero is a valid value of each field.
+            let mut p: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
+            p.srcMemoryType = device;
+            p.srcDevice = src;
+            p.srcPitch = rows.src_stride;
+            p.srcHeight = planes.src_stride / rows.src_stride;
+            p.dstMemoryType = device;
+            p.dstDevice = dst;
+            p.dstPitch = rows.dst_stride;
+            p.dstHeight = planes.dst_stride / rows.dst_stride;
+            p.WidthInBytes = width;
+            p.Height = rows.count;
+            p.Depth = planes.count;
+            // SAFETY: the caller's.
+            check("cuMemcpy3DAsync", unsafe { sys::cuMemcpy3DAsync_v2(&p, stream) })
+        }
+        _ => unreachable!("enqueue_copy passes one or two dimensions"),
+    }
+}
+
+/// Decodes `wave` with one nvCOMP batch call and copies each chunk's part of
+/// the subset into `out` on the device; missing chunks are filled with
+/// `fill` (one element). Returns when the copies are done.
+pub(crate) fn decode_wave_gpu(
+    engine: &CudaEngine,
+    chain: &FastChain,
+    plan: &Plan,
+    wave: &Wave,
+    out: &DeviceArray,
+    fill: &[u8],
+    max_decoded_size: u64,
+) -> Result<(), ReadError> {
+    engine
+        .context()
+        .bind_to_thread()
+        .map_err(cuda_error("cuCtxSetCurrent"))?;
+    let stream = engine.stream();
+    let cu_stream = stream.cu_stream();
+    let mut present = Vec::with_capacity(wave.items.len());
+    let mut inputs = Vec::with_capacity(wave.items.len());
+    let mut missing = Vec::new();
+    for (i, bytes) in &wave.items {
+        let chunk = &plan.chunks[*i];
+        match bytes {
+            Some(bytes) => {
+                let body = chain.framing.apply(bytes).map_err(|reason| ReadError::Corrupt {
+                    key: chunk.key.clone(),
+                    reason,
+                })?;
+                present.push(chunk);
+                inputs.push(body);
+            }
+            None => missing.push(chunk),
+        }
+    }
+    // The device sources stay alive until the stream is synchronised, also
+    // when enqueueing fails half-way.
+    let mut decoded = None;
+    let mut fill_source = None;
+    let enqueued = (|| -> Result<(), ReadError> {
+        if !inputs.is_empty() {
+            let batch = decoded.insert(
+                engine
+                    .decode_batch_to_device(&chain.algorithm, &inputs, max_decoded_size)
+                    .map_err(|e| chunk_error(e, |i| present[i].key.clone()))?,
+            );
+            for (i, chunk) in present.iter().enumerate() {
+                let region = batch.region(i);
+                if region.len != chunk.decoded_len {
+                    return Err(ReadError::ChunkSize {
+                        key: chunk.key.clone(),
+                        expected: chunk.decoded_len,
+                        actual: region.len,
+                    });
+                }
+                // SAFETY: both regions are live device memory of this engine,
+                // freed only after the stream is synchronised.
+                unsafe { enqueue_copy(cu_stream, region.ptr, out.device_ptr(), &chunk.copy)? };
+            }
+        }
+        if let Some(largest) = missing.iter().map(|c| c.copy.bytes()).max().filter(|n| *n > 0) {
+            let pattern = fill.repeat(largest / fill.len().max(1));
+            let source = fill_source.insert(stream.clone_htod(&pattern).map_err(cuda_error("cuMemcpyHtoDAsync"))?);
+            let (ptr, guard) = cudarc::driver::DevicePtr::device_ptr(&*source, stream);
+            drop(guard);
+            for chunk in &missing {
+                // SAFETY: as above; `source` holds a packed box of every missing chunk's size.
+                unsafe { enqueue_copy(cu_stream, ptr, out.device_ptr(), &chunk.copy.packed_source())? };
+            }
+        }
+        Ok(())
+    })();
+    let synced = stream.synchronize().map_err(cuda_error("cuStreamSynchronize"));
+    drop((decoded, fill_source));
+    enqueued.and(synced)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fill_sources_address_the_same_destination() {
+        let copy = BoxCopy::new(&[4, 5, 6], &[1, 1, 1], &[8, 8, 8], &[0, 2, 3], &[2, 3, 4], 2);
+        let packed = copy.packed_source();
+        let (mut a, mut b) = (Vec::new(), Vec::new());
+        copy.for_each_row(|_, d| a.push(d));
+        packed.for_each_row(|s, d| b.push((s, d)));
+        assert_eq!(a, b.iter().map(|x| x.1).collect::<Vec<_>>());
+        assert_eq!(
+            b.iter().map(|x| x.0).collect::<Vec<_>>(),
+            (0..6).map(|r| r * 8).collect::<Vec<_>>()
+        );
+        let mut rows = Vec::new();
+        copy.repeated_row_source().for_each_row(|s, _| rows.push(s));
+        assert!(rows.iter().all(|s| *s == 0));
+    }
+}

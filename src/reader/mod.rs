@@ -1,0 +1,460 @@
+//! The chunk-parallel reader: reads a subset of a zarr array (v2 or v3) from
+//! any object store, fetching all its chunks concurrently and decoding them in
+//! batches, on a CUDA GPU (one nvCOMP call per wave of chunks, results
+//! scattered on the device) or on the CPU (in parallel).
+//!
+//! ```no_run
+//! use std::collections::HashMap;
+//! use zarrs::array::ArraySubset;
+//! use zarrs_nvcomp::reader::{open_array, read_chunks_parallel, ArrayData, ReadOptions};
+//! use zarrs_nvcomp::Backend;
+//!
+//! # async fn run() -> Result<(), zarrs_nvcomp::reader::ReadError> {
+//! let options = HashMap::from([
+//!     ("endpoint".to_string(), "http://127.0.0.1:9000".to_string()),
+//!     ("allow_http".to_string(), "true".to_string()),
+//! ]);
+//! let array = open_array("s3://bucket/data.zarr", &options).await?;
+//! let subset = ArraySubset::new_with_ranges(&[0..100, 0..200]);
+//! let read = ReadOptions { device: Backend::Auto, ..ReadOptions::default() };
+//! match read_chunks_parallel(&array, &subset, &read).await? {
+//!     ArrayData::Host { bytes, shape, .. } => println!("{} bytes of shape {shape:?} on the host", bytes.len()),
+//!     ArrayData::Device { buffer, shape, .. } => println!("{shape:?} on the GPU at {:#x}", buffer.device_ptr()),
+//! }
+//! # Ok(()) }
+//! ```
+//!
+//! Blocking code (no async runtime of its own) uses
+//! [`open_array_blocking`] and [`read_chunks_parallel_blocking`], which run on
+//! a shared tokio runtime ([`runtime`]).
+//!
+//! # How a read runs
+//!
+//! 1. [`chain`](self) classification: `bytes` + one compressor this crate
+//!    decodes in batches (`nvcomp_batch`, `zstd`, `gzip`, numcodecs `lz4` and
+//!    `zlib`, optionally followed by `crc32c`) takes the fast path; every other
+//!    chain (blosc, filters, transpose, sharding, big endian, ...) is read by
+//!    the ordinary zarrs pipeline, with the reason logged at `info` level.
+//! 2. The chunks that intersect the subset are fetched concurrently (at most
+//!    [`ReadOptions::max_concurrent_requests`] at a time) and grouped in waves
+//!    of about [`ReadOptions::wave_bytes`] compressed bytes; fetching the next
+//!    wave overlaps decoding the current one. Missing chunks read as the fill
+//!    value.
+//! 3. Each wave is decoded and each chunk's part of the subset copied into
+//!    the output, which is C-order and exactly the subset's shape, in native
+//!    byte order.
+//!
+//! Bad data gives an error naming the chunk's key: [`ReadError::Corrupt`]
+//! (undecodable, or a checksum mismatch) and [`ReadError::ChunkSize`] (decodes
+//! to the wrong size). On the GPU, formats without a checksum may decode a
+//! damaged chunk to wrong bytes of the right size (see the crate docs).
+
+mod assemble;
+mod chain;
+mod fetch;
+mod plan;
+pub mod store;
+
+use std::collections::HashMap;
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use zarrs::array::{Array, ArrayBytes, ArraySubset, DataType};
+use zarrs::storage::AsyncReadableStorageTraits;
+use zarrs_object_store::AsyncObjectStore;
+
+pub use assemble::DeviceArray;
+pub use store::open_store;
+
+use crate::codec::{Backend, BatchCodec, DEFAULT_MAX_DECODED_SIZE};
+use crate::cuda::CudaEngine;
+use chain::Chain;
+
+/// An array opened by [`open_array`].
+pub type ObjectStoreArray = Array<AsyncObjectStore<Arc<dyn object_store::ObjectStore>>>;
+
+/// Errors of the reader. Errors about one chunk name its store key.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// The URL cannot be used.
+    #[error("invalid store URL {url:?}: {reason}")]
+    InvalidUrl {
+        /// The URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// Invalid storage or read options.
+    #[error("invalid options: {reason}")]
+    Config {
+        /// Why.
+        reason: String,
+    },
+    /// The store cannot be read at all (unreachable, missing bucket, refused credentials, ...).
+    #[error("cannot read the store at {url}: {reason}")]
+    Store {
+        /// The store's URL.
+        url: String,
+        /// The store's error.
+        reason: String,
+    },
+    /// The store is readable but holds no array there, or its metadata is invalid.
+    #[error("cannot open the array at {url}: {reason}")]
+    Open {
+        /// The array's URL.
+        url: String,
+        /// Why.
+        reason: String,
+    },
+    /// The subset does not fit the array.
+    #[error("invalid subset: {reason}")]
+    InvalidSubset {
+        /// Why.
+        reason: String,
+    },
+    /// Fetching a chunk failed (after the store's retries).
+    #[error("fetching chunk {key} failed: {reason}")]
+    Fetch {
+        /// The chunk's key.
+        key: String,
+        /// The store's error.
+        reason: String,
+    },
+    /// Fetching a chunk took longer than [`ReadOptions::request_timeout`].
+    #[error("fetching chunk {key} timed out after {after:?}")]
+    Timeout {
+        /// The chunk's key.
+        key: String,
+        /// The limit.
+        after: Duration,
+    },
+    /// A chunk cannot be decoded: truncated, corrupt, or a checksum mismatch.
+    #[error("chunk {key} is corrupt: {reason}")]
+    Corrupt {
+        /// The chunk's key.
+        key: String,
+        /// Why.
+        reason: String,
+    },
+    /// A chunk decodes to a size other than its shape needs.
+    #[error("chunk {key} decodes to {actual} bytes, its shape needs {expected} bytes")]
+    ChunkSize {
+        /// The chunk's key.
+        key: String,
+        /// Bytes of the chunk's shape.
+        expected: usize,
+        /// Bytes it decoded (or declared) to.
+        actual: usize,
+    },
+    /// A chunk larger than [`ReadOptions::max_decoded_size`].
+    #[error("chunk {key} has {size} decoded bytes, above the limit of {limit} bytes")]
+    ChunkTooLarge {
+        /// The chunk's key.
+        key: String,
+        /// Its decoded size.
+        size: u64,
+        /// The limit.
+        limit: u64,
+    },
+    /// The zarrs pipeline (used for chains without a batched decoder) failed.
+    #[error("zarrs failed to read the subset: {reason}")]
+    Pipeline {
+        /// zarrs' error.
+        reason: String,
+    },
+    /// The batch codec or the GPU failed.
+    #[error(transparent)]
+    Engine(#[from] crate::Error),
+}
+
+/// Options of a read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Where to decode and where the result lives: [`Backend::Cpu`] (host
+    /// memory), [`Backend::Cuda`] (device memory; an error without a usable
+    /// GPU) or [`Backend::Auto`] (the GPU when device 0 is usable).
+    pub device: Backend,
+    /// Most chunk requests in flight at once (default 64).
+    pub max_concurrent_requests: usize,
+    /// Compressed bytes per decoding wave (default 1 GiB); a wave holds at
+    /// least one chunk.
+    pub wave_bytes: usize,
+    /// Largest decoded size of one chunk (default 2 GiB).
+    pub max_decoded_size: u64,
+    /// Bound on fetching one chunk, retries included (default none: the
+    /// store's own timeouts and retry limits apply).
+    pub request_timeout: Option<Duration>,
+}
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self {
+            device: Backend::Auto,
+            max_concurrent_requests: 64,
+            wave_bytes: 1 << 30,
+            max_decoded_size: DEFAULT_MAX_DECODED_SIZE,
+            request_timeout: None,
+        }
+    }
+}
+
+/// The data of a subset: C order, exactly the subset's shape, native byte order.
+#[derive(Debug)]
+pub enum ArrayData {
+    /// In host memory.
+    Host {
+        /// The elements' bytes.
+        bytes: Vec<u8>,
+        /// The subset's shape.
+        shape: Vec<u64>,
+        /// The array's data type.
+        data_type: DataType,
+    },
+    /// In device memory.
+    Device {
+        /// The elements' bytes, on the device.
+        buffer: DeviceArray,
+        /// The subset's shape.
+        shape: Vec<u64>,
+        /// The array's data type.
+        data_type: DataType,
+    },
+}
+
+impl ArrayData {
+    /// The subset's shape.
+    pub fn shape(&self) -> &[u64] {
+        match self {
+            Self::Host { shape, .. } | Self::Device { shape, .. } => shape,
+        }
+    }
+
+    /// The array's data type.
+    pub fn data_type(&self) -> &DataType {
+        match self {
+            Self::Host { data_type, .. } | Self::Device { data_type, .. } => data_type,
+        }
+    }
+
+    /// Bytes of the data.
+    pub fn num_bytes(&self) -> usize {
+        let elements: u64 = self.shape().iter().product();
+        elements as usize * self.data_type().fixed_size().unwrap_or(0)
+    }
+
+    /// The bytes in host memory (copied from the device where they live there).
+    pub fn into_host_bytes(self) -> Result<Vec<u8>, ReadError> {
+        let len = self.num_bytes();
+        match self {
+            Self::Host { bytes, .. } => Ok(bytes),
+            Self::Device { buffer, .. } => buffer.to_host(len),
+        }
+    }
+}
+
+/// The shared tokio runtime of the blocking functions.
+pub fn runtime() -> &'static tokio::runtime::Runtime {
+    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RUNTIME.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread()
+            .enable_all()
+            .thread_name("zarrs-nvcomp-reader")
+            .build()
+            .expect("cannot start the tokio runtime")
+    })
+}
+
+/// Opens the zarr array (v3 `zarr.json` or v2 `.zarray`) at `url` with
+/// `storage_options` (see [`store`]).
+///
+/// A store that cannot be listed at all (unreachable, missing bucket, refused
+/// credentials) gives [`ReadError::Store`]; a readable store without an array
+/// there gives [`ReadError::Open`].
+pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) -> Result<ObjectStoreArray, ReadError> {
+    crate::zarrs_codec::register();
+    let store = open_store(url, storage_options)?;
+    let storage = Arc::new(AsyncObjectStore::new(store.clone()));
+    match Array::async_open(storage, "/").await {
+        Ok(array) => Ok(array),
+        Err(open_error) => {
+            // Tell a broken store from a missing array.
+            if let Err(e) = store.list_with_delimiter(None).await {
+                return Err(ReadError::Store {
+                    url: url.to_string(),
+                    reason: e.to_string(),
+                });
+            }
+            Err(ReadError::Open {
+                url: url.to_string(),
+                reason: open_error.to_string(),
+            })
+        }
+    }
+}
+
+/// [`open_array`] on the shared runtime; must not be called from within a tokio runtime.
+pub fn open_array_blocking(
+    url: &str,
+    storage_options: &HashMap<String, String>,
+) -> Result<ObjectStoreArray, ReadError> {
+    runtime().block_on(open_array(url, storage_options))
+}
+
+/// [`read_chunks_parallel`] on the shared runtime; must not be called from within a tokio runtime.
+pub fn read_chunks_parallel_blocking<S: ?Sized + AsyncReadableStorageTraits + 'static>(
+    array: &Array<S>,
+    subset: &ArraySubset,
+    options: &ReadOptions,
+) -> Result<ArrayData, ReadError> {
+    runtime().block_on(read_chunks_parallel(array, subset, options))
+}
+
+/// How [`read_chunks_parallel`] decodes `array`: `Ok(algorithm)` when its
+/// chunks are decoded in batches with `algorithm`, `Err(reason)` when they go
+/// through the zarrs pipeline.
+pub fn batched_algorithm<S: ?Sized>(array: &Array<S>) -> Result<crate::Algorithm, String> {
+    match chain::classify(array.metadata(), array.data_type().fixed_size()) {
+        Chain::Fast(fast) => Ok(fast.algorithm),
+        Chain::Fallback(reason) => Err(reason),
+    }
+}
+
+/// The GPU engine for `device`, `None` for the CPU.
+fn resolve_device(device: Backend) -> Result<Option<Arc<CudaEngine>>, ReadError> {
+    match device {
+        Backend::Cpu => Ok(None),
+        Backend::Auto => Ok(CudaEngine::get(0).ok()),
+        Backend::Cuda { device } => CudaEngine::get(device)
+            .map(Some)
+            .map_err(|e| ReadError::Engine(crate::Error::GpuUnavailable(e))),
+    }
+}
+
+/// Reads `subset` of `array` (see the [module documentation](self)).
+pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'static>(
+    array: &Array<S>,
+    subset: &ArraySubset,
+    options: &ReadOptions,
+) -> Result<ArrayData, ReadError> {
+    let engine = resolve_device(options.device)?;
+    let data_type = array.data_type().clone();
+    let elem = data_type.fixed_size();
+    let fast = match chain::classify(array.metadata(), elem) {
+        Chain::Fast(fast) if engine.is_none() && !fast.algorithm.has_cpu_implementation() => {
+            return Err(ReadError::Engine(crate::Error::NeedsGpu {
+                algorithm: fast.algorithm.name(),
+            }));
+        }
+        Chain::Fast(fast) => fast,
+        Chain::Fallback(reason) => {
+            log::info!("zarrs-nvcomp reader: reading through the zarrs pipeline: {reason}");
+            return read_with_zarrs(array, subset, engine, data_type).await;
+        }
+    };
+    let elem = elem.expect("fast chains have fixed-size elements");
+    let plan = Arc::new(plan::plan(array, subset, elem, options.max_decoded_size)?);
+    let fill: Arc<[u8]> = array.fill_value().as_ne_bytes().into();
+    let shape = plan.shape.clone();
+
+    let (tx, mut rx) = mpsc::channel::<fetch::Wave>(1);
+    let producer = fetch::fetch_waves(
+        array,
+        &plan.chunks,
+        options.max_concurrent_requests,
+        options.wave_bytes.max(1),
+        options.request_timeout,
+        tx,
+    );
+    let max_decoded_size = options.max_decoded_size;
+    match engine {
+        None => {
+            let codec = BatchCodec::new(fast.algorithm, Backend::Cpu)?.with_max_decoded_size(max_decoded_size);
+            let out = Arc::new(assemble::HostOutput::new(plan.out_len));
+            let consumer = async {
+                while let Some(wave) = rx.recv().await {
+                    let (codec, plan, out, fill) = (codec.clone(), plan.clone(), out.clone(), fill.clone());
+                    tokio::task::spawn_blocking(move || {
+                        assemble::decode_wave_cpu(&codec, &fast, &plan, &wave, &out, &fill)
+                    })
+                    .await
+                    .map_err(|e| ReadError::Pipeline {
+                        reason: format!("decoding task failed: {e}"),
+                    })??;
+                }
+                Ok(())
+            };
+            futures::future::try_join(producer, consumer).await?;
+            let out = Arc::try_unwrap(out).map_err(|_| ReadError::Pipeline {
+                reason: "output still shared".into(),
+            })?;
+            Ok(ArrayData::Host {
+                bytes: out.into_vec(),
+                shape,
+                data_type,
+            })
+        }
+        Some(engine) => {
+            let out = Arc::new(DeviceArray::alloc(engine.clone(), plan.out_len)?);
+            let consumer = async {
+                while let Some(wave) = rx.recv().await {
+                    let (engine, plan, out, fill) = (engine.clone(), plan.clone(), out.clone(), fill.clone());
+                    tokio::task::spawn_blocking(move || {
+                        assemble::decode_wave_gpu(&engine, &fast, &plan, &wave, &out, &fill, max_decoded_size)
+                    })
+                    .await
+                    .map_err(|e| ReadError::Pipeline {
+                        reason: format!("decoding task failed: {e}"),
+                    })??;
+                }
+                Ok(())
+            };
+            futures::future::try_join(producer, consumer).await?;
+            let buffer = Arc::try_unwrap(out).map_err(|_| ReadError::Pipeline {
+                reason: "output still shared".into(),
+            })?;
+            Ok(ArrayData::Device {
+                buffer,
+                shape,
+                data_type,
+            })
+        }
+    }
+}
+
+/// Reads through the ordinary zarrs pipeline, uploading to the GPU for a device result.
+async fn read_with_zarrs<S: ?Sized + AsyncReadableStorageTraits + 'static>(
+    array: &Array<S>,
+    subset: &ArraySubset,
+    engine: Option<Arc<CudaEngine>>,
+    data_type: DataType,
+) -> Result<ArrayData, ReadError> {
+    if subset.dimensionality() != array.dimensionality() || !subset.inbounds_shape(array.shape()) {
+        return Err(ReadError::InvalidSubset {
+            reason: format!(
+                "subset {:?} is not within the array of shape {:?}",
+                subset.to_ranges(),
+                array.shape()
+            ),
+        });
+    }
+    let pipeline = |e: &dyn std::fmt::Display| ReadError::Pipeline { reason: e.to_string() };
+    let bytes: ArrayBytes<'static> = array
+        .async_retrieve_array_subset(subset)
+        .await
+        .map_err(|e| pipeline(&e))?;
+    let bytes = bytes.into_fixed().map_err(|e| pipeline(&e))?.into_owned();
+    let shape = subset.shape().to_vec();
+    match engine {
+        None => Ok(ArrayData::Host {
+            bytes,
+            shape,
+            data_type,
+        }),
+        Some(engine) => Ok(ArrayData::Device {
+            buffer: DeviceArray::from_host(engine, &bytes)?,
+            shape,
+            data_type,
+        }),
+    }
+}

@@ -1,0 +1,203 @@
+//! Opens an [`ObjectStore`] from a URL and storage options.
+//!
+//! | URL | store |
+//! |---|---|
+//! | `/data/a.zarr`, `data/a.zarr`, `file:///data/a.zarr` | local files (the directory must exist) |
+//! | `s3://bucket/prefix` | Amazon S3 or an S3-compatible server |
+//! | `http://host/path`, `https://...` | read-only HTTP |
+//! | `memory://` | an empty in-memory store |
+//!
+//! Options are object_store's configuration keys for the scheme, e.g. for S3
+//! `endpoint`, `region`, `access_key_id`, `secret_access_key`,
+//! `session_token`, `allow_http`, `skip_signature`, and the client keys
+//! `timeout`, `connect_timeout`, `proxy_url`; S3 also reads the usual `AWS_*`
+//! environment variables, which options override. Unknown keys are errors.
+//! Two keys belong to this crate: `max_retries` (default 3) and
+//! `retry_timeout` (default `60s`), which bound object_store's retries.
+//! Defaults: `timeout` 30 s, `connect_timeout` 5 s, so an unreachable or
+//! stalled server gives an error in bounded time.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+use object_store::http::HttpBuilder;
+use object_store::local::LocalFileSystem;
+use object_store::memory::InMemory;
+use object_store::path::Path;
+use object_store::prefix::PrefixStore;
+use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, RetryConfig};
+use url::Url;
+
+use super::ReadError;
+
+/// Default request timeout.
+pub const DEFAULT_TIMEOUT: &str = "30s";
+/// Default connect timeout.
+pub const DEFAULT_CONNECT_TIMEOUT: &str = "5s";
+/// Default number of retries of a failed request.
+pub const DEFAULT_MAX_RETRIES: usize = 3;
+/// Default bound on the time spent retrying one request.
+pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// Parses `1.5s`, `250ms`, `2m` or a plain number of seconds.
+pub fn parse_duration(text: &str) -> Result<Duration, String> {
+    let t = text.trim();
+    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
+        (n, 1e-3)
+    } else if let Some(n) = t.strip_suffix('s') {
+        (n, 1.0)
+    } else if let Some(n) = t.strip_suffix('m') {
+        (n, 60.0)
+    } else {
+        (t, 1.0)
+    };
+    number
+        .trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|v| v.is_finite() && *v >= 0.0)
+        .map(|v| Duration::from_secs_f64(v * scale))
+        .ok_or_else(|| format!("{text:?} is not a duration (e.g. 30s, 250ms, 2m)"))
+}
+
+/// The retry configuration from `options`, removing this crate's keys.
+fn retry_config(options: &mut HashMap<String, String>) -> Result<RetryConfig, ReadError> {
+    let config = |reason: String| ReadError::Config { reason };
+    let max_retries = match options.remove("max_retries") {
+        Some(v) => v
+            .trim()
+            .parse()
+            .map_err(|_| config(format!("max_retries: {v:?} is not a count")))?,
+        None => DEFAULT_MAX_RETRIES,
+    };
+    let retry_timeout = match options.remove("retry_timeout") {
+        Some(v) => parse_duration(&v).map_err(|e| config(format!("retry_timeout: {e}")))?,
+        None => DEFAULT_RETRY_TIMEOUT,
+    };
+    let backoff = BackoffConfig {
+        init_backoff: Duration::from_millis(100),
+        max_backoff: Duration::from_secs(5).min(retry_timeout.max(Duration::from_millis(100))),
+        base: 2.0,
+    };
+    Ok(RetryConfig {
+        backoff,
+        max_retries,
+        retry_timeout,
+    })
+}
+
+/// A store for local files under `dir`.
+fn local(dir: &std::path::Path) -> Result<Arc<dyn ObjectStore>, ReadError> {
+    let store = LocalFileSystem::new_with_prefix(dir).map_err(|e| ReadError::Store {
+        url: dir.display().to_string(),
+        reason: e.to_string(),
+    })?;
+    Ok(Arc::new(store))
+}
+
+fn with_prefix(store: Arc<dyn ObjectStore>, prefix: &str) -> Result<Arc<dyn ObjectStore>, ReadError> {
+    let prefix = Path::parse(prefix.trim_matches('/')).map_err(|e| ReadError::InvalidUrl {
+        url: prefix.into(),
+        reason: e.to_string(),
+    })?;
+    Ok(if prefix.as_ref().is_empty() {
+        store
+    } else {
+        Arc::new(PrefixStore::new(store, prefix))
+    })
+}
+
+/// Opens the store at `url`, rooted at the URL's path, with `options` (see
+/// the [module documentation](self)).
+pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dyn ObjectStore>, ReadError> {
+    let invalid = |reason: String| ReadError::InvalidUrl {
+        url: url.to_string(),
+        reason,
+    };
+    let parsed = match Url::parse(url) {
+        Ok(parsed) if parsed.scheme().len() > 1 => parsed,
+        // A plain path (a one-letter "scheme" is a Windows drive).
+        _ => {
+            let path = std::path::absolute(url).map_err(|e| invalid(e.to_string()))?;
+            return local(&path);
+        }
+    };
+    let mut options: HashMap<String, String> = options
+        .iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.clone()))
+        .collect();
+    match parsed.scheme() {
+        "file" => {
+            let path = parsed
+                .to_file_path()
+                .map_err(|()| invalid("not a local file path".into()))?;
+            local(&path)
+        }
+        "memory" => with_prefix(Arc::new(InMemory::new()), parsed.path()),
+        "s3" | "s3a" => {
+            let retry = retry_config(&mut options)?;
+            let mut builder = AmazonS3Builder::from_env()
+                .with_url(url)
+                .with_config(AmazonS3ConfigKey::Client(ClientConfigKey::Timeout), DEFAULT_TIMEOUT)
+                .with_config(
+                    AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
+                    DEFAULT_CONNECT_TIMEOUT,
+                )
+                .with_retry(retry);
+            for (key, value) in &options {
+                let key: AmazonS3ConfigKey = key.parse().map_err(|_| ReadError::Config {
+                    reason: format!("unknown S3 storage option {key:?}"),
+                })?;
+                builder = builder.with_config(key, value.clone());
+            }
+            let store = builder.build().map_err(|e| invalid(e.to_string()))?;
+            with_prefix(Arc::new(store), parsed.path())
+        }
+        "http" | "https" => {
+            let retry = retry_config(&mut options)?;
+            let mut builder = HttpBuilder::new()
+                .with_url(url)
+                .with_config(ClientConfigKey::Timeout, DEFAULT_TIMEOUT)
+                .with_config(ClientConfigKey::ConnectTimeout, DEFAULT_CONNECT_TIMEOUT)
+                .with_retry(retry);
+            for (key, value) in &options {
+                let key: ClientConfigKey = key.parse().map_err(|_| ReadError::Config {
+                    reason: format!("unknown HTTP storage option {key:?}"),
+                })?;
+                builder = builder.with_config(key, value.clone());
+            }
+            Ok(Arc::new(builder.build().map_err(|e| invalid(e.to_string()))?))
+        }
+        other => Err(invalid(format!(
+            "unsupported scheme {other:?}; supported: file, s3, http(s), memory, or a path"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
+        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
+        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
+        assert!(parse_duration("soon").is_err());
+    }
+
+    #[test]
+    fn bad_urls_and_options_are_errors() {
+        let none = HashMap::new();
+        assert!(matches!(
+            open_store("gopher://x/y", &none),
+            Err(ReadError::InvalidUrl { .. })
+        ));
+        let opts = HashMap::from([("no_such_option".to_string(), "1".to_string())]);
+        let err = open_store("s3://bucket/prefix", &opts).err().unwrap();
+        assert!(err.to_string().contains("no_such_option"), "{err}");
+        assert!(open_store("memory://", &none).is_ok());
+    }
+}

@@ -1,0 +1,190 @@
+//! Helpers shared by the reader tests: arrays written with zarrs from JSON
+//! metadata, compared with zarrs' own reads.
+#![allow(dead_code)]
+
+use std::sync::Arc;
+
+use object_store::path::Path;
+use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use serde_json::{json, Value};
+use zarrs::array::{Array, ArrayBytes, ArraySubset};
+use zarrs_nvcomp::reader::{read_chunks_parallel, ReadOptions};
+use zarrs_nvcomp::Backend;
+use zarrs_object_store::AsyncObjectStore;
+
+/// The test arrays' storage.
+pub type Store = AsyncObjectStore<Arc<dyn ObjectStore>>;
+
+/// A data type: zarr v3 name, zarr v2 dtype, bytes per element, v3 fill value, v2 fill value.
+pub struct Dtype {
+    pub v3: &'static str,
+    pub v2: &'static str,
+    pub size: usize,
+    pub fill_v3: Value,
+    pub fill_v2: Value,
+}
+
+/// Every fixed-size data type the reader is tested with.
+pub fn dtypes() -> Vec<Dtype> {
+    let d = |v3, v2, size, fill_v3, fill_v2| Dtype {
+        v3,
+        v2,
+        size,
+        fill_v3,
+        fill_v2,
+    };
+    vec![
+        d("bool", "|b1", 1, json!(true), json!(true)),
+        d("int8", "|i1", 1, json!(-7), json!(-7)),
+        d("int16", "<i2", 2, json!(7), json!(7)),
+        d("int32", "<i4", 4, json!(-70000), json!(-70000)),
+        d("int64", "<i8", 8, json!(7), json!(7)),
+        d("uint8", "|u1", 1, json!(200), json!(200)),
+        d("uint16", "<u2", 2, json!(7), json!(7)),
+        d("uint32", "<u4", 4, json!(7), json!(7)),
+        d("uint64", "<u8", 8, json!(7), json!(7)),
+        d("float16", "<f2", 2, json!(1.5), json!(1.5)),
+        d("float32", "<f4", 4, json!("NaN"), json!("NaN")),
+        d("float64", "<f8", 8, json!(-2.25), json!(-2.25)),
+        d("complex64", "<c8", 8, json!([1.5, -2.0]), json!([1.5, -2.0])),
+        d("complex128", "<c16", 16, json!([0.5, 4.0]), json!([0.5, 4.0])),
+    ]
+}
+
+/// Deterministic pseudo-random elements (booleans 0 or 1).
+pub fn data(dtype: &Dtype, elements: usize, seed: u64) -> Vec<u8> {
+    let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+    let mut bytes: Vec<u8> = (0..elements * dtype.size)
+        .map(|_| {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            // Runs of repeated bytes so that the compressors have work to do.
+            (x % 7) as u8 * 3
+        })
+        .collect();
+    if dtype.v3 == "bool" {
+        bytes.iter_mut().for_each(|b| *b &= 1);
+    }
+    bytes
+}
+
+/// A fresh in-memory object store.
+pub fn memory_store() -> Arc<dyn ObjectStore> {
+    Arc::new(object_store::memory::InMemory::new())
+}
+
+/// Puts `bytes` at `key` of `store`.
+pub async fn put(store: &Arc<dyn ObjectStore>, key: &str, bytes: Vec<u8>) {
+    store.put(&Path::from(key), PutPayload::from(bytes)).await.unwrap();
+}
+
+/// zarr v3 metadata.
+pub fn v3_metadata(shape: &[u64], chunks: &[u64], dtype: &Dtype, codecs: Value) -> Value {
+    json!({
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": shape,
+        "data_type": dtype.v3,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": dtype.fill_v3,
+        "codecs": codecs,
+    })
+}
+
+/// zarr v2 metadata.
+pub fn v2_metadata(shape: &[u64], chunks: &[u64], dtype: &Dtype, compressor: Value, order: &str) -> Value {
+    json!({
+        "zarr_format": 2,
+        "shape": shape,
+        "chunks": chunks,
+        "dtype": dtype.v2,
+        "compressor": compressor,
+        "fill_value": dtype.fill_v2,
+        "order": order,
+        "filters": null,
+        "dimension_separator": ".",
+    })
+}
+
+/// Writes `metadata` at `path` (v2 or v3 by its `zarr_format`), opens the
+/// array, stores pseudo-random data through zarrs, and erases the chunk of
+/// grid indices all 1 (when there is one) so that it reads as fill value.
+pub async fn write_array(
+    store: &Arc<dyn ObjectStore>,
+    path: &str,
+    metadata: &Value,
+    dtype: &Dtype,
+    seed: u64,
+) -> Array<Store> {
+    let name = if metadata["zarr_format"] == 2 {
+        ".zarray"
+    } else {
+        "zarr.json"
+    };
+    put(store, &format!("{path}/{name}"), serde_json::to_vec(metadata).unwrap()).await;
+    let storage = Arc::new(AsyncObjectStore::new(store.clone()));
+    let array = Array::async_open(storage, &format!("/{path}")).await.unwrap();
+    let shape = array.shape().to_vec();
+    let elements = shape.iter().product::<u64>() as usize;
+    let all = ArraySubset::new_with_shape(shape.clone());
+    array
+        .async_store_array_subset(&all, ArrayBytes::new_flen(data(dtype, elements, seed)))
+        .await
+        .unwrap();
+    let ones = vec![1u64; shape.len()];
+    if array.chunk_grid_shape().iter().all(|n| *n > 1) {
+        array.async_erase_chunk(&ones).await.unwrap();
+    }
+    array
+}
+
+/// Reads `subset` with zarrs' own pipeline.
+pub async fn zarrs_read(array: &Array<Store>, subset: &ArraySubset) -> Vec<u8> {
+    let bytes: ArrayBytes<'static> = array.async_retrieve_array_subset(subset).await.unwrap();
+    bytes.into_fixed().unwrap().into_owned()
+}
+
+/// Subsets to test on an array of `shape`: the whole array, one cutting
+/// through chunks, a single element, and an empty one.
+pub fn subsets(shape: &[u64]) -> Vec<ArraySubset> {
+    let ranges = |f: &dyn Fn(u64) -> std::ops::Range<u64>| shape.iter().map(|n| f(*n)).collect::<Vec<_>>();
+    vec![
+        ArraySubset::new_with_ranges(&ranges(&|n| 0..n)),
+        ArraySubset::new_with_ranges(&ranges(&|n| (n / 4)..(n - n / 3))),
+        ArraySubset::new_with_ranges(&ranges(&|n| (n - 1)..n)),
+        ArraySubset::new_with_ranges(&ranges(&|_| 1..1)),
+    ]
+}
+
+/// Asserts that the reader returns exactly zarrs' bytes for every subset.
+pub async fn assert_reads_like_zarrs(array: &Array<Store>, what: &str) {
+    for options in [
+        ReadOptions {
+            device: Backend::Cpu,
+            ..ReadOptions::default()
+        },
+        // Tiny waves and few requests in flight: many waves, fetched while others decode.
+        ReadOptions {
+            device: Backend::Cpu,
+            wave_bytes: 1,
+            max_concurrent_requests: 3,
+            ..ReadOptions::default()
+        },
+    ] {
+        for subset in subsets(array.shape()) {
+            let expected = zarrs_read(array, &subset).await;
+            let data = read_chunks_parallel(array, &subset, &options)
+                .await
+                .unwrap_or_else(|e| panic!("{what}: reading {:?}: {e}", subset.to_ranges()));
+            assert_eq!(data.shape(), subset.shape(), "{what}");
+            let bytes = data.into_host_bytes().unwrap();
+            assert!(
+                bytes == expected,
+                "{what}: subset {:?} differs from zarrs",
+                subset.to_ranges()
+            );
+        }
+    }
+}

@@ -1,0 +1,291 @@
+//! The chunk-parallel reader against arrays written by zarrs, compared with
+//! zarrs' own reads: every data type, 1-D to 4-D, zarr v2 and v3, batched
+//! chains and chains that go through the zarrs pipeline.
+
+mod reader_common;
+
+use std::collections::HashMap;
+
+use object_store::ObjectStoreExt;
+use reader_common::*;
+use serde_json::{json, Value};
+use zarrs::array::ArraySubset;
+use zarrs_nvcomp::reader::{
+    batched_algorithm, open_array, read_chunks_parallel, read_chunks_parallel_blocking, ReadError, ReadOptions,
+};
+use zarrs_nvcomp::{Algorithm, Backend};
+
+const SHAPES: [(&[u64], &[u64]); 5] = [
+    (&[37], &[8]),
+    (&[20, 21], &[5, 7]),
+    (&[19, 23], &[5, 7]),
+    (&[9, 10, 11], &[4, 5, 3]),
+    (&[5, 6, 7, 4], &[2, 3, 4, 4]),
+];
+
+fn bytes_codec() -> Value {
+    json!({"name": "bytes", "configuration": {"endian": "little"}})
+}
+
+fn nvcomp(algorithm: &str) -> Value {
+    json!({"name": "nvcomp_batch", "configuration": {"algorithm": algorithm, "options": {}}})
+}
+
+/// v3 compressor chains that take the batched path.
+fn v3_fast_chains() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "zstd",
+            json!([bytes_codec(), {"name": "zstd", "configuration": {"level": 1, "checksum": false}}]),
+        ),
+        (
+            "zstd+crc32c",
+            json!([bytes_codec(), {"name": "zstd", "configuration": {"level": 3, "checksum": true}}, {"name": "crc32c"}]),
+        ),
+        (
+            "gzip",
+            json!([bytes_codec(), {"name": "gzip", "configuration": {"level": 5}}]),
+        ),
+        ("nvcomp lz4", json!([bytes_codec(), nvcomp("lz4")])),
+        ("nvcomp zstd", json!([bytes_codec(), nvcomp("zstd")])),
+        ("nvcomp gzip", json!([bytes_codec(), nvcomp("gzip")])),
+        ("nvcomp deflate", json!([bytes_codec(), nvcomp("deflate")])),
+        ("nvcomp snappy", json!([bytes_codec(), nvcomp("snappy")])),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn v3_batched_chains_read_like_zarrs_for_every_dtype_and_rank() {
+    let store = memory_store();
+    let mut case = 0u64;
+    for (name, codecs) in v3_fast_chains() {
+        for dtype in dtypes() {
+            // Every data type with every chain, cycling through the ranks.
+            let (shape, chunks) = SHAPES[case as usize % SHAPES.len()];
+            case += 1;
+            let path = format!("v3/{case}");
+            let array = write_array(
+                &store,
+                &path,
+                &v3_metadata(shape, chunks, &dtype, codecs.clone()),
+                &dtype,
+                case,
+            )
+            .await;
+            assert!(
+                batched_algorithm(&array).is_ok(),
+                "{name} {}: {:?}",
+                dtype.v3,
+                batched_algorithm(&array)
+            );
+            assert_reads_like_zarrs(&array, &format!("{name} {} {shape:?}/{chunks:?}", dtype.v3)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn v2_compressors_read_like_zarrs() {
+    let store = memory_store();
+    let compressors = [
+        json!({"id": "zstd", "level": 1}),
+        json!({"id": "gzip", "level": 1}),
+        json!({"id": "zlib", "level": 1}),
+        json!({"id": "lz4", "acceleration": 1}),
+        json!({"id": "nvcomp_batch", "algorithm": "lz4", "options": {"has_header": true}}),
+        json!({"id": "nvcomp_batch", "algorithm": "zstd"}),
+    ];
+    let mut case = 0u64;
+    for compressor in compressors {
+        for dtype in dtypes() {
+            let (shape, chunks) = SHAPES[case as usize % SHAPES.len()];
+            case += 1;
+            let path = format!("v2/{case}");
+            let metadata = v2_metadata(shape, chunks, &dtype, compressor.clone(), "C");
+            let array = write_array(&store, &path, &metadata, &dtype, case).await;
+            assert!(batched_algorithm(&array).is_ok(), "{compressor} {}", dtype.v2);
+            assert_reads_like_zarrs(&array, &format!("v2 {compressor} {} {shape:?}", dtype.v2)).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn other_chains_fall_back_to_zarrs() {
+    let store = memory_store();
+    let zstd = json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}});
+    let dtypes = dtypes();
+    let (int16, float64) = (&dtypes[2], &dtypes[11]);
+    let cases: Vec<(&str, Value, &Dtype)> = vec![
+        (
+            "transpose",
+            json!([{"name": "transpose", "configuration": {"order": [1, 0]}}, bytes_codec(), zstd]),
+            int16,
+        ),
+        (
+            "big endian",
+            json!([{"name": "bytes", "configuration": {"endian": "big"}}, zstd]),
+            float64,
+        ),
+        ("uncompressed", json!([bytes_codec()]), int16),
+        (
+            "sharding",
+            json!([{"name": "sharding_indexed", "configuration": {
+                "chunk_shape": [5, 7],
+                "codecs": [bytes_codec(), zstd],
+                "index_codecs": [bytes_codec(), {"name": "crc32c"}],
+                "index_location": "end"}}]),
+            float64,
+        ),
+    ];
+    for (i, (name, codecs, dtype)) in cases.into_iter().enumerate() {
+        let metadata = v3_metadata(&[20, 28], &[10, 14], dtype, codecs);
+        let array = write_array(&store, &format!("fallback/{i}"), &metadata, dtype, i as u64).await;
+        assert!(batched_algorithm(&array).is_err(), "{name}");
+        assert_reads_like_zarrs(&array, name).await;
+    }
+    // zarr v2, Fortran order.
+    let metadata = v2_metadata(&[20, 28], &[10, 14], int16, json!({"id": "zstd", "level": 1}), "F");
+    let array = write_array(&store, "fallback/f", &metadata, int16, 9).await;
+    assert!(batched_algorithm(&array).unwrap_err().contains("order F"));
+    assert_reads_like_zarrs(&array, "order F").await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn bad_chunks_give_errors_naming_the_key() {
+    let store = memory_store();
+    let dtype = &dtypes()[3];
+    let cpu = ReadOptions {
+        device: Backend::Cpu,
+        ..ReadOptions::default()
+    };
+    for (i, codec) in ["lz4", "zstd", "gzip", "deflate"].into_iter().enumerate() {
+        let metadata = v3_metadata(&[40], &[10], dtype, json!([bytes_codec(), nvcomp(codec)]));
+        let path = format!("bad/{i}");
+        let array = write_array(&store, &path, &metadata, dtype, 1).await;
+        let key = format!("{path}/c/2");
+        let all = ArraySubset::new_with_shape(vec![40]);
+        let good = store
+            .get(&key.as_str().into())
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap()
+            .to_vec();
+
+        // Truncated.
+        put(&store, &key, good[..good.len() / 2].to_vec()).await;
+        let err = read_chunks_parallel(&array, &all, &cpu).await.unwrap_err();
+        assert!(err.to_string().contains(&key), "{codec} truncated: {err}");
+        assert!(
+            matches!(err, ReadError::Corrupt { .. } | ReadError::ChunkSize { .. }),
+            "{codec}: {err:?}"
+        );
+
+        // Garbage.
+        put(&store, &key, vec![0xa5; good.len()]).await;
+        let err = read_chunks_parallel(&array, &all, &cpu).await.unwrap_err();
+        assert!(err.to_string().contains(&key), "{codec} garbage: {err}");
+
+        // Valid data of the wrong size.
+        let codec = zarrs_nvcomp::BatchCodec::new(codec.parse::<Algorithm>().unwrap(), Backend::Cpu).unwrap();
+        let wrong = codec.encode_batch(&[vec![1u8; 44]]).unwrap().get(0).to_vec();
+        put(&store, &key, wrong).await;
+        let err = read_chunks_parallel(&array, &all, &cpu).await.unwrap_err();
+        assert!(err.to_string().contains(&key), "wrong size: {err}");
+        assert!(
+            matches!(err, ReadError::ChunkSize { .. } | ReadError::Corrupt { .. }),
+            "{err:?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn crc32c_mismatch_names_the_key() {
+    let store = memory_store();
+    let dtype = &dtypes()[2];
+    let codecs = json!([bytes_codec(), nvcomp("zstd"), {"name": "crc32c"}]);
+    let array = write_array(&store, "crc", &v3_metadata(&[30], &[10], dtype, codecs), dtype, 2).await;
+    let mut chunk = store
+        .get(&"crc/c/0".into())
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec();
+    let last = chunk.len() - 1;
+    chunk[last] ^= 0xff;
+    put(&store, "crc/c/0", chunk).await;
+    let cpu = ReadOptions {
+        device: Backend::Cpu,
+        ..ReadOptions::default()
+    };
+    let err = read_chunks_parallel(&array, &ArraySubset::new_with_shape(vec![30]), &cpu)
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string().contains("crc/c/0") && err.to_string().contains("crc32c"),
+        "{err}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn subsets_outside_the_array_are_errors() {
+    let store = memory_store();
+    let dtype = &dtypes()[0];
+    let array = write_array(
+        &store,
+        "s",
+        &v3_metadata(&[10], &[4], dtype, json!([bytes_codec(), nvcomp("lz4")])),
+        dtype,
+        3,
+    )
+    .await;
+    let err = read_chunks_parallel(
+        &array,
+        &ArraySubset::new_with_start_shape(vec![5], vec![6]).unwrap(),
+        &ReadOptions::default(),
+    )
+    .await
+    .unwrap_err();
+    assert!(matches!(err, ReadError::InvalidSubset { .. }), "{err}");
+}
+
+#[test]
+fn local_directories_open_by_path_and_file_url() {
+    let dir = tempfile::tempdir().unwrap();
+    let dtype = &dtypes()[10];
+    let root = dir.path().join("a.zarr");
+    std::fs::create_dir_all(&root).unwrap();
+    let runtime = zarrs_nvcomp::reader::runtime();
+    let store: std::sync::Arc<dyn object_store::ObjectStore> =
+        std::sync::Arc::new(object_store::local::LocalFileSystem::new_with_prefix(&root).unwrap());
+    let codecs = json!([bytes_codec(), nvcomp("lz4")]);
+    let written = runtime.block_on(write_array(
+        &store,
+        "x",
+        &v3_metadata(&[30, 40], &[8, 16], dtype, codecs),
+        dtype,
+        4,
+    ));
+    let expected = runtime.block_on(zarrs_read(&written, &ArraySubset::new_with_shape(vec![30, 40])));
+    let url = format!("file://{}", root.join("x").display());
+    for location in [root.join("x").display().to_string(), url] {
+        let array = zarrs_nvcomp::reader::open_array_blocking(&location, &HashMap::new()).unwrap();
+        let options = ReadOptions {
+            device: Backend::Cpu,
+            ..ReadOptions::default()
+        };
+        let data = read_chunks_parallel_blocking(&array, &ArraySubset::new_with_shape(vec![30, 40]), &options).unwrap();
+        assert_eq!(data.into_host_bytes().unwrap(), expected, "{location}");
+    }
+    let err = zarrs_nvcomp::reader::open_array_blocking(&root.display().to_string(), &HashMap::new())
+        .err()
+        .unwrap();
+    assert!(matches!(err, ReadError::Open { .. }), "{err}");
+    let err = runtime
+        .block_on(open_array("/no/such/dir/anywhere", &HashMap::new()))
+        .err()
+        .unwrap();
+    assert!(err.to_string().contains("/no/such/dir"), "{err}");
+}
