@@ -43,4 +43,5 @@ python-test: develop
 
 bench-cpu: develop
 	cargo bench --bench cpu_backend
-	$(PY) benches/cpu_decode.py
+	cargo bench --bench cpu_decode
+	$(PY) benches/cpu_vs_numcodecs.py

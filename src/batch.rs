@@ -22,6 +22,30 @@ impl Batch {
         }
     }
 
+    /// A batch of buffers with the given sizes in `storage`'s allocation when
+    /// it is large enough (its old bytes are kept, to be overwritten: only
+    /// bytes past its old length are zeroed), else in a new zeroed one.
+    /// Returns whether the storage was reused.
+    pub(crate) fn in_storage(sizes: impl IntoIterator<Item = usize>, mut storage: Vec<u8>) -> (Self, bool) {
+        let offsets = offsets_of(sizes);
+        let total = *offsets.last().unwrap();
+        if storage.capacity() < total {
+            return (
+                Self {
+                    data: vec![0; total],
+                    offsets,
+                },
+                false,
+            );
+        }
+        if storage.len() >= total {
+            storage.truncate(total);
+        } else {
+            storage.resize(total, 0);
+        }
+        (Self { data: storage, offsets }, true)
+    }
+
     /// All bytes, writable: for backends that fill the batch in place.
     pub(crate) fn data_mut(&mut self) -> &mut [u8] {
         &mut self.data

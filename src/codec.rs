@@ -147,6 +147,24 @@ impl BatchCodec {
         }
     }
 
+    /// [`Self::decode_batch`], storing the result in the allocation that
+    /// `storage(total decoded bytes)` returns when it is large enough, e.g. the
+    /// bytes of a batch no longer needed ([`Batch::into_parts`]): reusing
+    /// memory that is already mapped spares the page faults of a fresh
+    /// allocation, which cost as much as decoding LZ4 does. Its contents are
+    /// overwritten. The CUDA backend ignores it.
+    pub fn decode_batch_in<B: AsRef<[u8]> + Sync>(
+        &self,
+        inputs: &[B],
+        storage: impl FnOnce(usize) -> Vec<u8>,
+    ) -> Result<Batch> {
+        let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
+        match &self.cuda {
+            Some(engine) => engine.decode_batch(&self.algorithm, &inputs, self.max_decoded_size),
+            None => cpu::decode_batch_in(&self.algorithm, &inputs, self.max_decoded_size, storage),
+        }
+    }
+
     /// Decompresses `inputs[i]` into `outputs[i]`, whose size must equal the
     /// decoded size ([`Error::OutputSize`] otherwise).
     pub fn decode_batch_into<B: AsRef<[u8]> + Sync>(&self, inputs: &[B], outputs: &mut [&mut [u8]]) -> Result<()> {

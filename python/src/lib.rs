@@ -7,7 +7,7 @@
 //! without copying. The GIL is released while the engine works.
 
 use std::ffi::{c_int, c_void};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
@@ -183,14 +183,15 @@ impl Engine {
         Ok(HostBatch::new(batch))
     }
 
-    /// Decompresses host buffers into one new host allocation.
+    /// Decompresses host buffers into one host allocation: new, or that of a
+    /// batch Python has let go of (see [`STORAGE`]).
     fn decode(&self, py: Python<'_>, inputs: Vec<PyBuffer<u8>>) -> PyResult<HostBatch> {
         let host = HostInputs::new(&inputs)?;
         let batch = py
             .detach(|| {
                 // SAFETY: `inputs` holds the buffers for the whole call.
                 let slices = unsafe { host.slices() };
-                self.codec.decode_batch(&slices)
+                self.codec.decode_batch_in(&slices, recycled_storage)
             })
             .map_err(to_py_err)?;
         drop(inputs);
@@ -297,6 +298,50 @@ struct HostData {
     _vec: Vec<u8>,
     ptr: *mut u8,
     len: usize,
+}
+
+impl Drop for HostData {
+    fn drop(&mut self) {
+        recycle(std::mem::take(&mut self._vec));
+    }
+}
+
+/// Allocations of dropped [`HostBatch`]es, most recent last, kept to back
+/// the next decoded batches: their pages are mapped already, while a fresh
+/// allocation of hundreds of MiB costs a page fault (and the kernel zeroing a
+/// page) per 4 KiB or 2 MiB written, as much as decoding LZ4 into it. Bounded
+/// by [`STORAGE_MAX_BUFFERS`] and [`STORAGE_MAX_BYTES`].
+static STORAGE: Mutex<Vec<Vec<u8>>> = Mutex::new(Vec::new());
+const STORAGE_MAX_BUFFERS: usize = 4;
+const STORAGE_MAX_BYTES: usize = 1 << 30;
+/// Smaller allocations come from the allocator's own free lists.
+const STORAGE_MIN_BYTES: usize = 1 << 20;
+
+fn recycle(vec: Vec<u8>) {
+    if vec.capacity() < STORAGE_MIN_BYTES || vec.capacity() > STORAGE_MAX_BYTES {
+        return;
+    }
+    let evicted = {
+        let mut pool = STORAGE.lock().unwrap_or_else(|e| e.into_inner());
+        pool.push(vec);
+        let mut evicted = Vec::new();
+        while pool.len() > STORAGE_MAX_BUFFERS || pool.iter().map(Vec::capacity).sum::<usize>() > STORAGE_MAX_BYTES {
+            evicted.push(pool.remove(0));
+        }
+        evicted
+    };
+    drop(evicted); // freed outside the lock
+}
+
+/// The smallest kept allocation that holds `total` bytes without being more
+/// than twice as large (a small batch must not pin a large allocation), or
+/// an empty vector.
+fn recycled_storage(total: usize) -> Vec<u8> {
+    let mut pool = STORAGE.lock().unwrap_or_else(|e| e.into_inner());
+    let best = (0..pool.len())
+        .filter(|&i| (total..=total.saturating_mul(2)).contains(&pool[i].capacity()))
+        .min_by_key(|&i| pool[i].capacity());
+    best.map_or_else(Vec::new, |i| pool.remove(i))
 }
 
 // SAFETY: the pointer is owned by `_vec`, which moves with it.

@@ -129,6 +129,21 @@ def test_decode_batch_views_one_buffer(codec):
     assert decoded[0].flags.writeable
 
 
+def test_recycled_batches_are_not_shared(codec):
+    # Batches of >= 1 MiB hand their allocation on once Python lets go of them:
+    # a batch still referenced must never be reused, a released one is overwritten.
+    rng = np.random.default_rng(3)
+    batches = [[rng.integers(0, 50, 1 << 19, dtype="u1") for _ in range(4)] for _ in range(3)]
+    encoded = [codec.encode_batch(b) for b in batches]
+    held = codec.decode_batch(encoded[0])
+    for _ in range(3):
+        for chunks, enc in zip(batches[1:], encoded[1:], strict=True):
+            got = codec.decode_batch(enc)
+            assert all(np.array_equal(g, c) for g, c in zip(got, chunks, strict=True))
+            del got
+    assert all(np.array_equal(h, c) for h, c in zip(held, batches[0], strict=True))
+
+
 def test_out(codec):
     chunks = [np.arange(n, dtype="i2") for n in (10, 0, 300)]
     encoded = codec.encode_batch(chunks)

@@ -59,7 +59,9 @@ def classify(buffers: Sequence[Any], what: str) -> bool:
 
 def host_view(buf: Any, *, writable: bool = False, what: str = "buffer") -> np.ndarray:
     """``buf`` as a flat, contiguous ``uint8`` NumPy view (no copy)."""
-    if isinstance(buf, np.ndarray) and buf.dtype == np.uint8 and buf.ndim == 1:
+    if type(buf) is bytes:  # the common case (stores, numcodecs), 10x quicker than below
+        arr = np.frombuffer(buf, dtype=np.uint8)
+    elif isinstance(buf, np.ndarray) and buf.dtype == np.uint8 and buf.ndim == 1:
         arr = buf
         if not arr.flags.c_contiguous:
             raise ValueError(f"{what} is not contiguous")

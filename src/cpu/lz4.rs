@@ -2,6 +2,8 @@
 //! LZ4 block), or the bare block (`has_header: false`), through `lz4_flex`'s
 //! block API, whose blocks are the C library's.
 
+use std::ffi::{c_char, c_int};
+
 use super::{DecodeResult, Fill};
 use crate::error::{Error, Result};
 use crate::format;
@@ -62,11 +64,36 @@ pub fn decode_to(input: &[u8], out: &mut [u8], header: bool) -> DecodeResult<Fil
             Ok(Fill::Done(0))
         };
     }
+    if let Some(n) = decode_c(block, out) {
+        return Ok(Fill::Done(n));
+    }
+    // The C decoder does not say why it stopped: too small an output, or a
+    // malformed block. lz4_flex does, and is bounds-checked as well.
     match lz4_flex::block::decompress_into(block, out) {
         Ok(n) => Ok(Fill::Done(n)),
         Err(lz4_flex::block::DecompressError::OutputTooSmall { .. }) => Ok(Fill::NeedsMore),
         Err(e) => Err(format!("bad LZ4 block: {e}")),
     }
+}
+
+/// Decodes `block` into `out` with the C library: the decoded length, or
+/// `None` when the block is malformed or does not fit. Outputs beyond the C
+/// API's `int` range are offered only that much of their capacity.
+fn decode_c(block: &[u8], out: &mut [u8]) -> Option<usize> {
+    let src_len = c_int::try_from(block.len()).ok()?;
+    let capacity = c_int::try_from(out.len()).unwrap_or(c_int::MAX);
+    // SAFETY: LZ4_decompress_safe reads at most `src_len` bytes of `block`
+    // and writes at most `capacity` (<= out.len()) bytes of `out`, whatever
+    // the block holds; the two slices cannot overlap (`out` is exclusive).
+    let n = unsafe {
+        lz4_sys::LZ4_decompress_safe(
+            block.as_ptr().cast::<c_char>(),
+            out.as_mut_ptr().cast::<c_char>(),
+            src_len,
+            capacity,
+        )
+    };
+    usize::try_from(n).ok()
 }
 
 #[cfg(test)]

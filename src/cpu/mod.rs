@@ -270,6 +270,19 @@ fn decode_growing(codec: Codec, input: &[u8], index: usize, limit: u64) -> Resul
 
 /// Decompresses every buffer of `inputs`; declared sizes above `max_decoded_size` are errors.
 pub fn decode_batch(algorithm: &Algorithm, inputs: &[&[u8]], max_decoded_size: u64) -> Result<Batch> {
+    decode_batch_in(algorithm, inputs, max_decoded_size, |_| Vec::new())
+}
+
+/// [`decode_batch`] into the allocation `storage(total decoded bytes)`
+/// returns, when its capacity suffices: a previous batch's bytes
+/// ([`Batch::into_parts`]), whose pages are already mapped, are reused
+/// without being zeroed, since every byte is overwritten by a successful decode.
+pub fn decode_batch_in(
+    algorithm: &Algorithm,
+    inputs: &[&[u8]],
+    max_decoded_size: u64,
+    storage: impl FnOnce(usize) -> Vec<u8>,
+) -> Result<Batch> {
     let codec = Codec::of(algorithm)?;
     let declared = in_order(
         inputs
@@ -294,10 +307,14 @@ pub fn decode_batch(algorithm: &Algorithm, inputs: &[&[u8]], max_decoded_size: u
         .iter()
         .zip(&grown)
         .map(|(size, vec)| size.unwrap_or_else(|| vec.as_ref().map_or(0, Vec::len)));
-    // One allocation for the whole batch; `vec![0; n]` is calloc, so the pages
-    // are zeroed lazily by the kernel as the decoders touch them, in parallel.
-    let mut batch = Batch::zeroed(sizes);
-    advise_huge_pages(batch.data_mut());
+    // One allocation for the whole batch: the caller's, or `vec![0; n]`, which
+    // is calloc, so the pages are zeroed lazily by the kernel as the decoders
+    // touch them, in parallel.
+    let sizes: Vec<usize> = sizes.collect();
+    let (mut batch, reused) = Batch::in_storage(sizes.iter().copied(), storage(sizes.iter().sum()));
+    if !reused {
+        advise_huge_pages(batch.data_mut());
+    }
     let results: Vec<Result<()>> = batch
         .buffers_mut()
         .into_par_iter()
@@ -418,6 +435,22 @@ mod tests {
     #[test]
     fn levels_cover_every_nvcomp_setting() {
         assert_eq!((0..=5).map(deflate_level).collect::<Vec<_>>(), [1, 6, 9, 9, 9, 9]);
+    }
+
+    #[test]
+    fn reused_storage_is_overwritten() {
+        let alg: Algorithm = "lz4".parse().unwrap();
+        let data: Vec<Vec<u8>> = (0..3u8).map(|i| vec![i; 5000 + usize::from(i)]).collect();
+        let encoded = encode_batch(&alg, &data.iter().map(Vec::as_slice).collect::<Vec<_>>()).unwrap();
+        let inputs: Vec<&[u8]> = encoded.iter().collect();
+        for storage in [vec![0xAA; 20_000], vec![0xAA; 100], Vec::with_capacity(16_000)] {
+            let batch = decode_batch_in(&alg, &inputs, 1 << 20, |total| {
+                assert_eq!(total, 15_003);
+                storage
+            })
+            .unwrap();
+            assert_eq!(batch.to_vecs(), data);
+        }
     }
 
     #[test]
