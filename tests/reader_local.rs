@@ -15,45 +15,6 @@ use zarrs_nvcomp::reader::{
 };
 use zarrs_nvcomp::{Algorithm, Backend};
 
-const SHAPES: [(&[u64], &[u64]); 5] = [
-    (&[37], &[8]),
-    (&[20, 21], &[5, 7]),
-    (&[19, 23], &[5, 7]),
-    (&[9, 10, 11], &[4, 5, 3]),
-    (&[5, 6, 7, 4], &[2, 3, 4, 4]),
-];
-
-fn bytes_codec() -> Value {
-    json!({"name": "bytes", "configuration": {"endian": "little"}})
-}
-
-fn nvcomp(algorithm: &str) -> Value {
-    json!({"name": "nvcomp_batch", "configuration": {"algorithm": algorithm, "options": {}}})
-}
-
-/// v3 compressor chains that take the batched path.
-fn v3_fast_chains() -> Vec<(&'static str, Value)> {
-    vec![
-        (
-            "zstd",
-            json!([bytes_codec(), {"name": "zstd", "configuration": {"level": 1, "checksum": false}}]),
-        ),
-        (
-            "zstd+crc32c",
-            json!([bytes_codec(), {"name": "zstd", "configuration": {"level": 3, "checksum": true}}, {"name": "crc32c"}]),
-        ),
-        (
-            "gzip",
-            json!([bytes_codec(), {"name": "gzip", "configuration": {"level": 5}}]),
-        ),
-        ("nvcomp lz4", json!([bytes_codec(), nvcomp("lz4")])),
-        ("nvcomp zstd", json!([bytes_codec(), nvcomp("zstd")])),
-        ("nvcomp gzip", json!([bytes_codec(), nvcomp("gzip")])),
-        ("nvcomp deflate", json!([bytes_codec(), nvcomp("deflate")])),
-        ("nvcomp snappy", json!([bytes_codec(), nvcomp("snappy")])),
-    ]
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn v3_batched_chains_read_like_zarrs_for_every_dtype_and_rank() {
     let store = memory_store();

@@ -158,16 +158,21 @@ pub fn subsets(shape: &[u64]) -> Vec<ArraySubset> {
     ]
 }
 
-/// Asserts that the reader returns exactly zarrs' bytes for every subset.
+/// Asserts that the CPU path returns exactly zarrs' bytes for every subset.
 pub async fn assert_reads_like_zarrs(array: &Array<Store>, what: &str) {
+    assert_reads_like_zarrs_on(array, what, Backend::Cpu).await;
+}
+
+/// Asserts that the reader on `device` returns exactly zarrs' bytes for every subset.
+pub async fn assert_reads_like_zarrs_on(array: &Array<Store>, what: &str, device: Backend) {
     for options in [
         ReadOptions {
-            device: Backend::Cpu,
+            device,
             ..ReadOptions::default()
         },
         // Tiny waves and few requests in flight: many waves, fetched while others decode.
         ReadOptions {
-            device: Backend::Cpu,
+            device,
             wave_bytes: 1,
             max_concurrent_requests: 3,
             ..ReadOptions::default()
@@ -182,9 +187,48 @@ pub async fn assert_reads_like_zarrs(array: &Array<Store>, what: &str) {
             let bytes = data.into_host_bytes().unwrap();
             assert!(
                 bytes == expected,
-                "{what}: subset {:?} differs from zarrs",
+                "{what}: subset {:?} on {device:?} differs from zarrs",
                 subset.to_ranges()
             );
         }
     }
+}
+
+pub const SHAPES: [(&[u64], &[u64]); 5] = [
+    (&[37], &[8]),
+    (&[20, 21], &[5, 7]),
+    (&[19, 23], &[5, 7]),
+    (&[9, 10, 11], &[4, 5, 3]),
+    (&[5, 6, 7, 4], &[2, 3, 4, 4]),
+];
+
+pub fn bytes_codec() -> Value {
+    json!({"name": "bytes", "configuration": {"endian": "little"}})
+}
+
+pub fn nvcomp(algorithm: &str) -> Value {
+    json!({"name": "nvcomp_batch", "configuration": {"algorithm": algorithm, "options": {}}})
+}
+
+/// v3 compressor chains that take the batched path.
+pub fn v3_fast_chains() -> Vec<(&'static str, Value)> {
+    vec![
+        (
+            "zstd",
+            json!([bytes_codec(), {"name": "zstd", "configuration": {"level": 1, "checksum": false}}]),
+        ),
+        (
+            "zstd+crc32c",
+            json!([bytes_codec(), {"name": "zstd", "configuration": {"level": 3, "checksum": true}}, {"name": "crc32c"}]),
+        ),
+        (
+            "gzip",
+            json!([bytes_codec(), {"name": "gzip", "configuration": {"level": 5}}]),
+        ),
+        ("nvcomp lz4", json!([bytes_codec(), nvcomp("lz4")])),
+        ("nvcomp zstd", json!([bytes_codec(), nvcomp("zstd")])),
+        ("nvcomp gzip", json!([bytes_codec(), nvcomp("gzip")])),
+        ("nvcomp deflate", json!([bytes_codec(), nvcomp("deflate")])),
+        ("nvcomp snappy", json!([bytes_codec(), nvcomp("snappy")])),
+    ]
 }

@@ -1,0 +1,64 @@
+//! The chunk-parallel reader's GPU path on a real GPU, compared with zarrs'
+//! own reads: batched chains for every data type and rank (missing chunks
+//! included), zarr v2 compressors, and chains that fall back to zarrs.
+//!
+//! Ignored without a GPU; run with `cargo test --test gpu_reader -- --include-ignored`.
+
+mod reader_common;
+
+use reader_common::*;
+use serde_json::json;
+use zarrs_nvcomp::reader::batched_algorithm;
+use zarrs_nvcomp::Backend;
+
+const GPU: Backend = Backend::Cuda { device: 0 };
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a CUDA GPU"]
+async fn batched_chains_read_like_zarrs_on_the_gpu() {
+    let store = memory_store();
+    let mut case = 0u64;
+    for (name, codecs) in v3_fast_chains() {
+        for dtype in dtypes() {
+            let (shape, chunks) = SHAPES[case as usize % SHAPES.len()];
+            case += 1;
+            let metadata = v3_metadata(shape, chunks, &dtype, codecs.clone());
+            let array = write_array(&store, &format!("v3/{case}"), &metadata, &dtype, case).await;
+            assert!(batched_algorithm(&array).is_ok(), "{name}");
+            assert_reads_like_zarrs_on(&array, &format!("{name} {} {shape:?}", dtype.v3), GPU).await;
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a CUDA GPU"]
+async fn v2_compressors_read_like_zarrs_on_the_gpu() {
+    let store = memory_store();
+    let compressors = [
+        json!({"id": "zstd", "level": 1}),
+        json!({"id": "gzip", "level": 1}),
+        json!({"id": "zlib", "level": 1}),
+        json!({"id": "lz4", "acceleration": 1}),
+        json!({"id": "nvcomp_batch", "algorithm": "lz4"}),
+    ];
+    for (case, compressor) in compressors.into_iter().enumerate() {
+        let dtype = &dtypes()[case * 2 % dtypes().len()];
+        let (shape, chunks) = SHAPES[case % SHAPES.len()];
+        let metadata = v2_metadata(shape, chunks, dtype, compressor.clone(), "C");
+        let array = write_array(&store, &format!("v2/{case}"), &metadata, dtype, case as u64).await;
+        assert_reads_like_zarrs_on(&array, &format!("v2 {compressor}"), GPU).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a CUDA GPU"]
+async fn fallback_chains_arrive_on_the_gpu() {
+    let store = memory_store();
+    let dtype = &dtypes()[11];
+    let codecs = json!([{"name": "transpose", "configuration": {"order": [1, 0]}}, bytes_codec(),
+        {"name": "zstd", "configuration": {"level": 1, "checksum": false}}]);
+    let metadata = v3_metadata(&[20, 28], &[10, 14], dtype, codecs);
+    let array = write_array(&store, "fallback", &metadata, dtype, 3).await;
+    assert!(batched_algorithm(&array).is_err());
+    assert_reads_like_zarrs_on(&array, "transpose", GPU).await;
+}
