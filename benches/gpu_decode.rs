@@ -1,7 +1,8 @@
 //! Device-resident decode throughput of the CUDA engine, and host-to-host LZ4.
 //!
 //! `cargo bench --bench gpu_decode` (or the stripped binary on a GPU machine).
-//! Environment: `BENCH_MIB` (default 1024) sets the data size; `BENCH_DUMP=DIR`
+//! Environment: `BENCH_MIB` (default 1024) sets the data size, `BENCH_ALGORITHMS`
+//! (comma-separated) picks algorithms; `BENCH_DUMP=DIR`
 //! writes each case's raw nvCOMP streams (`NAME.bin`, and `NAME.idx`: u64
 //! stream sizes then u64 decoded sizes) and our figures (`ours.json`) so that
 //! `benches/nvcomp_reference.py` can decode the very same streams with
@@ -66,7 +67,12 @@ fn main() {
         "{:<10} {:>8} {:>7} {:>10} {:>12}",
         "algorithm", "chunk", "ratio", "decode", "decode_into"
     );
-    for name in ["lz4", "zstd", "gdeflate", "snappy", "ans"] {
+    let only = std::env::var("BENCH_ALGORITHMS").ok();
+    let names = ["lz4", "zstd", "gdeflate", "snappy", "ans"];
+    for name in names
+        .into_iter()
+        .filter(|n| only.as_deref().is_none_or(|o| o.split(',').any(|x| x == *n)))
+    {
         let codec = match BatchCodec::new(name.parse().unwrap(), Backend::Cuda { device: 0 }) {
             Ok(c) => c,
             Err(e) => {

@@ -152,7 +152,7 @@ impl BatchCodec {
     /// bytes of a batch no longer needed ([`Batch::into_parts`]): reusing
     /// memory that is already mapped spares the page faults of a fresh
     /// allocation, which cost as much as decoding LZ4 does. Its contents are
-    /// overwritten. The CUDA backend ignores it.
+    /// overwritten.
     pub fn decode_batch_in<B: AsRef<[u8]> + Sync>(
         &self,
         inputs: &[B],
@@ -160,7 +160,7 @@ impl BatchCodec {
     ) -> Result<Batch> {
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
         match &self.cuda {
-            Some(engine) => engine.decode_batch(&self.algorithm, &inputs, self.max_decoded_size),
+            Some(engine) => engine.decode_batch_in(&self.algorithm, &inputs, self.max_decoded_size, storage),
             None => cpu::decode_batch_in(&self.algorithm, &inputs, self.max_decoded_size, storage),
         }
     }

@@ -51,6 +51,10 @@ def is_device(obj: Any) -> bool:
 
 def classify(buffers: Sequence[Any], what: str) -> bool:
     """True when every buffer is on the device, False when every one is on the host."""
+    cp = cupy_module()
+    if cp is not None and all(isinstance(b, cp.ndarray) for b in buffers):
+        # Spares building every CuPy array's __cuda_array_interface__ dict.
+        return True
     flags = {is_device(b) for b in buffers}
     if len(flags) > 1:
         raise ValueError(f"{what} mix host and device buffers; give all of one kind")
@@ -109,8 +113,34 @@ class DeviceRegion:
         return (self.ptr, self.nbytes)
 
 
-def device_region(obj: Any, *, what: str = "buffer") -> DeviceRegion:
-    """The device memory of ``obj`` (``__cuda_array_interface__`` or CUDA DLPack)."""
+def device_pairs(objs: Sequence[Any], what: str) -> tuple[list[tuple[int, int]], list[Any]]:
+    """``(pointer, length)`` of every device array, after waiting once for each
+    stream that produced them; and the objects that keep the memory alive while
+    the engine uses it."""
+    cp = cupy_module()
+    if cp is not None and all(isinstance(o, cp.ndarray) for o in objs):
+        # CuPy arrays: read the pointers directly (building 16,384
+        # __cuda_array_interface__ dicts costs more than decoding them), and
+        # wait for CuPy's current stream, which every array names, once.
+        pairs = []
+        for i, o in enumerate(objs):
+            if not (o.flags.c_contiguous or o.flags.f_contiguous):
+                raise ValueError(f"{what} {i} is not contiguous")
+            pairs.append((o.data.ptr, o.nbytes))
+        cp.cuda.get_current_stream().synchronize()
+        return pairs, list(objs)
+    streams: set[int] = set()
+    regions = [device_region(o, what=f"{what} {i}", streams=streams) for i, o in enumerate(objs)]
+    for stream in streams:
+        _synchronize_stream(stream)
+    return [r.pair() for r in regions], regions
+
+
+def device_region(
+    obj: Any, *, what: str = "buffer", streams: set[int] | None = None
+) -> DeviceRegion:
+    """The device memory of ``obj`` (``__cuda_array_interface__`` or CUDA DLPack).
+    The producer's stream is added to ``streams``, or waited for when that is None."""
     cai = getattr(obj, "__cuda_array_interface__", None)
     if cai is None:
         cp = cupy_module()
@@ -133,7 +163,10 @@ def device_region(obj: Any, *, what: str = "buffer") -> DeviceRegion:
         raise ValueError(f"{what}: masked arrays are not supported")
     stream = cai.get("stream")
     if stream:
-        _synchronize_stream(int(stream))
+        if streams is None:
+            _synchronize_stream(int(stream))
+        else:
+            streams.add(int(stream))
     ptr = int(cai["data"][0] or 0)
     return DeviceRegion(ptr, math.prod(shape) * itemsize, obj)
 

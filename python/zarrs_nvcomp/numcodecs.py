@@ -108,10 +108,8 @@ class NvCompBatchCodec(Codec):
             if self._engine.device_ordinal is None:
                 host = [_buffers.to_host(b) for b in bufs]
                 return _buffers.to_device(self._engine.encode(host).to_bytes_list())
-            regions = [_buffers.device_region(b, what=f"input {i}") for i, b in enumerate(bufs)]
-            batch = self._engine.encode_device([r.pair() for r in regions])
-            del regions
-            return _buffers.device_outputs(batch)
+            pairs, _alive = _buffers.device_pairs(bufs, "input")
+            return _buffers.device_outputs(self._engine.encode_device(pairs))
         views = [_buffers.host_view(b, what=f"input {i}") for i, b in enumerate(bufs)]
         return self._engine.encode(views).to_bytes_list()
 
@@ -138,12 +136,11 @@ class NvCompBatchCodec(Codec):
         if on_device and self._engine.device_ordinal is None:
             return self._decode_device_on_cpu(bufs, out)
         if on_device:
-            regions = [_buffers.device_region(b, what=f"input {i}") for i, b in enumerate(bufs)]
-            pairs = [r.pair() for r in regions]
+            pairs, _alive = _buffers.device_pairs(bufs, "input")
             if out is None:
                 return _buffers.device_outputs(self._engine.decode_device(pairs))
-            outs = [_buffers.device_region(o, what=f"output {i}") for i, o in enumerate(out)]
-            self._engine.decode_device_into(pairs, [o.pair() for o in outs])
+            out_pairs, _out_alive = _buffers.device_pairs(out, "output")
+            self._engine.decode_device_into(pairs, out_pairs)
             return out
         views = [_buffers.host_view(b, what=f"input {i}") for i, b in enumerate(bufs)]
         if out is None:

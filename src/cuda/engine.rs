@@ -481,11 +481,14 @@ struct Profile<'a> {
 }
 
 impl<'a> Profile<'a> {
-    fn new(stream: &'a CudaStream) -> Self {
+    fn enabled() -> bool {
         static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        let on = *ON.get_or_init(|| std::env::var_os("ZARRS_NVCOMP_PROFILE").is_some());
+        *ON.get_or_init(|| std::env::var_os("ZARRS_NVCOMP_PROFILE").is_some())
+    }
+
+    fn new(stream: &'a CudaStream) -> Self {
         Self {
-            stream: on.then_some(stream),
+            stream: Self::enabled().then_some(stream),
             start: std::time::Instant::now(),
             marks: Vec::new(),
         }
@@ -585,10 +588,26 @@ struct Decoded {
 impl CudaEngine {
     /// Decompresses host buffers on the GPU, results in host memory.
     pub fn decode_batch(&self, algorithm: &Algorithm, inputs: &[&[u8]], max_decoded_size: u64) -> Result<Batch> {
+        self.decode_batch_in(algorithm, inputs, max_decoded_size, |_| Vec::new())
+    }
+
+    /// As [`Self::decode_batch`], in the allocation `storage(total_bytes)`
+    /// returns when it is large enough (see [`crate::BatchCodec::decode_batch_in`]).
+    pub fn decode_batch_in(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[&[u8]],
+        max_decoded_size: u64,
+        storage: impl FnOnce(usize) -> Vec<u8>,
+    ) -> Result<Batch> {
         let mut s = self.lock()?;
+        let mut storage = Some(storage);
         let mut batch: Option<Batch> = None;
         let mut deliver = |ranges: &[Range<usize>], group: Range<usize>, pinned: &[u8]| {
-            let batch = batch.get_or_insert_with(|| Batch::zeroed(ranges.iter().map(Range::len)));
+            let batch = batch.get_or_insert_with(|| {
+                let total = ranges.iter().map(Range::len).sum();
+                Batch::in_storage(ranges.iter().map(Range::len), storage.take().unwrap()(total)).0
+            });
             let mut outputs = batch.buffers_mut();
             copy_out(&mut outputs[group.clone()], &ranges[group], pinned);
             Ok(())
@@ -837,6 +856,9 @@ impl CudaEngine {
         mut dest: Dest<'_>,
     ) -> Result<Decoded> {
         let first = self.decode_pass(s, algorithm, inputs, max, &mut dest, false);
+        if let (Err(e), true) = (&first, Profile::enabled()) {
+            eprintln!("zarrs_nvcomp profile: decode failed: {e}");
+        }
         match first {
             Err(Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. })
                 if matches!(algorithm, Algorithm::Ans { .. }) =>

@@ -311,34 +311,56 @@ unsafe fn enqueue_box(stream: sys::CUstream, src: u64, dst: u64, width: usize, d
     let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
     match dims {
         [rows] => {
-            // SAFETY: a plain C struct; zero is a valid value of each field.
-            let mut p: sys::CUDA_MEMCPY2D = unsafe { std::mem::zeroed() };
-            p.srcMemoryType = device;
-            p.srcDevice = src;
-            p.srcPitch = rows.src_stride;
-            p.dstMemoryType = device;
-            p.dstDevice = dst;
-            p.dstPitch = rows.dst_stride;
-            p.WidthInBytes = width;
-            p.Height = rows.count;
+            let p = sys::CUDA_MEMCPY2D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcMemoryType: device,
+                srcHost: std::ptr::null(),
+                srcDevice: src,
+                srcArray: std::ptr::null_mut(),
+                srcPitch: rows.src_stride,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstMemoryType: device,
+                dstHost: std::ptr::null_mut(),
+                dstDevice: dst,
+                dstArray: std::ptr::null_mut(),
+                dstPitch: rows.dst_stride,
+                WidthInBytes: width,
+                Height: rows.count,
+            };
             // SAFETY: the caller's.
             check("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&p, stream) })
         }
         [planes, rows] => {
             // Plane strides are whole multiples of row strides (C order).
-            // SAFETY: a plain C struct; zero is a valid value of each field.
-            let mut p: sys::CUDA_MEMCPY3D = unsafe { std::mem::zeroed() };
-            p.srcMemoryType = device;
-            p.srcDevice = src;
-            p.srcPitch = rows.src_stride;
-            p.srcHeight = planes.src_stride / rows.src_stride;
-            p.dstMemoryType = device;
-            p.dstDevice = dst;
-            p.dstPitch = rows.dst_stride;
-            p.dstHeight = planes.dst_stride / rows.dst_stride;
-            p.WidthInBytes = width;
-            p.Height = rows.count;
-            p.Depth = planes.count;
+            let p = sys::CUDA_MEMCPY3D {
+                srcXInBytes: 0,
+                srcY: 0,
+                srcZ: 0,
+                srcLOD: 0,
+                srcMemoryType: device,
+                srcHost: std::ptr::null(),
+                srcDevice: src,
+                srcArray: std::ptr::null_mut(),
+                reserved0: std::ptr::null_mut(),
+                srcPitch: rows.src_stride,
+                srcHeight: planes.src_stride / rows.src_stride,
+                dstXInBytes: 0,
+                dstY: 0,
+                dstZ: 0,
+                dstLOD: 0,
+                dstMemoryType: device,
+                dstHost: std::ptr::null_mut(),
+                dstDevice: dst,
+                dstArray: std::ptr::null_mut(),
+                reserved1: std::ptr::null_mut(),
+                dstPitch: rows.dst_stride,
+                dstHeight: planes.dst_stride / rows.dst_stride,
+                WidthInBytes: width,
+                Height: rows.count,
+                Depth: planes.count,
+            };
             // SAFETY: the caller's.
             check("cuMemcpy3DAsync", unsafe { sys::cuMemcpy3DAsync_v2(&p, stream) })
         }
