@@ -838,7 +838,9 @@ impl CudaEngine {
     ) -> Result<Decoded> {
         let first = self.decode_pass(s, algorithm, inputs, max, &mut dest, false);
         match first {
-            Err(Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. }) if matches!(algorithm, Algorithm::Ans { .. }) => {
+            Err(Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. })
+                if matches!(algorithm, Algorithm::Ans { .. }) =>
+            {
                 self.decode_pass(s, algorithm, inputs, max, &mut dest, true)
             }
             other => other,
