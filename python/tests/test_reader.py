@@ -402,3 +402,40 @@ def test_gpu_default_device_and_lifetime(tmp_path):
     np.testing.assert_array_equal(cp.asnumpy(view), data[8:60])
     cai = read_chunks_parallel(str(path), device="cuda").__cuda_array_interface__
     assert cai["shape"] == (64, 64) and cai["typestr"] == "<f4" and cai["version"] == 3
+
+
+# --- make demo, the benchmark -------------------------------------------------
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_demo_runs(tmp_path):
+    out = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "demo.py"), "--size-mb", "4", "--repeats", "1"],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
+    assert "results identical" in out and "GB/s" in out
+
+
+def test_read_bench_runs(tmp_path):
+    out = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benches" / "read_bench.py"),
+            "--size-mb",
+            "2",
+            "--repeats",
+            "1",
+            "--dir",
+            str(tmp_path),
+            "--cpu",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=True,
+    ).stdout
+    assert out.count("ours cpu") == 4, out
