@@ -12,8 +12,8 @@ GPU; this reader's CPU path then one ``cupy.asarray``; zarrs-python
 (``codec_pipeline.path = zarrs.ZarrsCodecPipeline``) then ``cupy.asarray``;
 zarr-python's default pipeline then ``cupy.asarray``. Otherwise the
 destination is host memory (this reader's CPU path, zarrs-python,
-zarr-python). Timings are the best of --repeats after one warm-up read; the
-files are in the page cache by then. zarrs-python is optional (``pip install
+zarr-python). Timings are the best of --repeats after one warm-up read, the
+methods taking turns; the files are in the page cache by then. zarrs-python is optional (``pip install
 zarrs``).
 
 --s3 starts moto_server on 127.0.0.1, uploads the 1 MiB-chunk arrays and
@@ -119,6 +119,20 @@ def best_of(repeats: int, fn) -> float:
     return best
 
 
+def interleaved_best_of(repeats: int, fns: dict[str, object]) -> dict[str, float]:
+    """Best time of each function; the functions take turns, so that a
+    changing machine load affects them alike."""
+    for fn in fns.values():
+        fn()
+    best = dict.fromkeys(fns, float("inf"))
+    for _ in range(repeats):
+        for name, fn in fns.items():
+            t0 = time.perf_counter()
+            fn()
+            best[name] = min(best[name], time.perf_counter() - t0)
+    return best
+
+
 def zarrs_python_available() -> bool:
     try:
         import zarrs  # noqa: F401
@@ -170,9 +184,7 @@ def run_local(paths: dict[str, Path], repeats: int, gpu: bool) -> None:
         print("(zarrs-python not installed: pip install zarrs)")
     for label, path in paths.items():
         nbytes = zarr.open_array(str(path), mode="r").nbytes
-        times = {}
-        for name, fn in methods(path, gpu).items():
-            times[name] = best_of(repeats, fn)
+        times = interleaved_best_of(repeats, methods(path, gpu))
         row = "  ".join(f"{n} {nbytes / t / 1e9:6.2f}" for n, t in times.items())
         ours = "ours gpu" if gpu else "ours cpu"
         ref = "zarrs-python+copy" if gpu else "zarrs-python"
