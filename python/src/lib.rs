@@ -17,6 +17,8 @@ use pyo3::types::{PyBytes, PyList};
 use zarrs_nvcomp::cuda::{CudaEngine, DeviceRegion};
 use zarrs_nvcomp::{Algorithm, Backend, Batch, BatchCodec, Error};
 
+mod reader;
+
 create_exception!(
     zarrs_nvcomp,
     DecodeError,
@@ -298,11 +300,16 @@ struct HostData {
     _vec: Vec<u8>,
     ptr: *mut u8,
     len: usize,
+    /// Whether the allocation goes to [`STORAGE`] when dropped (decoded
+    /// batches, not reader results, which never draw from it).
+    recycle: bool,
 }
 
 impl Drop for HostData {
     fn drop(&mut self) {
-        recycle(std::mem::take(&mut self._vec));
+        if self.recycle {
+            recycle(std::mem::take(&mut self._vec));
+        }
     }
 }
 
@@ -351,10 +358,25 @@ unsafe impl Sync for HostData {}
 
 impl HostBatch {
     fn new(batch: Batch) -> Self {
-        let (mut vec, offsets) = batch.into_parts();
+        let (vec, offsets) = batch.into_parts();
+        Self::from_parts(vec, offsets, true)
+    }
+
+    /// One buffer, not recycled.
+    fn from_vec(vec: Vec<u8>) -> Self {
+        let len = vec.len();
+        Self::from_parts(vec, vec![0, len], false)
+    }
+
+    fn from_parts(mut vec: Vec<u8>, offsets: Vec<usize>, recycle: bool) -> Self {
         let (ptr, len) = (vec.as_mut_ptr(), vec.len());
         Self {
-            data: HostData { _vec: vec, ptr, len },
+            data: HostData {
+                _vec: vec,
+                ptr,
+                len,
+                recycle,
+            },
             offsets,
         }
     }
@@ -497,6 +519,7 @@ fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_config, m)?)?;
     m.add_function(wrap_pyfunction!(has_cpu_implementation, m)?)?;
+    reader::register(m)?;
     m.add("DecodeError", py.get_type::<DecodeError>())?;
     m.add("GpuUnavailableError", py.get_type::<GpuUnavailableError>())?;
     m.add("CudaError", py.get_type::<CudaError>())?;

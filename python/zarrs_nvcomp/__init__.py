@@ -5,6 +5,10 @@ compresses or decompresses a whole list of buffers per call: with nvCOMP on a
 CUDA GPU when one is usable, otherwise with byte-compatible CPU libraries in
 parallel. ``zarrs_nvcomp.zarr3.NvCompBatchZarrCodec`` is the zarr 3 codec of
 the same name, which hands every chunk zarr gives it to one batch call.
+
+:func:`read_chunks_parallel` and :func:`open_array` (``zarrs_nvcomp.reader``)
+read a selection of a whole zarr array from a local directory or an object
+store, fetching its chunks concurrently and decoding them in batches.
 """
 
 from zarrs_nvcomp._zarrs_nvcomp import (
@@ -16,16 +20,22 @@ from zarrs_nvcomp._zarrs_nvcomp import (
     gpu_unavailable_reason,
 )
 from zarrs_nvcomp.numcodecs import NvCompBatchCodec
+from zarrs_nvcomp.reader import Array, CudaArray, StoreError, open_array, read_chunks_parallel
 
 __all__ = [
     "ALGORITHMS",
     "CPU_ALGORITHMS",
+    "Array",
+    "CudaArray",
     "CudaError",
     "DecodeError",
     "GpuUnavailableError",
     "NvCompBatchCodec",
+    "StoreError",
     "gpu_available",
     "gpu_unavailable_reason",
+    "open_array",
+    "read_chunks_parallel",
     "set_zarr_batch_size",
 ]
 

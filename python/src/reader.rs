@@ -1,0 +1,418 @@
+//! The chunk-parallel reader (`zarrs_nvcomp.reader`): [`ReaderArray`] is an
+//! opened zarr array, whose `read` returns a [`HostBatch`] (host memory, one
+//! buffer) or a [`CudaArray`] (device memory). Python turns the selection
+//! into ranges and the bytes into NumPy or CuPy arrays.
+
+use std::collections::HashMap;
+use std::ffi::{c_void, CStr};
+use std::sync::Arc;
+
+use pyo3::create_exception;
+use pyo3::exceptions::{PyBufferError, PyIndexError, PyOSError, PyTimeoutError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyTuple};
+use zarrs::array::ArraySubset;
+use zarrs::plugin::{ExtensionName, ZarrVersion};
+use zarrs_nvcomp::reader::{
+    batched_algorithm, open_array_blocking, read_chunks_parallel_blocking, ArrayData, DeviceArray, ObjectStoreArray,
+    ReadError, ReadOptions,
+};
+
+use crate::{parse_device, to_py_err, DecodeError, HostBatch};
+
+create_exception!(
+    zarrs_nvcomp,
+    StoreError,
+    PyOSError,
+    "The store cannot be read, holds no array at that path, or a chunk cannot be fetched."
+);
+
+fn read_error(err: ReadError) -> PyErr {
+    let msg = err.to_string();
+    match err {
+        ReadError::InvalidUrl { .. } | ReadError::Config { .. } => PyValueError::new_err(msg),
+        ReadError::Store { .. } | ReadError::Open { .. } | ReadError::Fetch { .. } => StoreError::new_err(msg),
+        ReadError::Timeout { .. } => PyTimeoutError::new_err(msg),
+        ReadError::InvalidSubset { .. } => PyIndexError::new_err(msg),
+        ReadError::Corrupt { .. }
+        | ReadError::ChunkSize { .. }
+        | ReadError::ChunkTooLarge { .. }
+        | ReadError::Pipeline { .. } => DecodeError::new_err(msg),
+        ReadError::Engine(e) => to_py_err(e),
+    }
+}
+
+/// The NumPy array-interface type string of a zarr v3 data type name, in
+/// native byte order (the reader's output order).
+fn typestr(name: &str) -> Option<String> {
+    let order = if cfg!(target_endian = "little") { '<' } else { '>' };
+    let (kind, size) = match name {
+        "bool" => ("b", 1),
+        "int8" => ("i", 1),
+        "int16" => ("i", 2),
+        "int32" => ("i", 4),
+        "int64" => ("i", 8),
+        "uint8" => ("u", 1),
+        "uint16" => ("u", 2),
+        "uint32" => ("u", 4),
+        "uint64" => ("u", 8),
+        "float16" => ("f", 2),
+        "float32" => ("f", 4),
+        "float64" => ("f", 8),
+        "complex64" => ("c", 8),
+        "complex128" => ("c", 16),
+        _ => return None,
+    };
+    let order = if size == 1 { '|' } else { order };
+    Some(format!("{order}{kind}{size}"))
+}
+
+/// A zarr array opened for reading.
+#[pyclass(frozen, module = "zarrs_nvcomp._zarrs_nvcomp")]
+pub(crate) struct ReaderArray {
+    array: ObjectStoreArray,
+    url: String,
+}
+
+#[pymethods]
+impl ReaderArray {
+    /// Opens the array at `url` (a path, `file://`, `s3://`, `http(s)://`)
+    /// with object_store options.
+    #[staticmethod]
+    #[pyo3(signature = (url, storage_options=None))]
+    fn open(py: Python<'_>, url: String, storage_options: Option<HashMap<String, String>>) -> PyResult<Self> {
+        let options = storage_options.unwrap_or_default();
+        let array = py.detach(|| open_array_blocking(&url, &options)).map_err(read_error)?;
+        Ok(Self { array, url })
+    }
+
+    #[getter]
+    fn url(&self) -> &str {
+        &self.url
+    }
+
+    #[getter]
+    fn shape(&self) -> Vec<u64> {
+        self.array.shape().to_vec()
+    }
+
+    /// The zarr v3 name of the data type (also for v2 arrays).
+    #[getter]
+    fn data_type(&self) -> String {
+        self.array
+            .data_type()
+            .name(ZarrVersion::V3)
+            .map_or_else(|| format!("{:?}", self.array.data_type()), |n| n.into_owned())
+    }
+
+    /// The NumPy type string of the elements, or None for data types NumPy lacks.
+    #[getter]
+    fn typestr(&self) -> Option<String> {
+        typestr(&self.data_type())
+    }
+
+    /// The array's metadata (v2 `.zarray` or v3 `zarr.json`) as JSON.
+    fn metadata_json(&self) -> PyResult<String> {
+        serde_json::to_string(self.array.metadata()).map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// The algorithm that decodes the chunks in batches, or None when they go
+    /// through the zarrs pipeline (see `fallback_reason`).
+    #[getter]
+    fn batched_algorithm(&self) -> Option<&'static str> {
+        batched_algorithm(&self.array).ok().map(|a| a.name())
+    }
+
+    /// Why the chunks go through the zarrs pipeline, or None when they are batched.
+    #[getter]
+    fn fallback_reason(&self) -> Option<String> {
+        batched_algorithm(&self.array).err()
+    }
+
+    /// Reads the box `ranges` (`(start, stop)` per axis): a [`HostBatch`] of
+    /// one buffer, or a [`CudaArray`] where the result is on the GPU.
+    #[pyo3(signature = (ranges, device=None, max_concurrent_requests=None, wave_bytes=None))]
+    fn read(
+        &self,
+        py: Python<'_>,
+        ranges: Vec<(u64, u64)>,
+        device: Option<&str>,
+        max_concurrent_requests: Option<usize>,
+        wave_bytes: Option<usize>,
+    ) -> PyResult<Py<PyAny>> {
+        if let Some((start, stop)) = ranges.iter().find(|(start, stop)| start > stop) {
+            return Err(PyIndexError::new_err(format!("range {start}..{stop} is reversed")));
+        }
+        let defaults = ReadOptions::default();
+        let options = ReadOptions {
+            device: parse_device(device)?,
+            max_concurrent_requests: max_concurrent_requests.unwrap_or(defaults.max_concurrent_requests),
+            wave_bytes: wave_bytes.unwrap_or(defaults.wave_bytes),
+            ..defaults
+        };
+        let subset = ArraySubset::new_with_ranges(&ranges.iter().map(|&(a, b)| a..b).collect::<Vec<_>>());
+        let typestr = self.typestr();
+        let data = py
+            .detach(|| read_chunks_parallel_blocking(&self.array, &subset, &options))
+            .map_err(read_error)?;
+        match data {
+            ArrayData::Host { bytes, .. } => Ok(Py::new(py, HostBatch::from_vec(bytes))?.into_any()),
+            ArrayData::Device { buffer, shape, .. } => {
+                let nbytes = shape.iter().product::<u64>() as usize * self.array.data_type().fixed_size().unwrap_or(0);
+                let array = CudaArray {
+                    device: buffer.engine().device(),
+                    buffer: Arc::new(buffer),
+                    shape,
+                    typestr: typestr.unwrap_or_else(|| "|V1".into()),
+                    nbytes,
+                };
+                Ok(Py::new(py, array)?.into_any())
+            }
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "ReaderArray({:?}, shape={:?}, data_type={})",
+            self.url,
+            self.array.shape(),
+            self.data_type()
+        )
+    }
+}
+
+/// A C-order array in GPU memory, which this object owns: freed when it goes.
+/// The reader has synchronised its stream before returning it.
+#[pyclass(frozen, module = "zarrs_nvcomp._zarrs_nvcomp")]
+pub(crate) struct CudaArray {
+    buffer: Arc<DeviceArray>,
+    shape: Vec<u64>,
+    typestr: String,
+    nbytes: usize,
+    device: usize,
+}
+
+#[pymethods]
+impl CudaArray {
+    /// Device address of the first byte.
+    #[getter]
+    fn ptr(&self) -> u64 {
+        self.buffer.device_ptr()
+    }
+
+    /// Bytes of the elements.
+    #[getter]
+    fn nbytes(&self) -> usize {
+        self.nbytes
+    }
+
+    /// CUDA device ordinal.
+    #[getter]
+    fn device(&self) -> usize {
+        self.device
+    }
+
+    #[getter]
+    fn shape(&self) -> Vec<u64> {
+        self.shape.clone()
+    }
+
+    #[getter]
+    fn typestr(&self) -> &str {
+        &self.typestr
+    }
+
+    /// Version 3 of the CUDA array interface (C order, no stream to wait on).
+    #[getter]
+    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let dict = PyDict::new(py);
+        dict.set_item("version", 3)?;
+        dict.set_item("shape", PyTuple::new(py, &self.shape)?)?;
+        dict.set_item("typestr", &self.typestr)?;
+        let ptr = if self.nbytes == 0 { 0 } else { self.ptr() };
+        dict.set_item("data", (ptr, false))?;
+        dict.set_item("strides", py.None())?;
+        dict.set_item("stream", py.None())?;
+        Ok(dict)
+    }
+
+    /// The same memory seen with another C-order shape of as many elements.
+    fn reshape(&self, shape: Vec<u64>) -> PyResult<Self> {
+        if shape.iter().product::<u64>() != self.shape.iter().product::<u64>() {
+            return Err(PyValueError::new_err(format!(
+                "cannot reshape {:?} to {shape:?}",
+                self.shape
+            )));
+        }
+        Ok(Self {
+            buffer: self.buffer.clone(),
+            shape,
+            typestr: self.typestr.clone(),
+            nbytes: self.nbytes,
+            device: self.device,
+        })
+    }
+
+    /// `(kDLCUDA, device)`.
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (DL_CUDA, self.device as i32)
+    }
+
+    /// A DLPack capsule (unversioned `dltensor`) of the array, which keeps
+    /// this object alive until the consumer lets go. The data is ready: the
+    /// reader has synchronised, so `stream` is not waited on.
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__(
+        slf: Bound<'_, Self>,
+        stream: Option<Bound<'_, PyAny>>,
+        max_version: Option<Bound<'_, PyAny>>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Py<PyAny>> {
+        let _ = (stream, max_version);
+        let this = slf.get();
+        if let Some(device) = dl_device {
+            if device != this.__dlpack_device__() {
+                return Err(PyBufferError::new_err(format!(
+                    "the array is on CUDA device {}, not on DLPack device {device:?}",
+                    this.device
+                )));
+            }
+        }
+        if copy == Some(true) {
+            return Err(PyBufferError::new_err("CudaArray.__dlpack__ does not copy"));
+        }
+        let dtype = dl_dtype(&this.typestr)
+            .ok_or_else(|| PyBufferError::new_err(format!("no DLPack type for {:?}", this.typestr)))?;
+        let mut ctx = Box::new(DlContext {
+            _owner: slf.clone().unbind(),
+            shape: this.shape.iter().map(|&n| n as i64).collect(),
+        });
+        let managed = Box::new(DlManagedTensor {
+            dl_tensor: DlTensor {
+                data: this.buffer.device_ptr() as *mut c_void,
+                device: DlDevice {
+                    device_type: DL_CUDA,
+                    device_id: this.device as i32,
+                },
+                ndim: ctx.shape.len() as i32,
+                dtype,
+                shape: ctx.shape.as_mut_ptr(),
+                strides: std::ptr::null_mut(),
+                byte_offset: 0,
+            },
+            manager_ctx: Box::into_raw(ctx).cast(),
+            deleter: Some(dl_deleter),
+        });
+        let raw = Box::into_raw(managed);
+        // SAFETY: `raw` is a valid DLManagedTensor; the capsule's destructor
+        // frees it unless a consumer has renamed the capsule (taking it over).
+        let capsule = unsafe { pyo3::ffi::PyCapsule_New(raw.cast(), DLTENSOR.as_ptr(), Some(capsule_destructor)) };
+        if capsule.is_null() {
+            // SAFETY: the capsule was not made: `raw` is still ours.
+            unsafe { dl_deleter(raw) };
+            return Err(PyErr::fetch(slf.py()));
+        }
+        // SAFETY: a new reference returned by PyCapsule_New.
+        Ok(unsafe { Bound::from_owned_ptr(slf.py(), capsule) }.unbind())
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "CudaArray(ptr={:#x}, shape={:?}, typestr={:?}, device={})",
+            self.ptr(),
+            self.shape,
+            self.typestr,
+            self.device
+        )
+    }
+}
+
+// DLPack 0.8 (unversioned) ABI.
+const DL_CUDA: i32 = 2;
+const DLTENSOR: &CStr = c"dltensor";
+
+#[repr(C)]
+struct DlDevice {
+    device_type: i32,
+    device_id: i32,
+}
+
+#[repr(C)]
+struct DlDataType {
+    code: u8,
+    bits: u8,
+    lanes: u16,
+}
+
+#[repr(C)]
+struct DlTensor {
+    data: *mut c_void,
+    device: DlDevice,
+    ndim: i32,
+    dtype: DlDataType,
+    shape: *mut i64,
+    strides: *mut i64,
+    byte_offset: u64,
+}
+
+#[repr(C)]
+struct DlManagedTensor {
+    dl_tensor: DlTensor,
+    manager_ctx: *mut c_void,
+    deleter: Option<unsafe extern "C" fn(*mut DlManagedTensor)>,
+}
+
+/// What a DLPack tensor keeps alive: the array (its device memory) and the shape.
+struct DlContext {
+    _owner: Py<CudaArray>,
+    shape: Vec<i64>,
+}
+
+/// The DLPack type of a NumPy type string (`<f4`, `|b1`, ...).
+fn dl_dtype(typestr: &str) -> Option<DlDataType> {
+    let kind = typestr.as_bytes().get(1)?;
+    let bytes: u8 = typestr.get(2..)?.parse().ok()?;
+    let code = match kind {
+        b'i' => 0,
+        b'u' => 1,
+        b'f' => 2,
+        b'c' => 5,
+        b'b' => 6,
+        _ => return None,
+    };
+    Some(DlDataType {
+        code,
+        bits: bytes.checked_mul(8)?,
+        lanes: 1,
+    })
+}
+
+unsafe extern "C" fn dl_deleter(tensor: *mut DlManagedTensor) {
+    if tensor.is_null() {
+        return;
+    }
+    // SAFETY: `tensor` and its context were made by `Box::into_raw` in `__dlpack__`.
+    let tensor = unsafe { Box::from_raw(tensor) };
+    let ctx = unsafe { Box::from_raw(tensor.manager_ctx.cast::<DlContext>()) };
+    // Consumers may call the deleter from any thread, with or without the GIL.
+    Python::attach(|_| drop(ctx));
+}
+
+unsafe extern "C" fn capsule_destructor(capsule: *mut pyo3::ffi::PyObject) {
+    // A consumer renames the capsule (`used_dltensor`) when it takes the tensor over.
+    // SAFETY: `capsule` is the capsule being destroyed.
+    unsafe {
+        if pyo3::ffi::PyCapsule_IsValid(capsule, DLTENSOR.as_ptr()) == 1 {
+            let tensor = pyo3::ffi::PyCapsule_GetPointer(capsule, DLTENSOR.as_ptr()).cast::<DlManagedTensor>();
+            dl_deleter(tensor);
+        }
+    }
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<ReaderArray>()?;
+    m.add_class::<CudaArray>()?;
+    m.add("StoreError", m.py().get_type::<StoreError>())?;
+    Ok(())
+}

@@ -1,0 +1,315 @@
+"""The chunk-parallel reader: reads a selection of a zarr array (v2 or v3) from
+a local directory or an object store, fetching its chunks concurrently and
+decoding them in batches on the GPU (nvCOMP) or on the CPU.
+
+>>> import zarrs_nvcomp
+>>> a = zarrs_nvcomp.open_array("s3://bucket/data.zarr", storage_options={"region": "eu-west-1"})
+>>> a.shape, a.dtype, a.chunks
+>>> block = a[100:200, ::2]                        # GPU (CuPy) when usable, else NumPy
+>>> host = zarrs_nvcomp.read_chunks_parallel("/data/a.zarr", (0, ...), device="cpu")
+
+``storage_options`` are object_store configuration keys (for S3 ``endpoint``,
+``region``, ``access_key_id``, ``secret_access_key``, ``session_token``,
+``allow_http``, ...; the ``AWS_*`` environment variables are read too), plus
+``timeout``, ``connect_timeout``, ``max_retries`` and ``retry_timeout``.
+
+Selections are NumPy basic indexing: integers (an integer drops its axis),
+slices with any step, and one ``...``. The reader reads the bounding box of the
+selection; steps are applied afterwards, as a strided copy (with CuPy on the
+GPU).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import operator
+import re
+from typing import Any
+
+import numpy as np
+
+from zarrs_nvcomp._buffers import cupy_module
+from zarrs_nvcomp._zarrs_nvcomp import CudaArray, ReaderArray, StoreError, gpu_unavailable_reason
+
+__all__ = ["Array", "CudaArray", "StoreError", "open_array", "read_chunks_parallel"]
+
+
+class Array:
+    """A zarr array opened by :func:`open_array`; ``a[selection]`` reads with
+    ``device=None``, :meth:`read` takes a device."""
+
+    __slots__ = ("_inner", "_metadata")
+
+    def __init__(self, inner: ReaderArray) -> None:
+        self._inner = inner
+        self._metadata: dict[str, Any] = json.loads(inner.metadata_json())
+
+    @property
+    def url(self) -> str:
+        return self._inner.url
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(self._inner.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self._inner.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def dtype(self) -> np.dtype:
+        typestr = self._inner.typestr
+        if typestr is None:
+            raise TypeError(f"data type {self._inner.data_type} has no NumPy dtype")
+        return np.dtype(typestr)
+
+    @property
+    def nbytes(self) -> int:
+        return self.size * self.dtype.itemsize
+
+    @property
+    def zarr_format(self) -> int:
+        return int(self._metadata["zarr_format"])
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The array's metadata (``.zarray`` or ``zarr.json``) as a dict."""
+        return json.loads(json.dumps(self._metadata))
+
+    @property
+    def chunks(self) -> tuple[int, ...]:
+        """The shape of the stored chunks (of the shards for sharded arrays)."""
+        if self.zarr_format == 2:
+            return tuple(self._metadata["chunks"])
+        grid = self._metadata["chunk_grid"]
+        return tuple(grid["configuration"]["chunk_shape"])
+
+    @property
+    def codecs(self) -> list[dict[str, Any]]:
+        """The codec chain as metadata dicts: v3 ``codecs``; v2 ``filters`` then
+        ``compressor``."""
+        if self.zarr_format == 2:
+            chain = list(self._metadata.get("filters") or [])
+            if self._metadata.get("compressor") is not None:
+                chain.append(self._metadata["compressor"])
+            return chain
+        return list(self._metadata["codecs"])
+
+    @property
+    def batched_algorithm(self) -> str | None:
+        """The algorithm that decodes the chunks in batches, or None when they go
+        through the zarrs pipeline (:attr:`fallback_reason` says why)."""
+        return self._inner.batched_algorithm
+
+    @property
+    def fallback_reason(self) -> str | None:
+        return self._inner.fallback_reason
+
+    def read(
+        self,
+        selection: Any = (),
+        *,
+        device: str | None = None,
+        max_concurrent_requests: int | None = None,
+    ) -> Any:
+        """Reads ``selection``: a NumPy array (``device="cpu"``) or a GPU array
+        (``"cuda"``/``"cuda:N"``: CuPy when installed, else :class:`CudaArray`);
+        ``None`` means the GPU when it is usable and CuPy is installed."""
+        device = _resolve_device(device)
+        ranges, local, out_shape, steps = _normalize(selection, self.shape)
+        dtype = self.dtype
+        if math.prod(out_shape) == 0:
+            return _empty(out_shape, dtype, device)
+        data = self._inner.read(ranges, device, max_concurrent_requests)
+        box = tuple(b - a for a, b in ranges)
+        if isinstance(data, CudaArray):
+            return _device_result(data, box, dtype, local, out_shape, steps)
+        if device not in ("cpu", "auto"):
+            raise RuntimeError("the reader returned host memory for a device read")
+        arr = np.frombuffer(data, dtype=dtype).reshape(box)
+        if steps:
+            return np.ascontiguousarray(arr[local])
+        return arr.reshape(out_shape)
+
+    def __getitem__(self, selection: Any) -> Any:
+        return self.read(selection)
+
+    def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
+        arr = self.read(..., device="cpu")
+        return arr if dtype is None else arr.astype(dtype, copy=False)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d array")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        return f"<zarrs_nvcomp.Array {self.url!r} shape={self.shape} dtype={self._inner.data_type}>"
+
+
+def open_array(store: str | Array, storage_options: dict[str, Any] | None = None) -> Array:
+    """Opens the zarr array (v2 or v3) at ``store``: a local path, ``file://``,
+    ``s3://bucket/prefix`` or ``http(s)://`` URL.
+
+    Raises :class:`StoreError` (an :class:`OSError`) when the store cannot be
+    read or holds no array there, :class:`ValueError` for an invalid URL or
+    options."""
+    if isinstance(store, Array):
+        if storage_options:
+            raise ValueError("storage_options apply to a URL, not to an opened array")
+        return store
+    if hasattr(store, "__fspath__"):
+        store = str(store.__fspath__())
+    if not isinstance(store, str):
+        raise TypeError(f"store must be a path or a URL, not {type(store).__name__}")
+    options = {k: _option_value(v) for k, v in (storage_options or {}).items()}
+    return Array(ReaderArray.open(store, options))
+
+
+def read_chunks_parallel(
+    store: str | Array,
+    selection: Any = (),
+    *,
+    storage_options: dict[str, Any] | None = None,
+    device: str | None = None,
+    max_concurrent_requests: int | None = None,
+) -> Any:
+    """Reads ``selection`` (NumPy basic indexing; the whole array by default) of
+    the zarr array at ``store``, fetching its chunks concurrently and decoding
+    them in batches.
+
+    ``device``: ``None`` (the GPU when usable and CuPy installed, else the
+    CPU), ``"cpu"`` (a NumPy array), ``"cuda"``/``"cuda:N"`` (a CuPy array, or
+    a :class:`CudaArray` without CuPy). Errors: :class:`IndexError` for bad
+    selections, :class:`StoreError`/:class:`ValueError` for stores,
+    :class:`zarrs_nvcomp.DecodeError` naming the chunk's key for bad chunks,
+    :class:`zarrs_nvcomp.GpuUnavailableError` when ``"cuda"`` cannot be used.
+    """
+    array = open_array(store, storage_options)
+    return array.read(selection, device=device, max_concurrent_requests=max_concurrent_requests)
+
+
+def _option_value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _resolve_device(device: str | None) -> str:
+    if device is None:
+        if cupy_module() is not None and gpu_unavailable_reason(0) is None:
+            return "cuda:0"
+        return "cpu"
+    if not isinstance(device, str):
+        raise TypeError(f"device must be a string or None, not {type(device).__name__}")
+    lower = device.strip().lower()
+    if lower in ("cuda", "gpu"):
+        return "cuda:0"
+    if lower in ("cpu", "auto") or re.fullmatch(r"cuda:\d+", lower):
+        return lower
+    raise ValueError(
+        f"invalid device {device!r}; valid: None (GPU when usable, else CPU), "
+        '"cpu", "cuda", "cuda:N"'
+    )
+
+
+def _normalize(
+    selection: Any, shape: tuple[int, ...]
+) -> tuple[list[tuple[int, int]], tuple[Any, ...], tuple[int, ...], bool]:
+    """The bounding box (``(start, stop)`` per axis) of a basic-indexing
+    selection, the index that takes the selection out of the box, the
+    selection's shape, and whether that index has steps other than 1."""
+    if not isinstance(selection, tuple):
+        selection = (selection,)
+    ellipses = [i for i, s in enumerate(selection) if s is Ellipsis]
+    if len(ellipses) > 1:
+        raise IndexError("an index can only have a single ellipsis ('...')")
+    if ellipses:
+        i = ellipses[0]
+        fill = len(shape) - (len(selection) - 1)
+        selection = (*selection[:i], *(slice(None),) * max(fill, 0), *selection[i + 1 :])
+    if len(selection) > len(shape):
+        raise IndexError(
+            f"too many indices for array: array is {len(shape)}-dimensional, "
+            f"but {len(selection)} were indexed"
+        )
+    selection = (*selection, *(slice(None),) * (len(shape) - len(selection)))
+    ranges: list[tuple[int, int]] = []
+    local: list[Any] = []
+    out_shape: list[int] = []
+    steps = False
+    for axis, (sel, n) in enumerate(zip(selection, shape, strict=True)):
+        if isinstance(sel, slice):
+            start, stop, step = sel.indices(n)
+            indices = range(start, stop, step)
+            out_shape.append(len(indices))
+            if len(indices) == 0:
+                ranges.append((0, 0))
+                local.append(slice(0, 0))
+                continue
+            lo, hi = min(indices[0], indices[-1]), max(indices[0], indices[-1])
+            ranges.append((lo, hi + 1))
+            local.append(slice(None, None, step))
+            steps = steps or step != 1
+            continue
+        if isinstance(sel, bool | np.bool_) or sel is None:
+            raise IndexError(
+                f"only integers, slices (`:`) and ellipsis (`...`) are valid indices, not {sel!r}"
+            )
+        try:
+            index = operator.index(sel)
+        except TypeError:
+            raise IndexError(
+                "only integers, slices (`:`) and ellipsis (`...`) are valid indices, "
+                f"not {type(sel).__name__}"
+            ) from None
+        if not -n <= index < n:
+            raise IndexError(f"index {index} is out of bounds for axis {axis} with size {n}")
+        index %= n
+        ranges.append((index, index + 1))
+        local.append(0)
+    # Integers alone need no copy: the box is reshaped.
+    return ranges, tuple(local), tuple(out_shape), steps
+
+
+def _empty(shape: tuple[int, ...], dtype: np.dtype, device: str) -> Any:
+    if device in ("cpu", "auto"):
+        return np.empty(shape, dtype=dtype)
+    cp = cupy_module()
+    if cp is None:
+        raise TypeError("an empty device result needs CuPy")
+    with cp.cuda.Device(_ordinal(device)):
+        return cp.empty(shape, dtype=dtype)
+
+
+def _ordinal(device: str) -> int:
+    return int(device.partition(":")[2] or 0)
+
+
+def _device_result(
+    data: CudaArray,
+    box: tuple[int, ...],
+    dtype: np.dtype,
+    local: tuple[Any, ...],
+    out_shape: tuple[int, ...],
+    steps: bool,
+) -> Any:
+    """A CuPy array over the reader's device memory (kept alive by the CuPy
+    array), stepped on the GPU; without CuPy the :class:`CudaArray` itself,
+    reshaped."""
+    cp = cupy_module()
+    if cp is None:
+        if steps:
+            raise TypeError("steps on device results need CuPy; read with device='cpu'")
+        return data if out_shape == box else data.reshape(list(out_shape))
+    with cp.cuda.Device(data.device):
+        memory = cp.cuda.UnownedMemory(data.ptr, max(data.nbytes, 1), data, data.device)
+        arr = cp.ndarray(box, dtype=dtype, memptr=cp.cuda.MemoryPointer(memory, 0))
+        if steps:
+            return cp.ascontiguousarray(arr[local])
+        return arr.reshape(out_shape)
