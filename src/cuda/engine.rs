@@ -665,16 +665,14 @@ impl CudaEngine {
         inputs: &[&[u8]],
         max_decoded_size: u64,
     ) -> Result<DeviceBatch> {
+        self.decode_to_new_device(algorithm, Inputs::Host(inputs), max_decoded_size)
+    }
+
+    fn decode_to_new_device(&self, algorithm: &Algorithm, inputs: Inputs<'_>, max: u64) -> Result<DeviceBatch> {
         let mut s = self.lock()?;
-        let decoded = self.decode_core(
-            &mut s,
-            algorithm,
-            Inputs::Host(inputs),
-            max_decoded_size,
-            Dest::NewDevice,
-        )?;
+        let decoded = self.decode_core(&mut s, algorithm, inputs, max, Dest::NewDevice)?;
         Ok(DeviceBatch {
-            memory: decoded.memory.unwrap(),
+            memory: decoded.memory.expect("NewDevice decodes allocate"),
             ranges: decoded.ranges,
             stream: self.stream.clone(),
         })
@@ -691,19 +689,7 @@ impl CudaEngine {
         inputs: &[DeviceRegion],
         max_decoded_size: u64,
     ) -> Result<DeviceBatch> {
-        let mut s = self.lock()?;
-        let decoded = self.decode_core(
-            &mut s,
-            algorithm,
-            Inputs::Device(inputs),
-            max_decoded_size,
-            Dest::NewDevice,
-        )?;
-        Ok(DeviceBatch {
-            memory: decoded.memory.unwrap(),
-            ranges: decoded.ranges,
-            stream: self.stream.clone(),
-        })
+        self.decode_to_new_device(algorithm, Inputs::Device(inputs), max_decoded_size)
     }
 
     /// Decompresses device buffers into caller-owned device buffers, whose
