@@ -371,55 +371,58 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
         None => {
             let codec = BatchCodec::new(fast.algorithm, Backend::Cpu)?.with_max_decoded_size(max_decoded_size);
             let out = Arc::new(assemble::HostOutput::new(plan.out_len));
-            let consumer = async {
-                while let Some(wave) = rx.recv().await {
-                    let (codec, plan, out, fill) = (codec.clone(), plan.clone(), out.clone(), fill.clone());
-                    tokio::task::spawn_blocking(move || {
-                        assemble::decode_wave_cpu(&codec, &fast, &plan, &wave, &out, &fill)
-                    })
-                    .await
-                    .map_err(|e| ReadError::Pipeline {
-                        reason: format!("decoding task failed: {e}"),
-                    })??;
-                }
-                Ok(())
+            let decode = {
+                let (out, plan) = (out.clone(), plan.clone());
+                move |wave: fetch::Wave| assemble::decode_wave_cpu(&codec, &fast, &plan, &wave, &out, &fill)
             };
-            futures::future::try_join(producer, consumer).await?;
-            let out = Arc::try_unwrap(out).map_err(|_| ReadError::Pipeline {
-                reason: "output still shared".into(),
-            })?;
+            futures::future::try_join(producer, consume_waves(&mut rx, decode)).await?;
             Ok(ArrayData::Host {
-                bytes: out.into_vec(),
+                bytes: unshare(out)?.into_vec(),
                 shape,
                 data_type,
             })
         }
         Some(engine) => {
             let out = Arc::new(DeviceArray::alloc(engine.clone(), plan.out_len)?);
-            let consumer = async {
-                while let Some(wave) = rx.recv().await {
-                    let (engine, plan, out, fill) = (engine.clone(), plan.clone(), out.clone(), fill.clone());
-                    tokio::task::spawn_blocking(move || {
-                        assemble::decode_wave_gpu(&engine, &fast, &plan, &wave, &out, &fill, max_decoded_size)
-                    })
-                    .await
-                    .map_err(|e| ReadError::Pipeline {
-                        reason: format!("decoding task failed: {e}"),
-                    })??;
+            let decode = {
+                let (out, plan) = (out.clone(), plan.clone());
+                move |wave: fetch::Wave| {
+                    assemble::decode_wave_gpu(&engine, &fast, &plan, &wave, &out, &fill, max_decoded_size)
                 }
-                Ok(())
             };
-            futures::future::try_join(producer, consumer).await?;
-            let buffer = Arc::try_unwrap(out).map_err(|_| ReadError::Pipeline {
-                reason: "output still shared".into(),
-            })?;
+            futures::future::try_join(producer, consume_waves(&mut rx, decode)).await?;
             Ok(ArrayData::Device {
-                buffer,
+                buffer: unshare(out)?,
                 shape,
                 data_type,
             })
         }
     }
+}
+
+/// Decodes the waves arriving on `rx` one after the other on the blocking
+/// pool, while the producer fetches the next.
+async fn consume_waves<F>(rx: &mut mpsc::Receiver<fetch::Wave>, decode: F) -> Result<(), ReadError>
+where
+    F: Fn(fetch::Wave) -> Result<(), ReadError> + Send + Sync + 'static,
+{
+    let decode = Arc::new(decode);
+    while let Some(wave) = rx.recv().await {
+        let decode = decode.clone();
+        tokio::task::spawn_blocking(move || decode(wave))
+            .await
+            .map_err(|e| ReadError::Pipeline {
+                reason: format!("decoding task failed: {e}"),
+            })??;
+    }
+    Ok(())
+}
+
+/// The output, once the decoding tasks that shared it have finished.
+fn unshare<T>(out: Arc<T>) -> Result<T, ReadError> {
+    Arc::try_unwrap(out).map_err(|_| ReadError::Pipeline {
+        reason: "output still shared".into(),
+    })
 }
 
 /// Reads through the ordinary zarrs pipeline, uploading to the GPU for a device result.
