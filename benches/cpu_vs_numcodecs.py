@@ -21,20 +21,10 @@ from typing import Any
 
 import numcodecs
 import numpy as np
+from bench_data import field_f32
 from zarrs_nvcomp import NvCompBatchCodec
 
 CHUNK = 1 << 20
-
-
-def field_f32(nbytes: int, seed: int = 0) -> np.ndarray:
-    cols = 4096
-    rows = max(1, nbytes // (4 * cols))
-    rng = np.random.default_rng(seed)
-    steps = rng.standard_normal((rows, cols), dtype=np.float32)
-    steps *= np.float32(0.1)
-    field = np.cumsum(steps, axis=1, dtype=np.float32)
-    field += np.cumsum(rng.standard_normal(rows, dtype=np.float32))[:, None]
-    return np.round(field, 2)
 
 
 def best_of(fn: Callable[[], Any], repeats: int) -> float:

@@ -23,22 +23,12 @@ from typing import Any
 import numcodecs
 import numpy as np
 import zarrs_nvcomp
+from bench_data import field_f32
 from nvcomp_batch import as_batch
 from zarrs_nvcomp import NvCompBatchCodec
 
 ALGORITHMS = {"lz4": ("LZ4", numcodecs.LZ4), "zstd": ("Zstd", numcodecs.Zstd)}
 CHUNK_SIZES = {"1MiB": 1 << 20, "64KiB": 64 << 10}
-
-
-def field_f32(nbytes: int, seed: int = 0) -> np.ndarray:
-    cols = 4096
-    rows = max(1, nbytes // (4 * cols))
-    rng = np.random.default_rng(seed)
-    steps = rng.standard_normal((rows, cols), dtype=np.float32)
-    steps *= np.float32(0.1)
-    field = np.cumsum(steps, axis=1, dtype=np.float32)
-    field += np.cumsum(rng.standard_normal(rows, dtype=np.float32))[:, None]
-    return np.round(field, 2)
 
 
 def chunked(data: np.ndarray, chunk_bytes: int) -> list[np.ndarray]:
