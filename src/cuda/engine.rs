@@ -600,7 +600,6 @@ impl CudaEngine {
         max_decoded_size: u64,
         storage: impl FnOnce(usize) -> Vec<u8>,
     ) -> Result<Batch> {
-        let mut s = self.lock()?;
         let mut storage = Some(storage);
         let mut batch: Option<Batch> = None;
         let mut deliver = |ranges: &[Range<usize>], group: Range<usize>, pinned: &[u8]| {
@@ -612,14 +611,20 @@ impl CudaEngine {
             copy_out(&mut outputs[group.clone()], &ranges[group], pinned);
             Ok(())
         };
-        let decoded = self.decode_core(
-            &mut s,
-            algorithm,
-            Inputs::Host(inputs),
-            max_decoded_size,
-            Dest::Host(&mut deliver),
-        )?;
+        let decoded = self.decode_to_host(algorithm, inputs, max_decoded_size, &mut deliver)?;
         Ok(batch.unwrap_or_else(|| Batch::zeroed(decoded.ranges.iter().map(Range::len))))
+    }
+
+    /// Decodes host buffers, handing the decoded bytes to `deliver` group by group.
+    fn decode_to_host(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[&[u8]],
+        max: u64,
+        deliver: &mut Deliver<'_>,
+    ) -> Result<Decoded> {
+        let mut s = self.lock()?;
+        self.decode_core(&mut s, algorithm, Inputs::Host(inputs), max, Dest::Host(deliver))
     }
 
     /// Decompresses host buffers on the GPU into the caller's host buffers.
@@ -631,7 +636,6 @@ impl CudaEngine {
         outputs: &mut [&mut [u8]],
         max_decoded_size: u64,
     ) -> Result<()> {
-        let mut s = self.lock()?;
         let mut deliver = |ranges: &[Range<usize>], group: Range<usize>, pinned: &[u8]| {
             if group.start == 0 {
                 for (i, (r, out)) in ranges.iter().zip(outputs.iter()).enumerate() {
@@ -647,13 +651,7 @@ impl CudaEngine {
             copy_out(&mut outputs[group.clone()], &ranges[group], pinned);
             Ok(())
         };
-        self.decode_core(
-            &mut s,
-            algorithm,
-            Inputs::Host(inputs),
-            max_decoded_size,
-            Dest::Host(&mut deliver),
-        )?;
+        self.decode_to_host(algorithm, inputs, max_decoded_size, &mut deliver)?;
         Ok(())
     }
 
