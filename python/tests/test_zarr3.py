@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 import pytest
 import zarr
@@ -113,6 +115,28 @@ def test_set_batch_size_restores():
     with zarrs_nvcomp.set_zarr_batch_size(64):
         assert zarr.config.get("codec_pipeline.batch_size") == 64
     assert zarr.config.get("codec_pipeline.batch_size") == before
+
+
+@pytest.mark.skipif(
+    sys.version_info < (3, 12),
+    reason="itertools.batched, which zarr >= 3.2 uses, needs Python 3.12",
+)
+def test_unlimited_batch_size_stays_cheap_for_zarrs_batching():
+    # itertools.batched allocates a tuple of the batch size per batch, however
+    # few chunks a request has: a huge "unlimited" value made each read stall.
+    import itertools
+    import tracemalloc
+
+    with zarrs_nvcomp.set_zarr_batch_size():
+        batch_size = zarr.config.get("codec_pipeline.batch_size")
+    tracemalloc.start()
+    try:
+        assert list(itertools.batched(range(3), batch_size)) == [(0, 1, 2)]
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert batch_size >= 16384, "a 1 GiB array of 64 KiB chunks must fit one batch"
+    assert peak < 4 << 20, f"batching 3 chunks allocated {peak} bytes"
 
 
 @pytest.mark.gpu

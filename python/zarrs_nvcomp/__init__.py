@@ -48,7 +48,8 @@ def gpu_available(device: int = 0) -> bool:
 def set_zarr_batch_size(batch_size: int | None = None):
     """Sets zarr's ``codec_pipeline.batch_size`` (zarr 3), so that zarr hands
     many chunks at once to the ``nvcomp_batch`` codec, which decodes them in one
-    batch call. ``None`` means no limit: every chunk of a read or write request.
+    batch call. ``None`` means every chunk of a read or write request, in calls
+    of up to 65,536 chunks.
 
     Works as a statement and as a context manager (restoring the old value)::
 

@@ -38,13 +38,16 @@ __all__ = ["CODEC_NAME", "NvCompBatchZarrCodec", "set_batch_size"]
 
 CODEC_NAME = "nvcomp_batch"
 
-#: What ``set_batch_size(None)`` sets: larger than any chunk count of a request.
-UNLIMITED_BATCH_SIZE = 2**31 - 1
+#: What ``set_batch_size(None)`` sets: more chunks than a GPU decodes well in
+#: one call. Not larger: zarr splits requests with ``itertools.batched``, which
+#: allocates a tuple of the full batch size up front (16 GiB for 2**31 - 1).
+UNLIMITED_BATCH_SIZE = 2**16
 
 
 def set_batch_size(batch_size: int | None = None) -> Any:
     """Sets zarr's ``codec_pipeline.batch_size``: how many chunks zarr hands to
-    a codec per call. ``None``: all chunks of a read or write request.
+    a codec per call. ``None``: all chunks of a read or write request, in
+    calls of up to :data:`UNLIMITED_BATCH_SIZE` chunks.
 
     Returns zarr's config setter, so it also works as a context manager that
     restores the previous value. zarr reads the value when an array is opened.
