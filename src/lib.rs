@@ -51,3 +51,10 @@ pub use algorithm::{Algorithm, DataType};
 pub use batch::Batch;
 pub use codec::{Backend, BackendKind, BatchCodec, DEFAULT_MAX_DECODED_SIZE};
 pub use error::{Error, GpuUnavailable, Result};
+
+/// Whether `ZARRS_NVCOMP_PROFILE` is set: then the GPU engine and the reader
+/// print the time of each phase to stderr.
+pub(crate) fn profiling() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::env::var_os("ZARRS_NVCOMP_PROFILE").is_some())
+}

@@ -246,6 +246,23 @@ fn device_buffers_stay_on_the_device() {
             inputs,
             "{name}: device round trip"
         );
+        // Packed back to back from an odd address, as a file read into one
+        // allocation would be: inputs nvCOMP cannot read in place get staged.
+        let packed = engine.alloc(host_encoded.data().len() + 1).unwrap();
+        let (packed_base, _guard) = cudarc::driver::DevicePtr::device_ptr(&packed, engine.stream());
+        unsafe { cudarc::driver::result::memcpy_htod_sync(packed_base + 1, host_encoded.data()) }.unwrap();
+        let packed_regions: Vec<DeviceRegion> = (0..host_encoded.len())
+            .map(|i| DeviceRegion {
+                ptr: packed_base + 1 + host_encoded.range(i).start as u64,
+                len: host_encoded.range(i).len(),
+            })
+            .collect();
+        let decoded = unsafe { engine.decode_device(&algorithm, &packed_regions, 1 << 30) }.unwrap();
+        assert_eq!(
+            decoded.to_host().unwrap().to_vecs(),
+            inputs,
+            "{name}: misaligned packed inputs"
+        );
         // Into caller-owned buffers, one of them deliberately misaligned.
         let total: usize = inputs.iter().map(Vec::len).sum::<usize>() + 64;
         let out = engine.alloc(total).unwrap();

@@ -14,9 +14,9 @@ use cudarc::driver::{result, CudaContext, CudaStream};
 use rayon::prelude::*;
 
 use super::api::{self, BatchArgs};
+use super::copies::{Copy, CopyKernel, Rows};
 use super::device_batch::DeviceBatch;
-use super::gather::Gather;
-use super::memory::{copy_many, cuda_err, ensure_device, ensure_pinned, Copy, DeviceBuffer, PinnedBuffer};
+use super::memory::{cuda_err, ensure_device, ensure_pinned, DeviceBuffer, MemoryPool, PinnedBuffer};
 use super::plan::{self, DecodePiece, EncodeRoute, Framing, Pieces};
 use super::DeviceRegion;
 use crate::algorithm::Algorithm;
@@ -33,6 +33,9 @@ pub struct CudaEngine {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     lib: &'static nvcomp_sys::NvcompLibrary,
+    /// Where memory handed to callers comes from; `None` where the device has
+    /// no memory pools, and `cuMemAlloc` serves instead.
+    pool: Option<MemoryPool>,
     scratch: Mutex<Scratch>,
 }
 
@@ -51,7 +54,7 @@ struct Scratch {
     dev_in: Option<DeviceBuffer>,
     dev_out: Option<DeviceBuffer>,
     temp: Option<DeviceBuffer>,
-    gather: Option<Gather>,
+    copier: Option<CopyKernel>,
 }
 
 /// Where a batch's compressed bytes are.
@@ -168,11 +171,13 @@ impl CudaEngine {
     pub(crate) fn create(device: usize, lib: &'static nvcomp_sys::NvcompLibrary) -> Result<Self> {
         let ctx = CudaContext::new(device).map_err(cuda_err("cuDevicePrimaryCtxRetain"))?;
         let stream = ctx.new_stream().map_err(cuda_err("cuStreamCreate"))?;
+        let pool = MemoryPool::new(&ctx).ok();
         Ok(Self {
             device,
             ctx,
             stream,
             lib,
+            pool,
             scratch: Mutex::default(),
         })
     }
@@ -212,6 +217,43 @@ impl CudaEngine {
         self.stream.cu_stream()
     }
 
+    /// Device memory for the caller to keep, ready for work on the stream.
+    fn alloc_output(&self, len: usize) -> Result<DeviceBuffer> {
+        match &self.pool {
+            Some(pool) => pool.alloc(len, self.cu_stream()),
+            None => DeviceBuffer::new(&self.ctx, len),
+        }
+    }
+
+    /// Enqueues `copies` with the copy kernel, loaded at first use.
+    ///
+    /// # Safety
+    /// As [`CopyKernel::copy_rows`].
+    unsafe fn copy_all<R: Into<Rows>>(
+        &self,
+        copier: &mut Option<CopyKernel>,
+        copies: impl IntoIterator<Item = R>,
+    ) -> Result<()> {
+        if copier.is_none() {
+            *copier = Some(CopyKernel::load(&self.ctx)?);
+        }
+        let rows: Vec<Rows> = copies.into_iter().map(Into::into).collect();
+        // SAFETY: the caller vouches for the ranges.
+        unsafe { copier.as_mut().unwrap().copy_rows(&self.ctx, &rows, self.cu_stream()) }
+    }
+
+    /// Enqueues strided device copies on the engine's stream, in one kernel
+    /// launch; the caller synchronises the stream.
+    ///
+    /// # Safety
+    /// Every row must be device memory of this engine's context, alive
+    /// until the stream has run the copies; destinations must not overlap.
+    pub(crate) unsafe fn enqueue_rows(&self, rows: &[Rows]) -> Result<()> {
+        let mut s = self.lock()?;
+        // SAFETY: the caller's.
+        unsafe { self.copy_all(&mut s.copier, rows.iter().copied()) }
+    }
+
     /// Compresses host buffers on the GPU.
     pub fn encode_batch(&self, algorithm: &Algorithm, inputs: &[&[u8]]) -> Result<Batch> {
         let mut s = self.lock()?;
@@ -235,12 +277,16 @@ impl CudaEngine {
         let mut guard = self.lock()?;
         let s = &mut *guard;
         let encoded = self.encode_core(s, algorithm, Inputs::Device(inputs))?;
-        let ranges: Vec<Range<usize>> = crate::batch::offsets_of(encoded.sizes.iter().copied())
-            .windows(2)
-            .map(|w| w[0]..w[1])
-            .collect();
-        let total = ranges.last().map_or(0, |r| r.end);
-        let memory = DeviceBuffer::new(&self.ctx, total)?;
+        // Buffers start where nvCOMP's decoder reads them in place.
+        let align = api::bind(self.lib, algorithm).decompress_alignments()?.input;
+        let mut ranges = Vec::with_capacity(inputs.len());
+        let mut total = 0;
+        for &size in &encoded.sizes {
+            let start = plan::align_up(total, align);
+            ranges.push(start..start + size);
+            total = start + size;
+        }
+        let memory = self.alloc_output(total)?;
         // Framing bytes (headers) are written on the host, then copied with the payloads.
         let frames: Vec<Vec<u8>> = (0..inputs.len()).map(|i| encoded.frame(i)).collect();
         let frame_bytes: usize = frames.iter().map(Vec::len).sum();
@@ -267,7 +313,7 @@ impl CudaEngine {
             }
         }
         // SAFETY: every copy lies inside `memory`, the pinned frames or the output scratch.
-        unsafe { copy_many(&copies, self.cu_stream())? };
+        unsafe { self.copy_all(&mut s.copier, copies)? };
         self.sync()?;
         Ok(DeviceBatch {
             memory,
@@ -378,7 +424,7 @@ impl CudaEngine {
                         })
                         .collect();
                     // SAFETY: the caller vouches for the regions; the staging lies in dev_in.
-                    unsafe { copy_many(&copies, self.cu_stream())? };
+                    unsafe { self.copy_all(&mut s.copier, copies)? };
                 }
             }
             let word = |array: usize| dev_in + (array * 8 * n) as u64;
@@ -481,14 +527,9 @@ struct Profile<'a> {
 }
 
 impl<'a> Profile<'a> {
-    fn enabled() -> bool {
-        static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-        *ON.get_or_init(|| std::env::var_os("ZARRS_NVCOMP_PROFILE").is_some())
-    }
-
     fn new(stream: &'a CudaStream) -> Self {
         Self {
-            stream: Self::enabled().then_some(stream),
+            stream: crate::profiling().then_some(stream),
             start: std::time::Instant::now(),
             marks: Vec::new(),
         }
@@ -720,7 +761,7 @@ impl CudaEngine {
     }
 
     /// Reads the framing of device inputs (their first bytes, and last bytes
-    /// for gzip) with one gather kernel launch and one copy to the host per
+    /// for gzip) with one copy-kernel launch and one copy to the host per
     /// round; gdeflate page tables longer than the first guess take a second round.
     fn device_pieces(
         &self,
@@ -768,50 +809,26 @@ impl CudaEngine {
         let lens: Vec<usize> = heads.iter().chain(tails).copied().collect();
         let offs = crate::batch::offsets_of(lens.iter().copied());
         let gathered = *offs.last().unwrap();
-        let entries = lens.len();
         if gathered > 0 {
-            let table = plan::align_up(3 * 8 * entries, TABLE_ALIGN);
-            let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, table + gathered)?;
-            {
-                // SAFETY: pinned memory is page aligned; any bits are valid u64.
-                let words = unsafe {
-                    std::slice::from_raw_parts_mut(pinned.as_mut_slice().as_mut_ptr().cast::<u64>(), 3 * entries)
-                };
-                for (k, src) in srcs.enumerate() {
-                    words[k] = src;
-                    words[entries + k] = lens[k] as u64;
-                    words[2 * entries + k] = offs[k] as u64;
-                }
-            }
-            let dev = ensure_device(&self.ctx, &mut s.dev_in, table + gathered)?.ptr();
-            if s.gather.is_none() {
-                s.gather = Some(Gather::load()?);
-            }
-            let stream = self.cu_stream();
-            // SAFETY: the table and output lie in `dev`; the caller vouches for the regions.
-            unsafe {
-                result::memcpy_htod_async(dev, &pinned.as_slice()[..table], stream)
-                    .map_err(cuda_err("cuMemcpyHtoDAsync"))?;
-                let (srcs_at, lens_at, offs_at) = (dev, dev + 8 * entries as u64, dev + 16 * entries as u64);
-                s.gather
-                    .as_ref()
-                    .unwrap()
-                    .launch(entries, srcs_at, lens_at, offs_at, dev + table as u64, stream)?;
-                result::memcpy_dtoh_async(
-                    &mut pinned.as_mut_slice()[table..table + gathered],
-                    dev + table as u64,
-                    stream,
-                )
+            let dev = ensure_device(&self.ctx, &mut s.dev_in, gathered)?.ptr();
+            let copies: Vec<Copy> = srcs
+                .zip(&lens)
+                .zip(&offs)
+                .map(|((src, &len), &off)| Copy {
+                    dst: dev + off as u64,
+                    src,
+                    len,
+                })
+                .collect();
+            // SAFETY: the caller vouches for the regions; the destinations lie in `dev`.
+            unsafe { self.copy_all(&mut s.copier, copies)? };
+            let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, gathered)?;
+            // SAFETY: `gathered` bytes of `dev` into the pinned buffer, which holds more.
+            unsafe { result::memcpy_dtoh_async(&mut pinned.as_mut_slice()[..gathered], dev, self.cu_stream()) }
                 .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
-            }
             self.sync()?;
         }
-        let table = plan::align_up(3 * 8 * entries, TABLE_ALIGN);
-        let bytes = s
-            .pinned_in
-            .as_ref()
-            .map(|p| &p.as_slice()[table.min(p.len())..])
-            .unwrap_or_default();
+        let bytes = s.pinned_in.as_ref().map(PinnedBuffer::as_slice).unwrap_or_default();
         let mut pieces = Vec::new();
         let mut needs = Vec::new();
         for (i, r) in regions.iter().enumerate() {
@@ -840,7 +857,7 @@ impl CudaEngine {
         mut dest: Dest<'_>,
     ) -> Result<Decoded> {
         let first = self.decode_pass(s, algorithm, inputs, max, &mut dest, false);
-        if let (Err(e), true) = (&first, Profile::enabled()) {
+        if let (Err(e), true) = (&first, crate::profiling()) {
             eprintln!("zarrs_nvcomp profile: decode failed: {e}");
         }
         match first {
@@ -952,7 +969,7 @@ impl CudaEngine {
                     })
                     .collect();
                 // SAFETY: the caller vouches for the regions; staging lies in dev_in.
-                unsafe { copy_many(&copies, self.cu_stream())? };
+                unsafe { self.copy_all(&mut s.copier, copies)? };
             }
         }
         let word = |array: usize| dev_in + (array * 8 * n) as u64;
@@ -1030,7 +1047,7 @@ impl CudaEngine {
         let mut memory = None;
         let out_base = match *dest {
             Dest::NewDevice => {
-                let m = DeviceBuffer::new(&self.ctx, out_at)?;
+                let m = self.alloc_output(out_at)?;
                 let ptr = m.ptr();
                 memory = Some(m);
                 ptr
@@ -1090,7 +1107,7 @@ impl CudaEngine {
                     })
                     .collect();
                 // SAFETY: the caller vouches for the outputs; sources lie in dev_out.
-                unsafe { copy_many(&copies, self.cu_stream())? };
+                unsafe { self.copy_all(&mut s.copier, copies)? };
             }
         }
         let results = results_bytes(n);

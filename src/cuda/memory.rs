@@ -1,4 +1,4 @@
-//! Owned device and pinned host memory, and batched copies.
+//! Owned device and pinned host memory.
 
 use std::sync::Arc;
 
@@ -82,12 +82,14 @@ impl Drop for PinnedBuffer {
     }
 }
 
-/// Device memory freed when dropped.
+/// Device memory freed when dropped: scratch from `cuMemAlloc`, or memory
+/// handed to callers from the engine's [`MemoryPool`].
 #[derive(Debug)]
 pub(crate) struct DeviceBuffer {
     ptr: CUdeviceptr,
     len: usize,
     ctx: Arc<CudaContext>,
+    pooled: bool,
 }
 
 // SAFETY: a device address owned by this value; the driver API is thread-safe.
@@ -103,6 +105,7 @@ impl DeviceBuffer {
             ptr,
             len,
             ctx: ctx.clone(),
+            pooled: false,
         })
     }
 
@@ -118,9 +121,90 @@ impl DeviceBuffer {
 impl Drop for DeviceBuffer {
     fn drop(&mut self) {
         let _ = self.ctx.bind_to_thread();
-        // SAFETY: allocated by malloc_sync and not freed before; cuMemFree
-        // waits for work using it.
-        let _ = unsafe { result::free_sync(self.ptr) };
+        if self.pooled {
+            // Freed in order after all work of the context's blocking streams
+            // (CuPy's and PyTorch's default streams among them), without
+            // stalling the host as cuMemFree does; the engine's own work on
+            // the buffer finished before the buffer was handed out.
+            // SAFETY: allocated from a pool and not freed before.
+            let _ = unsafe { result::free_async(self.ptr, LEGACY_STREAM) };
+        } else {
+            // SAFETY: allocated by malloc_sync and not freed before; cuMemFree
+            // waits for work using it.
+            let _ = unsafe { result::free_sync(self.ptr) };
+        }
+    }
+}
+
+/// The legacy default stream, which waits for and is waited for by every
+/// blocking stream of the context.
+const LEGACY_STREAM: CUstream = 0x1 as CUstream;
+
+/// A stream-ordered memory pool of one device that keeps freed memory for
+/// reuse, so that a decode into new memory does not pay for mapping (and a
+/// free for synchronising) gigabytes each call, as nvCOMP's own Python API
+/// does not.
+#[derive(Debug)]
+pub(crate) struct MemoryPool {
+    pool: sys::CUmemoryPool,
+    ctx: Arc<CudaContext>,
+}
+
+// SAFETY: pool handles are usable from any thread.
+unsafe impl Send for MemoryPool {}
+unsafe impl Sync for MemoryPool {}
+
+impl MemoryPool {
+    pub fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
+        ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
+        // SAFETY: an all-zero CUmemPoolProps is the documented default apart from the fields set.
+        let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
+        props.allocType = sys::CUmemAllocationType::CU_MEM_ALLOCATION_TYPE_PINNED;
+        props.location.type_ = sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_DEVICE;
+        props.location.id = ctx.ordinal() as i32;
+        let mut pool = std::ptr::null_mut();
+        // SAFETY: valid properties; the pool is destroyed in Drop.
+        unsafe { sys::cuMemPoolCreate(&mut pool, &props) }
+            .result()
+            .map_err(cuda_err("cuMemPoolCreate"))?;
+        let pool = Self { pool, ctx: ctx.clone() };
+        let mut keep = u64::MAX;
+        // SAFETY: the release threshold attribute takes a u64.
+        unsafe {
+            sys::cuMemPoolSetAttribute(
+                pool.pool,
+                sys::CUmemPool_attribute::CU_MEMPOOL_ATTR_RELEASE_THRESHOLD,
+                (&mut keep as *mut u64).cast(),
+            )
+        }
+        .result()
+        .map_err(cuda_err("cuMemPoolSetAttribute"))?;
+        Ok(pool)
+    }
+
+    /// `len` bytes, ready for work enqueued on `stream` after this call.
+    pub fn alloc(&self, len: usize, stream: CUstream) -> Result<DeviceBuffer> {
+        self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
+        let mut ptr = 0;
+        // SAFETY: a fresh allocation from this pool, freed by DeviceBuffer's Drop.
+        unsafe { sys::cuMemAllocFromPoolAsync(&mut ptr, len.max(1), self.pool, stream) }
+            .result()
+            .map_err(cuda_err("cuMemAllocFromPoolAsync"))?;
+        Ok(DeviceBuffer {
+            ptr,
+            len,
+            ctx: self.ctx.clone(),
+            pooled: true,
+        })
+    }
+}
+
+impl Drop for MemoryPool {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // Buffers still out keep the pool's memory until they are freed.
+        // SAFETY: created by cuMemPoolCreate and not destroyed before.
+        let _ = unsafe { sys::cuMemPoolDestroy(self.pool) };
     }
 }
 
@@ -148,85 +232,4 @@ pub(crate) fn ensure_pinned<'a>(
         *slot = Some(PinnedBuffer::new(ctx, len + len / 4)?);
     }
     Ok(slot.as_mut().unwrap())
-}
-
-/// One copy of a batch: `len` bytes from `src` to `dst` (device or pinned
-/// host addresses, unified addressing).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Copy {
-    pub dst: u64,
-    pub src: u64,
-    pub len: usize,
-}
-
-/// Enqueues every copy on `stream`: one `cuMemcpyBatchAsync` where the driver
-/// has it (CUDA 12.8+), one `cuMemcpyAsync` per copy otherwise.
-///
-/// # Safety
-/// Every range must be valid memory until the stream reaches the copies.
-pub(crate) unsafe fn copy_many(copies: &[Copy], stream: CUstream) -> Result<()> {
-    let copies: Vec<Copy> = copies.iter().copied().filter(|c| c.len > 0).collect();
-    if copies.is_empty() {
-        return Ok(());
-    }
-    let mut dsts: Vec<CUdeviceptr> = copies.iter().map(|c| c.dst).collect();
-    let mut srcs: Vec<CUdeviceptr> = copies.iter().map(|c| c.src).collect();
-    let mut sizes: Vec<usize> = copies.iter().map(|c| c.len).collect();
-    let mut attrs = [sys::CUmemcpyAttributes {
-        srcAccessOrder: sys::CUmemcpySrcAccessOrder::CU_MEMCPY_SRC_ACCESS_ORDER_STREAM,
-        srcLocHint: sys::CUmemLocation {
-            type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_INVALID,
-            id: 0,
-        },
-        dstLocHint: sys::CUmemLocation {
-            type_: sys::CUmemLocationType::CU_MEM_LOCATION_TYPE_INVALID,
-            id: 0,
-        },
-        flags: 0,
-    }];
-    let mut attr_indices = [0usize];
-    let mut fail_index = 0usize;
-    if !has_batched_copies() {
-        return copy_each(&copies, stream);
-    }
-    // SAFETY: arrays of `copies.len()` entries; the caller vouches for the ranges.
-    let batched = unsafe {
-        sys::cuMemcpyBatchAsync(
-            dsts.as_mut_ptr(),
-            srcs.as_mut_ptr(),
-            sizes.as_mut_ptr(),
-            copies.len(),
-            attrs.as_mut_ptr(),
-            attr_indices.as_mut_ptr(),
-            1,
-            &mut fail_index,
-            stream,
-        )
-    };
-    if batched == sys::CUresult::CUDA_SUCCESS {
-        return Ok(());
-    }
-    // SAFETY: as above.
-    unsafe { copy_each(&copies, stream) }
-}
-
-/// Whether the driver exports `cuMemcpyBatchAsync`; cudarc panics on a missing symbol.
-fn has_batched_copies() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    // SAFETY: looking a symbol up in the already loaded driver library.
-    *HAS.get_or_init(|| unsafe {
-        sys::culib()
-            .get::<unsafe extern "C" fn()>(b"cuMemcpyBatchAsync")
-            .is_ok()
-    })
-}
-
-unsafe fn copy_each(copies: &[Copy], stream: CUstream) -> Result<()> {
-    for c in copies {
-        // SAFETY: as above.
-        unsafe { sys::cuMemcpyAsync(c.dst, c.src, c.len, stream) }
-            .result()
-            .map_err(cuda_err("cuMemcpyAsync"))?;
-    }
-    Ok(())
 }

@@ -5,9 +5,9 @@
 //! for both and reports why the backend is unusable instead of panicking.
 
 mod api;
+mod copies;
 mod device_batch;
 mod engine;
-mod gather;
 mod memory;
 mod plan;
 
@@ -16,6 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{result, sys};
 
+pub(crate) use copies::Rows;
 pub use device_batch::DeviceBatch;
 pub use engine::CudaEngine;
 
