@@ -86,14 +86,26 @@ fn main() {
             let chunks: Vec<&[u8]> = data.chunks(chunk).collect();
             let encoded = codec.encode_batch(&chunks).unwrap();
             let ratio = data.len() as f64 / encoded.data().len() as f64;
-            // One device copy of the whole encoded batch, buffers at their offsets.
-            let mut on_device = engine.alloc(encoded.data().len()).unwrap();
-            engine.stream().memcpy_htod(encoded.data(), &mut on_device).unwrap();
+            // One device allocation holding every buffer at a 256-byte boundary,
+            // as separate allocations (nvCOMP's own Python API) would be.
+            let starts: Vec<usize> = (0..encoded.len())
+                .scan(0, |at, i| {
+                    let start = *at;
+                    *at = (start + encoded.range(i).len()).next_multiple_of(256);
+                    Some(start)
+                })
+                .collect();
+            let mut padded = vec![0u8; starts.last().unwrap() + encoded.range(encoded.len() - 1).len()];
+            for (i, &start) in starts.iter().enumerate() {
+                padded[start..start + encoded.range(i).len()].copy_from_slice(&encoded.data()[encoded.range(i)]);
+            }
+            let mut on_device = engine.alloc(padded.len()).unwrap();
+            engine.stream().memcpy_htod(&padded, &mut on_device).unwrap();
             engine.stream().synchronize().unwrap();
             let (base, _guard) = cudarc::driver::DevicePtr::device_ptr(&on_device, engine.stream());
             let regions: Vec<DeviceRegion> = (0..encoded.len())
                 .map(|i| DeviceRegion {
-                    ptr: base + encoded.range(i).start as u64,
+                    ptr: base + starts[i] as u64,
                     len: encoded.range(i).len(),
                 })
                 .collect();
