@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::sys;
+use crate::cuda::Rows;
 use cudarc::driver::{CudaSlice, DevicePtrMut};
 use rayon::prelude::*;
 
@@ -57,6 +57,38 @@ impl BoxCopy {
             width: self.width,
             outer,
         }
+    }
+
+    /// The copy as strided rows, from a source at device address `src` to a
+    /// destination at `dst`: one entry per index of the dimensions outside
+    /// the innermost outer one.
+    fn device_rows(&self, src: u64, dst: u64, rows: &mut Vec<Rows>) {
+        let at = |base: u64, offset: usize| base + offset as u64;
+        let Some((inner, planes)) = self.outer.split_last() else {
+            rows.push(Rows {
+                src: at(src, self.src_offset),
+                dst: at(dst, self.dst_offset),
+                width: self.width,
+                rows: 1,
+                src_pitch: 0,
+                dst_pitch: 0,
+            });
+            return;
+        };
+        let planes = Self {
+            outer: planes.to_vec(),
+            ..self.clone()
+        };
+        planes.for_each_row(|s, d| {
+            rows.push(Rows {
+                src: at(src, s),
+                dst: at(dst, d),
+                width: self.width,
+                rows: inner.count,
+                src_pitch: inner.src_stride,
+                dst_pitch: inner.dst_stride,
+            })
+        });
     }
 
     /// The same destination, every row read from the start of the source.
@@ -255,119 +287,6 @@ fn cuda_error<E: std::fmt::Display>(call: &'static str) -> impl Fn(E) -> ReadErr
     }
 }
 
-fn check(call: &'static str, result: sys::CUresult) -> Result<(), ReadError> {
-    result.result().map_err(cuda_error(call))
-}
-
-/// Enqueues the device-to-device copy of `copy` from `src` to `dst` on `stream`.
-///
-/// # Safety
-/// `src` and `dst` must be device memory of the stream's context covering
-/// every row of `copy`, and stay alive until the stream has run the copy.
-unsafe fn enqueue_copy(stream: sys::CUstream, src: u64, dst: u64, copy: &BoxCopy) -> Result<(), ReadError> {
-    if copy.width == 0 {
-        return Ok(());
-    }
-    let (src, dst) = (src + copy.src_offset as u64, dst + copy.dst_offset as u64);
-    let n = copy.outer.len();
-    if n == 0 {
-        // SAFETY: the caller's.
-        return check("cuMemcpyDtoDAsync", unsafe {
-            sys::cuMemcpyDtoDAsync_v2(dst, src, copy.width, stream)
-        });
-    }
-    // Boxes of 3 or more outer dimensions: one 2-D or 3-D copy per index of
-    // the dimensions outside the last two.
-    let (loops, inner) = copy.outer.split_at(n.saturating_sub(2));
-    let mut index = vec![0usize; loops.len()];
-    loop {
-        let (mut s, mut d) = (src, dst);
-        for (i, dim) in index.iter().zip(loops) {
-            s += (i * dim.src_stride) as u64;
-            d += (i * dim.dst_stride) as u64;
-        }
-        // SAFETY: the caller's.
-        unsafe { enqueue_box(stream, s, d, copy.width, inner)? };
-        let mut k = loops.len();
-        loop {
-            if k == 0 {
-                return Ok(());
-            }
-            k -= 1;
-            index[k] += 1;
-            if index[k] < loops[k].count {
-                break;
-            }
-            index[k] = 0;
-        }
-    }
-}
-
-/// One `cuMemcpy2DAsync` (one dimension of rows) or `cuMemcpy3DAsync` (two).
-///
-/// # Safety
-/// As [`enqueue_copy`].
-unsafe fn enqueue_box(stream: sys::CUstream, src: u64, dst: u64, width: usize, dims: &[Dim]) -> Result<(), ReadError> {
-    let device = sys::CUmemorytype::CU_MEMORYTYPE_DEVICE;
-    match dims {
-        [rows] => {
-            let p = sys::CUDA_MEMCPY2D {
-                srcXInBytes: 0,
-                srcY: 0,
-                srcMemoryType: device,
-                srcHost: std::ptr::null(),
-                srcDevice: src,
-                srcArray: std::ptr::null_mut(),
-                srcPitch: rows.src_stride,
-                dstXInBytes: 0,
-                dstY: 0,
-                dstMemoryType: device,
-                dstHost: std::ptr::null_mut(),
-                dstDevice: dst,
-                dstArray: std::ptr::null_mut(),
-                dstPitch: rows.dst_stride,
-                WidthInBytes: width,
-                Height: rows.count,
-            };
-            // SAFETY: the caller's.
-            check("cuMemcpy2DAsync", unsafe { sys::cuMemcpy2DAsync_v2(&p, stream) })
-        }
-        [planes, rows] => {
-            // Plane strides are whole multiples of row strides (C order).
-            let p = sys::CUDA_MEMCPY3D {
-                srcXInBytes: 0,
-                srcY: 0,
-                srcZ: 0,
-                srcLOD: 0,
-                srcMemoryType: device,
-                srcHost: std::ptr::null(),
-                srcDevice: src,
-                srcArray: std::ptr::null_mut(),
-                reserved0: std::ptr::null_mut(),
-                srcPitch: rows.src_stride,
-                srcHeight: planes.src_stride / rows.src_stride,
-                dstXInBytes: 0,
-                dstY: 0,
-                dstZ: 0,
-                dstLOD: 0,
-                dstMemoryType: device,
-                dstHost: std::ptr::null_mut(),
-                dstDevice: dst,
-                dstArray: std::ptr::null_mut(),
-                reserved1: std::ptr::null_mut(),
-                dstPitch: rows.dst_stride,
-                dstHeight: planes.dst_stride / rows.dst_stride,
-                WidthInBytes: width,
-                Height: rows.count,
-                Depth: planes.count,
-            };
-            // SAFETY: the caller's.
-            check("cuMemcpy3DAsync", unsafe { sys::cuMemcpy3DAsync_v2(&p, stream) })
-        }
-        _ => unreachable!("enqueue_copy passes one or two dimensions"),
-    }
-}
-
 /// Decodes `wave` with one nvCOMP batch call and copies each chunk's part of
 /// the subset into `out` on the device; missing chunks are filled with
 /// `fill` (one element). Returns when the copies are done.
@@ -385,7 +304,6 @@ pub(crate) fn decode_wave_gpu(
         .bind_to_thread()
         .map_err(cuda_error("cuCtxSetCurrent"))?;
     let stream = engine.stream();
-    let cu_stream = stream.cu_stream();
     let mut present = Vec::with_capacity(wave.items.len());
     let mut inputs = Vec::with_capacity(wave.items.len());
     let mut missing = Vec::new();
@@ -408,6 +326,7 @@ pub(crate) fn decode_wave_gpu(
     let mut decoded = None;
     let mut fill_source = None;
     let enqueued = (|| -> Result<(), ReadError> {
+        let mut rows = Vec::new();
         if !inputs.is_empty() {
             let batch = decoded.insert(
                 engine
@@ -423,9 +342,7 @@ pub(crate) fn decode_wave_gpu(
                         actual: region.len,
                     });
                 }
-                // SAFETY: both regions are live device memory of this engine,
-                // freed only after the stream is synchronised.
-                unsafe { enqueue_copy(cu_stream, region.ptr, out.device_ptr(), &chunk.copy)? };
+                chunk.copy.device_rows(region.ptr, out.device_ptr(), &mut rows);
             }
         }
         if let Some(largest) = missing.iter().map(|c| c.copy.bytes()).max().filter(|n| *n > 0) {
@@ -433,12 +350,15 @@ pub(crate) fn decode_wave_gpu(
             let source = fill_source.insert(stream.clone_htod(&pattern).map_err(cuda_error("cuMemcpyHtoDAsync"))?);
             let (ptr, guard) = cudarc::driver::DevicePtr::device_ptr(&*source, stream);
             drop(guard);
+            // `source` holds a packed box of every missing chunk's size.
             for chunk in &missing {
-                // SAFETY: as above; `source` holds a packed box of every missing chunk's size.
-                unsafe { enqueue_copy(cu_stream, ptr, out.device_ptr(), &chunk.copy.packed_source())? };
+                chunk.copy.packed_source().device_rows(ptr, out.device_ptr(), &mut rows);
             }
         }
-        Ok(())
+        // SAFETY: the decoded batch, the fill source and the output are live
+        // device memory of this engine, freed only after the stream is
+        // synchronised; chunk boxes do not overlap.
+        unsafe { engine.enqueue_rows(&rows) }.map_err(ReadError::Engine)
     })();
     let synced = stream.synchronize().map_err(cuda_error("cuStreamSynchronize"));
     drop((decoded, fill_source));

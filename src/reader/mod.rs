@@ -407,13 +407,23 @@ where
     F: Fn(fetch::Wave) -> Result<(), ReadError> + Send + Sync + 'static,
 {
     let decode = Arc::new(decode);
+    let start = std::time::Instant::now();
     while let Some(wave) = rx.recv().await {
         let decode = decode.clone();
+        let (chunks, bytes) = (wave.items.len(), wave.compressed_bytes);
+        let fetched = start.elapsed();
         tokio::task::spawn_blocking(move || decode(wave))
             .await
             .map_err(|e| ReadError::Pipeline {
                 reason: format!("decoding task failed: {e}"),
             })??;
+        if crate::profiling() {
+            eprintln!(
+                "zarrs_nvcomp reader profile: wave of {chunks} chunks, {bytes} bytes: fetched at {:.2} ms, decoded at {:.2} ms",
+                fetched.as_secs_f64() * 1e3,
+                start.elapsed().as_secs_f64() * 1e3
+            );
+        }
     }
     Ok(())
 }
