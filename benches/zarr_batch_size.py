@@ -45,9 +45,12 @@ def main() -> None:
     cols = 4096
     rows = max(1, (args.size_mb << 20) // (4 * cols))
     chunk_rows = max(1, (args.chunk_kib << 10) // (4 * cols))
+    t0 = time.perf_counter()
     rng = np.random.default_rng(0)
     data = np.cumsum(rng.standard_normal((rows, cols), dtype=np.float32) * 0.1, axis=1)
     data = np.round(data, 2).astype(np.float32)
+    print(f"generated the data in {time.perf_counter() - t0:.1f} s", flush=True)
+    t0 = time.perf_counter()
     store = zarr.storage.MemoryStore()
     codec = NvCompBatchZarrCodec(algorithm=args.algorithm)
     with zarrs_nvcomp.set_zarr_batch_size():
@@ -57,7 +60,9 @@ def main() -> None:
     nchunks = -(-rows // chunk_rows)
     print(
         f"{data.nbytes / 2**20:.0f} MiB float32, {nchunks} chunks of "
-        f"{chunk_rows * cols * 4 >> 10} KiB, {args.algorithm}, backend {codec.backend}"
+        f"{chunk_rows * cols * 4 >> 10} KiB, {args.algorithm}, backend {codec.backend}, "
+        f"written in {time.perf_counter() - t0:.1f} s",
+        flush=True,
     )
 
     def read(batch_size: int | None) -> float:
