@@ -96,19 +96,7 @@ fn ptx() -> String {
     mul.wide.u32 %rd3, %r1, 8;
     shl.b64 %rd4, %rd2, 3;
     add.u64 %rd5, %rd1, %rd3;
-    ld.global.u64 %rd6, [%rd5];
-    add.u64 %rd5, %rd5, %rd4;
-    ld.global.u64 %rd7, [%rd5];
-    add.u64 %rd5, %rd5, %rd4;
-    ld.global.u64 %rd8, [%rd5];
-    add.u64 %rd5, %rd5, %rd4;
-    ld.global.u64 %rd9, [%rd5];
-    add.u64 %rd5, %rd5, %rd4;
-    ld.global.u64 %rd10, [%rd5];
-    add.u64 %rd5, %rd5, %rd4;
-    ld.global.u64 %rd11, [%rd5];
-    add.u64 %rd5, %rd5, %rd4;
-    ld.global.u64 %rd12, [%rd5];
+{FIELDS}
     cvt.u32.u64 %r6, %rd12;
     shr.u64 %rd13, %rd8, %r6;
     mul.lo.u64 %rd14, %rd13, %rd9;
@@ -158,7 +146,11 @@ fn ptx() -> String {
 "#
         )
     };
-    let mut text = head.to_string();
+    // The entry's fields into %rd6..%rd12, stepping %rd5 from array to array.
+    let fields: Vec<String> = (6..6 + TABLE_ARRAYS)
+        .map(|reg| format!("    ld.global.u64 %rd{reg}, [%rd5];\n    add.u64 %rd5, %rd5, %rd4;"))
+        .collect();
+    let mut text = head.replace("{FIELDS}", &fields.join("\n"));
     text += &body("LOOP1", "ld.u8 %rs1, [%rd25]", "st.u8 [%rd26], %rs1");
     text += &body("LOOP4", "ld.u32 %r7, [%rd25]", "st.u32 [%rd26], %r7");
     text += &body(
