@@ -1,6 +1,6 @@
 //! Decodes a wave of chunks and places each chunk's part of the subset into
 //! the output: on the CPU (rayon, one task per chunk) or on the GPU (one
-//! nvCOMP batch call per wave, then device-to-device box copies).
+//! nvCOMP batch call per wave, then one kernel launch that copies every box).
 
 use std::sync::Arc;
 
