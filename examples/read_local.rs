@@ -11,7 +11,9 @@ use std::collections::HashMap;
 use std::time::Instant;
 
 use zarrs::array::ArraySubset;
-use zarrs_nvcomp::reader::{batched_algorithm, open_array_blocking, read_chunks_parallel_blocking, ReadOptions};
+use zarrs_nvcomp::reader::{
+    batched_algorithm, open_array_blocking, read_chunks_parallel_blocking, ReadOptions, StoreIo,
+};
 use zarrs_nvcomp::zarrs_codec::parse_backend;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
@@ -30,6 +32,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         &subset,
         &ReadOptions {
             device,
+            store_io: StoreIo::for_url(&path),
             ..ReadOptions::default()
         },
     )?;

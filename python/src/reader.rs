@@ -15,7 +15,7 @@ use zarrs::array::ArraySubset;
 use zarrs::plugin::{ExtensionName, ZarrVersion};
 use zarrs_nvcomp::reader::{
     batched_algorithm, open_array_blocking, read_chunks_parallel_blocking, ArrayData, DeviceArray, ObjectStoreArray,
-    ReadError, ReadOptions,
+    ReadError, ReadOptions, StoreIo,
 };
 
 use crate::{parse_device, to_py_err, DecodeError, HostBatch};
@@ -148,6 +148,7 @@ impl ReaderArray {
             device: parse_device(device)?,
             max_concurrent_requests: max_concurrent_requests.unwrap_or(defaults.max_concurrent_requests),
             wave_bytes: wave_bytes.unwrap_or(defaults.wave_bytes),
+            store_io: StoreIo::for_url(&self.url),
             ..defaults
         };
         let subset = ArraySubset::new_with_ranges(&ranges.iter().map(|&(a, b)| a..b).collect::<Vec<_>>());

@@ -1,15 +1,18 @@
 //! Concurrent, bounded fetching of encoded chunks, grouped into waves of
 //! bounded compressed size.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use futures::{StreamExt, TryStreamExt};
+use rayon::prelude::*;
 use tokio::sync::mpsc;
 use zarrs::array::Array;
 use zarrs::storage::AsyncReadableStorageTraits;
 
-use super::plan::ChunkPlan;
+use super::plan::{ChunkPlan, Plan};
+use super::store::StoreIo;
 use super::ReadError;
 
 /// Fetched chunks, ready to decode together.
@@ -43,31 +46,80 @@ async fn fetch_one<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     })
 }
 
-/// Fetches every chunk of `chunks` with at most `concurrency` requests in
-/// flight and sends them on `tx` in waves of at least `wave_bytes` compressed
-/// bytes (the last wave may be smaller). Stops at the first error, or when
-/// the receiver is gone.
+impl Wave {
+    /// Adds a fetched chunk; returns the wave when it has reached `wave_bytes`.
+    fn push(&mut self, i: usize, bytes: Option<Bytes>, wave_bytes: usize) -> Option<Wave> {
+        self.compressed_bytes += bytes.as_ref().map_or(0, Bytes::len);
+        self.items.push((i, bytes));
+        (self.compressed_bytes >= wave_bytes).then(|| std::mem::take(self))
+    }
+}
+
+/// Fetches every chunk of the plan and sends them on `tx` in waves of at
+/// least `wave_bytes` compressed bytes (the last wave may be smaller): with
+/// at most `concurrency` requests in flight, or on rayon's threads for
+/// [`StoreIo::Blocking`]. Stops at the first error, or when the receiver is
+/// gone.
 pub(crate) async fn fetch_waves<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     array: &Array<S>,
-    chunks: &[ChunkPlan],
+    plan: &Arc<Plan>,
+    io: StoreIo,
     concurrency: usize,
     wave_bytes: usize,
     timeout: Option<Duration>,
     tx: mpsc::Sender<Wave>,
 ) -> Result<(), ReadError> {
-    let mut fetched = futures::stream::iter(chunks.iter().enumerate())
+    if io == StoreIo::Blocking {
+        let (array, plan) = (array.with_storage(array.storage()), plan.clone());
+        return tokio::task::spawn_blocking(move || fetch_waves_blocking(&array, &plan.chunks, wave_bytes, &tx))
+            .await
+            .map_err(|e| ReadError::Pipeline {
+                reason: format!("fetching task failed: {e}"),
+            })?;
+    }
+    let mut fetched = futures::stream::iter(plan.chunks.iter().enumerate())
         .map(|(i, chunk)| async move { fetch_one(array, chunk, timeout).await.map(|bytes| (i, bytes)) })
         .buffer_unordered(concurrency.max(1));
     let mut wave = Wave::default();
     while let Some((i, bytes)) = fetched.try_next().await? {
-        wave.compressed_bytes += bytes.as_ref().map_or(0, Bytes::len);
-        wave.items.push((i, bytes));
-        if wave.compressed_bytes >= wave_bytes && tx.send(std::mem::take(&mut wave)).await.is_err() {
-            return Ok(());
+        if let Some(full) = wave.push(i, bytes, wave_bytes) {
+            if tx.send(full).await.is_err() {
+                return Ok(());
+            }
         }
     }
     if !wave.items.is_empty() {
         let _ = tx.send(wave).await;
+    }
+    Ok(())
+}
+
+/// [`fetch_waves`] for [`StoreIo::Blocking`]: rounds of a few chunks per
+/// rayon thread, each fetch driven to completion on its thread, where no
+/// tokio runtime is current.
+fn fetch_waves_blocking<S: ?Sized + AsyncReadableStorageTraits + 'static>(
+    array: &Array<S>,
+    chunks: &[ChunkPlan],
+    wave_bytes: usize,
+    tx: &mpsc::Sender<Wave>,
+) -> Result<(), ReadError> {
+    let round = 16 * rayon::current_num_threads();
+    let mut wave = Wave::default();
+    for (r, part) in chunks.chunks(round).enumerate() {
+        let fetched: Vec<Option<Bytes>> = part
+            .par_iter()
+            .map(|chunk| futures::executor::block_on(fetch_one(array, chunk, None)))
+            .collect::<Result<_, _>>()?;
+        for (k, bytes) in fetched.into_iter().enumerate() {
+            if let Some(full) = wave.push(r * round + k, bytes, wave_bytes) {
+                if tx.blocking_send(full).is_err() {
+                    return Ok(());
+                }
+            }
+        }
+    }
+    if !wave.items.is_empty() {
+        let _ = tx.blocking_send(wave);
     }
     Ok(())
 }

@@ -65,7 +65,7 @@ use zarrs::storage::AsyncReadableStorageTraits;
 use zarrs_object_store::AsyncObjectStore;
 
 pub use assemble::DeviceArray;
-pub use store::open_store;
+pub use store::{open_store, StoreIo};
 
 use crate::codec::{Backend, BatchCodec, DEFAULT_MAX_DECODED_SIZE};
 use crate::cuda::CudaEngine;
@@ -185,6 +185,9 @@ pub struct ReadOptions {
     /// Bound on fetching one chunk, retries included (default none: the
     /// store's own timeouts and retry limits apply).
     pub request_timeout: Option<Duration>,
+    /// How the store's requests are driven (default [`StoreIo::Async`]; use
+    /// [`StoreIo::for_url`] for arrays opened from a URL).
+    pub store_io: StoreIo,
 }
 
 impl Default for ReadOptions {
@@ -195,6 +198,7 @@ impl Default for ReadOptions {
             wave_bytes: 1 << 30,
             max_decoded_size: DEFAULT_MAX_DECODED_SIZE,
             request_timeout: None,
+            store_io: StoreIo::Async,
         }
     }
 }
@@ -360,7 +364,8 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
     let (tx, mut rx) = mpsc::channel::<fetch::Wave>(1);
     let producer = fetch::fetch_waves(
         array,
-        &plan.chunks,
+        &plan,
+        options.store_io,
         options.max_concurrent_requests,
         options.wave_bytes.max(1),
         options.request_timeout,

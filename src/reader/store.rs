@@ -109,6 +109,34 @@ fn with_prefix(store: Arc<dyn ObjectStore>, prefix: &str) -> Result<Arc<dyn Obje
     })
 }
 
+/// How the reader drives a store's requests.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum StoreIo {
+    /// As futures on the tokio runtime, at most
+    /// [`ReadOptions::max_concurrent_requests`](super::ReadOptions) in flight:
+    /// right for every store, and the only way for network stores.
+    #[default]
+    Async,
+    /// On rayon's threads, outside any tokio runtime, where object_store's
+    /// local file system does its reads on the calling thread instead of
+    /// handing each to tokio's blocking pool twice (the limit at tens of
+    /// thousands of small chunks). Only for stores that need no runtime:
+    /// local files and memory. [`ReadOptions::request_timeout`](super::ReadOptions)
+    /// does not apply.
+    Blocking,
+}
+
+impl StoreIo {
+    /// [`StoreIo::Blocking`] for the local paths, `file://` and `memory://`
+    /// URLs that [`open_store`] opens, [`StoreIo::Async`] otherwise.
+    pub fn for_url(url: &str) -> Self {
+        match Url::parse(url) {
+            Ok(parsed) if parsed.scheme().len() > 1 && !matches!(parsed.scheme(), "file" | "memory") => Self::Async,
+            _ => Self::Blocking,
+        }
+    }
+}
+
 /// Opens the store at `url`, rooted at the URL's path, with `options` (see
 /// the [module documentation](self)).
 pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dyn ObjectStore>, ReadError> {
@@ -199,5 +227,21 @@ mod tests {
         let err = open_store("s3://bucket/prefix", &opts).err().unwrap();
         assert!(err.to_string().contains("no_such_option"), "{err}");
         assert!(open_store("memory://", &none).is_ok());
+    }
+
+    #[test]
+    fn local_and_memory_urls_read_blocking() {
+        for url in [
+            "/data/a.zarr",
+            "data/a.zarr",
+            "file:///data/a.zarr",
+            "memory://a",
+            "C:/data/a.zarr",
+        ] {
+            assert_eq!(StoreIo::for_url(url), StoreIo::Blocking, "{url}");
+        }
+        for url in ["s3://bucket/a.zarr", "https://host/a.zarr", "http://host/a.zarr"] {
+            assert_eq!(StoreIo::for_url(url), StoreIo::Async, "{url}");
+        }
     }
 }

@@ -8,7 +8,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde_json::{json, Value};
 use zarrs::array::{Array, ArrayBytes, ArraySubset};
-use zarrs_nvcomp::reader::{read_chunks_parallel, ReadOptions};
+use zarrs_nvcomp::reader::{read_chunks_parallel, ReadOptions, StoreIo};
 use zarrs_nvcomp::Backend;
 use zarrs_object_store::AsyncObjectStore;
 
@@ -175,6 +175,13 @@ pub async fn assert_reads_like_zarrs_on(array: &Array<Store>, what: &str, device
             device,
             wave_bytes: 1,
             max_concurrent_requests: 3,
+            ..ReadOptions::default()
+        },
+        // Fetched on rayon's threads, in waves that end mid-round.
+        ReadOptions {
+            device,
+            wave_bytes: 1000,
+            store_io: StoreIo::Blocking,
             ..ReadOptions::default()
         },
     ] {
