@@ -59,7 +59,9 @@
 //! a global allocator that keeps freed memory mapped for reuse, such as
 //! mimalloc (the Python extension's): glibc's malloc returns freed blocks of
 //! a megabyte or so to the kernel, and a read of chunks of that size then
-//! spends a large part of its time in page faults.
+//! spends a large part of its time in page faults. Local stores open and read
+//! each chunk on a tokio blocking thread: [`runtime`] caps those threads, and
+//! a runtime of the caller's should too.
 
 mod assemble;
 mod chain;
@@ -287,13 +289,28 @@ impl ArrayData {
     }
 }
 
-/// The shared tokio runtime of the blocking functions.
+/// Blocking threads of the shared runtime per CPU core. Local stores open
+/// and read every chunk on a blocking thread, and tokio starts a new one for
+/// each task that finds none idle: with tokio's default cap, a read of many
+/// small chunks on a few cores grew 512 threads, which spent more time
+/// switching than reading.
+const BLOCKING_THREADS_PER_CORE: usize = 8;
+
+/// The shared runtime's cap on blocking threads.
+fn blocking_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    BLOCKING_THREADS_PER_CORE * cores
+}
+
+/// The shared tokio runtime of the blocking functions, with at most 8
+/// blocking threads (which read local files) per CPU core.
 pub fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("zarrs-nvcomp-reader")
+            .max_blocking_threads(blocking_threads())
             .build()
             .expect("cannot start the tokio runtime")
     })
