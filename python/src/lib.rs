@@ -19,6 +19,16 @@ use zarrs_nvcomp::{Algorithm, Backend, Batch, BatchCodec, Error};
 
 mod reader;
 
+/// The extension's Rust allocations come from mimalloc, which keeps freed
+/// memory mapped for the next allocations. glibc's malloc returns freed
+/// blocks of a megabyte or so to the kernel: the reader fetches every chunk
+/// into a new buffer of that size, which was then faulted in afresh, page by
+/// page, on every read, at a cost close to decoding it. (`local_dynamic_tls`:
+/// the extension is loaded with `dlopen`, which leaves no room for
+/// mimalloc's default initial-exec thread-locals.)
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 create_exception!(
     zarrs_nvcomp,
     DecodeError,

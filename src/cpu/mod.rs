@@ -336,7 +336,7 @@ pub fn decode_batch_in(
 /// Asks Linux to back a large, still untouched output with transparent huge
 /// pages: faulting in fresh 4 KiB pages costs as much as decoding LZ4 into
 /// them, 2 MiB pages a fraction of it. Only advice: failure changes nothing.
-fn advise_huge_pages(data: &mut [u8]) {
+pub(crate) fn advise_huge_pages(data: &mut [u8]) {
     #[cfg(target_os = "linux")]
     {
         const HUGE: usize = 2 << 20;

@@ -116,9 +116,12 @@ unsafe impl Send for HostOutput {}
 unsafe impl Sync for HostOutput {}
 
 impl HostOutput {
-    /// `len` zero bytes.
+    /// `len` zero bytes, backed by huge pages where the kernel allows: a
+    /// fresh output is faulted in as the chunks are decoded into it, and
+    /// 4 KiB pages cost a fault each.
     pub fn new(len: usize) -> Self {
         let mut data = vec![0u8; len];
+        crate::cpu::advise_huge_pages(&mut data);
         let ptr = data.as_mut_ptr();
         Self {
             data: std::cell::UnsafeCell::new(data),

@@ -37,9 +37,10 @@
 //!    the ordinary zarrs pipeline, with the reason logged at `info` level.
 //! 2. The chunks that intersect the subset are fetched concurrently (at most
 //!    [`ReadOptions::max_concurrent_requests`] at a time) and grouped in waves
-//!    of about [`ReadOptions::wave_bytes`] compressed bytes; fetching the next
-//!    wave overlaps decoding the current one. Missing chunks read as the fill
-//!    value.
+//!    of about [`ReadOptions::wave_bytes`] compressed bytes (on the CPU, at
+//!    most [`CPU_WAVE_BYTES_PER_THREAD`] per decoding thread); fetching the
+//!    next wave overlaps decoding the current one. Missing chunks read as the
+//!    fill value.
 //! 3. Each wave is decoded and each chunk's part of the subset copied into
 //!    the output, which is C-order and exactly the subset's shape, in native
 //!    byte order.
@@ -48,6 +49,19 @@
 //! (undecodable, or a checksum mismatch) and [`ReadError::ChunkSize`] (decodes
 //! to the wrong size). On the GPU, formats without a checksum may decode a
 //! damaged chunk to wrong bytes of the right size (see the crate docs).
+//!
+//! # Memory
+//!
+//! A host output is advised to use transparent huge pages (fresh memory is
+//! faulted in as the decoders write it, one fault per 4 KiB page otherwise),
+//! and chunks that are one run of it are decoded straight into it. The store
+//! gives every fetched chunk a new buffer, so reads to the host run best with
+//! a global allocator that keeps freed memory mapped for reuse, such as
+//! mimalloc (the Python extension's): glibc's malloc returns freed blocks of
+//! a megabyte or so to the kernel, and a read of chunks of that size then
+//! spends a large part of its time in page faults. Local stores open and read
+//! each chunk on a tokio blocking thread: [`runtime`] caps those threads, and
+//! a runtime of the caller's should too.
 
 mod assemble;
 mod chain;
@@ -177,7 +191,8 @@ pub struct ReadOptions {
     pub device: Backend,
     /// Most chunk requests in flight at once (default 64).
     pub max_concurrent_requests: usize,
-    /// Compressed bytes per decoding wave (default 1 GiB); a wave holds at
+    /// Compressed bytes per decoding wave (default 1 GiB; on the CPU at most
+    /// [`CPU_WAVE_BYTES_PER_THREAD`] per decoding thread); a wave holds at
     /// least one chunk.
     pub wave_bytes: usize,
     /// Largest decoded size of one chunk (default 2 GiB).
@@ -188,6 +203,27 @@ pub struct ReadOptions {
     /// How the store's requests are driven (default [`StoreIo::Async`]; use
     /// [`StoreIo::for_url`] for arrays opened from a URL).
     pub store_io: StoreIo,
+}
+
+/// Most compressed bytes of a CPU wave per thread of rayon's pool, whatever
+/// [`ReadOptions::wave_bytes`] asks. The CPU decodes chunk by chunk and gains
+/// nothing from large waves, while every fetched chunk of a wave stays alive
+/// until the wave is decoded: a wave of a whole array holds all its
+/// compressed bytes at once, in fresh memory faulted in page by page on every
+/// read. Small waves keep few chunks alive, so the allocator can hand the
+/// memory of decoded chunks to the next fetches (see the
+/// [module documentation](self#memory)).
+pub const CPU_WAVE_BYTES_PER_THREAD: usize = 8 << 20;
+
+/// The compressed bytes of one wave: `options.wave_bytes`, bounded on the CPU.
+fn wave_bytes(options: &ReadOptions, on_cpu: bool) -> usize {
+    let bytes = if on_cpu {
+        let cpu_bound = CPU_WAVE_BYTES_PER_THREAD.saturating_mul(rayon::current_num_threads());
+        options.wave_bytes.min(cpu_bound)
+    } else {
+        options.wave_bytes
+    };
+    bytes.max(1)
 }
 
 impl Default for ReadOptions {
@@ -257,13 +293,28 @@ impl ArrayData {
     }
 }
 
-/// The shared tokio runtime of the blocking functions.
+/// Blocking threads of the shared runtime per CPU core. Local stores open
+/// and read every chunk on a blocking thread, and tokio starts a new one for
+/// each task that finds none idle: with tokio's default cap, a read of many
+/// small chunks on a few cores grew 512 threads, which spent more time
+/// switching than reading.
+const BLOCKING_THREADS_PER_CORE: usize = 8;
+
+/// The shared runtime's cap on blocking threads.
+fn blocking_threads() -> usize {
+    let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+    BLOCKING_THREADS_PER_CORE * cores
+}
+
+/// The shared tokio runtime of the blocking functions, with at most 8
+/// blocking threads (which read local files) per CPU core.
 pub fn runtime() -> &'static tokio::runtime::Runtime {
     static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RUNTIME.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("zarrs-nvcomp-reader")
+            .max_blocking_threads(blocking_threads())
             .build()
             .expect("cannot start the tokio runtime")
     })
@@ -367,7 +418,7 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
         &plan,
         options.store_io,
         options.max_concurrent_requests,
-        options.wave_bytes.max(1),
+        wave_bytes(options, engine.is_none()),
         options.request_timeout,
         tx,
     );
