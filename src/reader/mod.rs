@@ -36,7 +36,8 @@
 //!    chain (blosc, filters, transpose, sharding, big endian, ...) is read by
 //!    the ordinary zarrs pipeline, with the reason logged at `info` level.
 //! 2. The chunks that intersect the subset are fetched concurrently (at most
-//!    [`ReadOptions::max_concurrent_requests`] at a time) and grouped in waves
+//!    [`ReadOptions::max_concurrent_requests`] at a time, or on rayon's
+//!    threads with [`StoreIo::Blocking`]) and grouped in waves
 //!    of about [`ReadOptions::wave_bytes`] compressed bytes (on the CPU, at
 //!    most [`CPU_WAVE_BYTES_PER_THREAD`] per decoding thread); fetching the
 //!    next wave overlaps decoding the current one. Missing chunks read as the
@@ -59,9 +60,10 @@
 //! a global allocator that keeps freed memory mapped for reuse, such as
 //! mimalloc (the Python extension's): glibc's malloc returns freed blocks of
 //! a megabyte or so to the kernel, and a read of chunks of that size then
-//! spends a large part of its time in page faults. Local stores open and read
-//! each chunk on a tokio blocking thread: [`runtime`] caps those threads, and
-//! a runtime of the caller's should too.
+//! spends a large part of its time in page faults. With [`StoreIo::Async`],
+//! local stores open and read each chunk on a tokio blocking thread:
+//! [`runtime`] caps those threads, and a runtime of the caller's should too;
+//! [`StoreIo::Blocking`] reads them on rayon's threads instead.
 
 mod assemble;
 mod chain;
