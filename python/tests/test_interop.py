@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import struct
 import zlib
+from pathlib import Path
 
 import numcodecs
 import numpy as np
 import pytest
+import zarr
+from conftest import CPU_ALGORITHMS
 from numcodecs.compat import ensure_contiguous_ndarray
 
 from zarrs_nvcomp import NvCompBatchCodec
@@ -76,3 +79,15 @@ def test_nvcomp_to_numcodecs(device, algorithm, theirs, to_ours, to_theirs):
         if to_theirs:
             e = to_theirs(e, d.tobytes())
         assert as_bytes(theirs().decode(e)) == d.tobytes()
+
+
+GPU_ZARR2 = Path(__file__).parent / "fixture" / "zarr2_gpu"
+
+
+@pytest.mark.parametrize("algorithm", CPU_ALGORITHMS)
+def test_zarr2_store_written_on_the_gpu_reads_here(algorithm):
+    # Written on the H200 by scripts/write_gpu_zarr2_fixture.py; read with
+    # whatever backend this machine has (the CPU in CI).
+    z = zarr.open_array(str(GPU_ZARR2 / f"{algorithm}.zarr"), mode="r")
+    assert z.attrs["written_by"].startswith("zarrs_nvcomp on cuda"), dict(z.attrs)
+    np.testing.assert_array_equal(z[:], np.load(GPU_ZARR2 / "expected.npy"))

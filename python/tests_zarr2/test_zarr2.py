@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import numcodecs
 import numpy as np
 import pytest
@@ -10,6 +12,8 @@ import zarr
 CPU_ALGORITHMS = ["lz4", "snappy", "zstd", "deflate", "gzip", "gdeflate"]
 
 EXAMPLE = """
+from pathlib import Path
+
 import numcodecs
 import numpy as np
 import zarr
@@ -67,3 +71,14 @@ def test_store_written_and_read_back(tmp_path, algorithm, dtype, shape, chunks):
 def test_registry_entry_point():
     codec = numcodecs.registry.get_codec({"id": "nvcomp_batch", "algorithm": "zstd"})
     assert type(codec).__name__ == "NvCompBatchCodec"
+
+
+GPU_ZARR2 = Path(__file__).parent.parent / "tests" / "fixture" / "zarr2_gpu"
+
+
+@pytest.mark.parametrize("algorithm", CPU_ALGORITHMS)
+def test_store_written_on_the_gpu_reads_without_one(algorithm):
+    # Written on the H200 by scripts/write_gpu_zarr2_fixture.py.
+    z = zarr.open_array(str(GPU_ZARR2 / f"{algorithm}.zarr"), mode="r")
+    assert z.attrs["written_by"].startswith("zarrs_nvcomp on cuda"), dict(z.attrs)
+    np.testing.assert_array_equal(z[:], np.load(GPU_ZARR2 / "expected.npy"))
