@@ -93,3 +93,105 @@ fn bad_configurations_are_errors_naming_the_problem() {
     assert!(err.contains("lzma"), "{err}");
     assert!("lz4".parse::<Algorithm>().is_ok());
 }
+
+/// The committed arrays zarrs writes with the codec, which the Python tests
+/// read with zarr-python: `tests/fixture/zarrs_v3/<algorithm>.zarr`.
+fn zarrs_fixture_root() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixture/zarrs_v3")
+}
+
+/// The files below `dir`, relative, with their bytes.
+fn files_below(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<u8>> {
+    let mut files = std::collections::BTreeMap::new();
+    let mut pending = vec![dir.to_path_buf()];
+    while let Some(d) = pending.pop() {
+        for entry in std::fs::read_dir(&d).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let name = path.strip_prefix(dir).unwrap().to_string_lossy().replace('\\', "/");
+                files.insert(name, std::fs::read(&path).unwrap());
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn zarrs_writes_the_arrays_zarr_python_reads() {
+    // `ZARRS_NVCOMP_WRITE_FIXTURES=1 cargo test --test zarrs_codec` rewrites them.
+    let rewrite = std::env::var_os("ZARRS_NVCOMP_WRITE_FIXTURES").is_some();
+    let data: Vec<u32> = (0..40 * 30).map(|i| (i * 7 % 101) as u32).collect();
+    for name in ["lz4", "snappy", "zstd", "deflate", "gzip", "gdeflate"] {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Arc::new(zarrs::filesystem::FilesystemStore::new(dir.path()).unwrap());
+        let codec = NvcompBatchCodec::new(name.parse().unwrap(), Backend::Cpu).unwrap();
+        let array = ArrayBuilder::new(vec![40, 30], vec![16, 16], data_type::uint32(), 5u32)
+            .bytes_to_bytes_codecs(vec![Arc::new(codec)])
+            .build(store, "/")
+            .unwrap();
+        array.store_metadata().unwrap();
+        array
+            .store_array_subset(&ArraySubset::new_with_shape(vec![40, 30]), data.clone())
+            .unwrap();
+        let written = files_below(dir.path());
+        let fixture = zarrs_fixture_root().join(format!("{name}.zarr"));
+        if rewrite {
+            let _ = std::fs::remove_dir_all(&fixture);
+            for (file, bytes) in &written {
+                let path = fixture.join(file);
+                std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+                std::fs::write(path, bytes).unwrap();
+            }
+            continue;
+        }
+        let committed = files_below(&fixture);
+        assert_eq!(
+            committed.keys().collect::<Vec<_>>(),
+            written.keys().collect::<Vec<_>>(),
+            "{name}: files"
+        );
+        // Chunks byte for byte; the metadata names zarrs' version, so only its codec is compared.
+        for (file, bytes) in &written {
+            if file == "zarr.json" {
+                let codecs = |b: &[u8]| serde_json::from_slice::<serde_json::Value>(b).unwrap()["codecs"].clone();
+                assert_eq!(codecs(bytes), codecs(&committed[file]), "{name}: codecs");
+            } else {
+                assert!(
+                    *bytes == committed[file],
+                    "{name}: chunk {file} differs from the fixture"
+                );
+            }
+        }
+    }
+}
+
+/// A little-endian float32 `.npy` file's values.
+fn read_npy_f32(path: &std::path::Path) -> Vec<f32> {
+    let bytes = std::fs::read(path).unwrap();
+    assert_eq!(&bytes[..6], b"\x93NUMPY", "{}", path.display());
+    let header_len = u16::from_le_bytes([bytes[8], bytes[9]]) as usize;
+    let header = std::str::from_utf8(&bytes[10..10 + header_len]).unwrap();
+    assert!(header.contains("'<f4'") && header.contains("False"), "{header}");
+    bytes[10 + header_len..]
+        .chunks_exact(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect()
+}
+
+#[test]
+fn zarr_python_arrays_written_on_the_gpu_read_with_zarrs() {
+    // zarr 2 arrays that zarr-python wrote with NvCompBatchCodec on the H200
+    // (scripts/write_gpu_zarr2_fixture.py).
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("python/tests/fixture/zarr2_gpu");
+    let expected = read_npy_f32(&root.join("expected.npy"));
+    for name in ["lz4", "snappy", "zstd", "deflate", "gzip", "gdeflate"] {
+        let store = Arc::new(zarrs::filesystem::FilesystemStore::new(root.join(format!("{name}.zarr"))).unwrap());
+        let array = Array::open(store, "/").unwrap();
+        let read: Vec<f32> = array
+            .retrieve_array_subset(&ArraySubset::new_with_shape(vec![20, 30]))
+            .unwrap();
+        assert_eq!(read, expected, "{name}");
+    }
+}

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -180,3 +181,15 @@ def test_gpu_chunks_stay_on_device(monkeypatch):
             got = zarr.open_array(store)[:]
     assert seen and all(t is cp.ndarray for t in seen), seen
     np.testing.assert_array_equal(cp.asnumpy(got), data)
+
+
+ZARRS_WRITTEN = Path(__file__).resolve().parents[2] / "tests" / "fixture" / "zarrs_v3"
+
+
+@pytest.mark.parametrize("algorithm", CPU_ALGORITHMS)
+def test_arrays_written_by_zarrs_read_with_zarr_python(algorithm):
+    # Written by zarrs with the Rust codec (tests/zarrs_codec.rs keeps them current).
+    z = zarr.open_array(str(ZARRS_WRITTEN / f"{algorithm}.zarr"), mode="r")
+    assert isinstance(z.metadata.codecs[-1], NvCompBatchZarrCodec)
+    expected = (np.arange(40 * 30, dtype=np.uint32) * 7 % 101).reshape(40, 30)
+    np.testing.assert_array_equal(z[:], expected)
