@@ -163,47 +163,18 @@ impl NvcompBatchCodec {
         &self.codec
     }
 
-    fn from_map(map: &serde_json::Map<String, serde_json::Value>) -> Result<Codec, PluginCreateError> {
-        let codec = Self::from_configuration(&serde_json::Value::Object(map.clone()), backend_from_env()?)
-            .map_err(|e| PluginCreateError::Other(format!("{NVCOMP_BATCH_NAME}: {e}")))?;
-        Ok(Codec::BytesToBytes(Arc::new(codec)))
-    }
-}
-
-impl CodecTraitsV3 for NvcompBatchCodec {
-    fn create(metadata: &MetadataV3) -> Result<Codec, PluginCreateError> {
-        let empty = Configuration::default();
-        Self::from_map(metadata.configuration().unwrap_or(&empty))
-    }
-}
-
-impl CodecTraitsV2 for NvcompBatchCodec {
-    fn create(metadata: &MetadataV2) -> Result<Codec, PluginCreateError> {
-        Self::from_map(metadata.configuration())
-    }
-}
-
-impl CodecTraits for NvcompBatchCodec {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn configuration(&self, _version: ZarrVersion, _options: &CodecMetadataOptions) -> Option<Configuration> {
+    /// The codec's configuration in array metadata: the algorithm's.
+    fn metadata_configuration(&self) -> Option<Configuration> {
         match self.algorithm().to_config() {
             serde_json::Value::Object(map) => Some(map.into()),
             _ => None,
         }
     }
 
-    fn partial_decoder_capability(&self) -> PartialDecoderCapability {
-        PartialDecoderCapability {
-            partial_read: false,
-            partial_decode: false,
-        }
-    }
-
-    fn partial_encoder_capability(&self) -> PartialEncoderCapability {
-        PartialEncoderCapability { partial_encode: false }
+    fn from_map(map: &serde_json::Map<String, serde_json::Value>) -> Result<Codec, PluginCreateError> {
+        let codec = Self::from_configuration(&serde_json::Value::Object(map.clone()), backend_from_env()?)
+            .map_err(|e| PluginCreateError::Other(format!("{NVCOMP_BATCH_NAME}: {e}")))?;
+        Ok(Codec::BytesToBytes(Arc::new(codec)))
     }
 }
 
@@ -228,41 +199,6 @@ fn decode_one(
             Ok(out)
         }
         _ => Ok(codec.decode_batch(&[encoded]).map_err(codec_error)?.into_parts().0),
-    }
-}
-
-#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
-impl BytesToBytesCodecTraits for NvcompBatchCodec {
-    fn into_dyn(self: Arc<Self>) -> Arc<dyn BytesToBytesCodecTraits> {
-        self as Arc<dyn BytesToBytesCodecTraits>
-    }
-
-    fn recommended_concurrency(
-        &self,
-        _decoded_representation: &BytesRepresentation,
-    ) -> Result<RecommendedConcurrency, CodecError> {
-        Ok(RecommendedConcurrency::new_maximum(1))
-    }
-
-    fn encode<'a>(
-        &self,
-        decoded_value: ArrayBytesRaw<'a>,
-        _options: &CodecOptions,
-    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        encode_one(&self.codec, &decoded_value).map(Cow::Owned)
-    }
-
-    fn decode<'a>(
-        &self,
-        encoded_value: ArrayBytesRaw<'a>,
-        decoded_representation: &BytesRepresentation,
-        _options: &CodecOptions,
-    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        decode_one(&self.codec, &encoded_value, decoded_representation).map(Cow::Owned)
-    }
-
-    fn encoded_representation(&self, _decoded_representation: &BytesRepresentation) -> BytesRepresentation {
-        BytesRepresentation::UnboundedSize
     }
 }
 
@@ -301,6 +237,13 @@ impl NumcodecsLz4Codec {
         })
     }
 
+    /// The codec's configuration in array metadata: numcodecs' `acceleration`.
+    fn metadata_configuration(&self) -> Option<Configuration> {
+        let mut map = serde_json::Map::new();
+        map.insert("acceleration".into(), self.acceleration.into());
+        Some(map.into())
+    }
+
     fn from_map(map: &serde_json::Map<String, serde_json::Value>) -> Result<Codec, PluginCreateError> {
         if let Some(key) = map.keys().find(|k| !["id", "acceleration"].contains(&k.as_str())) {
             return Err(PluginCreateError::Other(format!(
@@ -317,76 +260,86 @@ impl NumcodecsLz4Codec {
     }
 }
 
-impl CodecTraitsV3 for NumcodecsLz4Codec {
-    fn create(metadata: &MetadataV3) -> Result<Codec, PluginCreateError> {
-        let empty = Configuration::default();
-        Self::from_map(metadata.configuration().unwrap_or(&empty))
-    }
-}
-
-impl CodecTraitsV2 for NumcodecsLz4Codec {
-    fn create(metadata: &MetadataV2) -> Result<Codec, PluginCreateError> {
-        Self::from_map(metadata.configuration())
-    }
-}
-
-impl CodecTraits for NumcodecsLz4Codec {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn configuration(&self, _version: ZarrVersion, _options: &CodecMetadataOptions) -> Option<Configuration> {
-        let mut map = serde_json::Map::new();
-        map.insert("acceleration".into(), self.acceleration.into());
-        Some(map.into())
-    }
-
-    fn partial_decoder_capability(&self) -> PartialDecoderCapability {
-        PartialDecoderCapability {
-            partial_read: false,
-            partial_decode: false,
+/// The zarrs traits both codecs implement alike, from their `codec:
+/// BatchCodec` field and their inherent `from_map` and
+/// `metadata_configuration`.
+macro_rules! impl_batch_codec_traits {
+    ($codec:ty) => {
+        impl CodecTraitsV3 for $codec {
+            fn create(metadata: &MetadataV3) -> Result<Codec, PluginCreateError> {
+                let empty = Configuration::default();
+                Self::from_map(metadata.configuration().unwrap_or(&empty))
+            }
         }
-    }
 
-    fn partial_encoder_capability(&self) -> PartialEncoderCapability {
-        PartialEncoderCapability { partial_encode: false }
-    }
+        impl CodecTraitsV2 for $codec {
+            fn create(metadata: &MetadataV2) -> Result<Codec, PluginCreateError> {
+                Self::from_map(metadata.configuration())
+            }
+        }
+
+        impl CodecTraits for $codec {
+            fn as_any(&self) -> &dyn std::any::Any {
+                self
+            }
+
+            fn configuration(&self, _version: ZarrVersion, _options: &CodecMetadataOptions) -> Option<Configuration> {
+                self.metadata_configuration()
+            }
+
+            fn partial_decoder_capability(&self) -> PartialDecoderCapability {
+                PartialDecoderCapability {
+                    partial_read: false,
+                    partial_decode: false,
+                }
+            }
+
+            fn partial_encoder_capability(&self) -> PartialEncoderCapability {
+                PartialEncoderCapability {
+                    partial_encode: false,
+                }
+            }
+        }
+
+        #[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
+        impl BytesToBytesCodecTraits for $codec {
+            fn into_dyn(self: Arc<Self>) -> Arc<dyn BytesToBytesCodecTraits> {
+                self as Arc<dyn BytesToBytesCodecTraits>
+            }
+
+            fn recommended_concurrency(
+                &self,
+                _decoded_representation: &BytesRepresentation,
+            ) -> Result<RecommendedConcurrency, CodecError> {
+                Ok(RecommendedConcurrency::new_maximum(1))
+            }
+
+            fn encode<'a>(
+                &self,
+                decoded_value: ArrayBytesRaw<'a>,
+                _options: &CodecOptions,
+            ) -> Result<ArrayBytesRaw<'a>, CodecError> {
+                encode_one(&self.codec, &decoded_value).map(Cow::Owned)
+            }
+
+            fn decode<'a>(
+                &self,
+                encoded_value: ArrayBytesRaw<'a>,
+                decoded_representation: &BytesRepresentation,
+                _options: &CodecOptions,
+            ) -> Result<ArrayBytesRaw<'a>, CodecError> {
+                decode_one(&self.codec, &encoded_value, decoded_representation).map(Cow::Owned)
+            }
+
+            fn encoded_representation(&self, _decoded_representation: &BytesRepresentation) -> BytesRepresentation {
+                BytesRepresentation::UnboundedSize
+            }
+        }
+    };
 }
 
-#[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
-impl BytesToBytesCodecTraits for NumcodecsLz4Codec {
-    fn into_dyn(self: Arc<Self>) -> Arc<dyn BytesToBytesCodecTraits> {
-        self as Arc<dyn BytesToBytesCodecTraits>
-    }
-
-    fn recommended_concurrency(
-        &self,
-        _decoded_representation: &BytesRepresentation,
-    ) -> Result<RecommendedConcurrency, CodecError> {
-        Ok(RecommendedConcurrency::new_maximum(1))
-    }
-
-    fn encode<'a>(
-        &self,
-        decoded_value: ArrayBytesRaw<'a>,
-        _options: &CodecOptions,
-    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        encode_one(&self.codec, &decoded_value).map(Cow::Owned)
-    }
-
-    fn decode<'a>(
-        &self,
-        encoded_value: ArrayBytesRaw<'a>,
-        decoded_representation: &BytesRepresentation,
-        _options: &CodecOptions,
-    ) -> Result<ArrayBytesRaw<'a>, CodecError> {
-        decode_one(&self.codec, &encoded_value, decoded_representation).map(Cow::Owned)
-    }
-
-    fn encoded_representation(&self, _decoded_representation: &BytesRepresentation) -> BytesRepresentation {
-        BytesRepresentation::UnboundedSize
-    }
-}
+impl_batch_codec_traits!(NvcompBatchCodec);
+impl_batch_codec_traits!(NumcodecsLz4Codec);
 
 #[cfg(test)]
 mod tests {
