@@ -16,17 +16,8 @@ const GPU: Backend = Backend::Cuda { device: 0 };
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs a CUDA GPU"]
 async fn batched_chains_read_like_zarrs_on_the_gpu() {
-    let store = memory_store();
-    let mut case = 0u64;
-    for (name, codecs) in v3_fast_chains() {
-        for dtype in dtypes() {
-            let (shape, chunks) = SHAPES[case as usize % SHAPES.len()];
-            case += 1;
-            let metadata = v3_metadata(shape, chunks, &dtype, codecs.clone());
-            let array = write_array(&store, &format!("v3/{case}"), &metadata, &dtype, case).await;
-            assert!(batched_algorithm(&array).is_ok(), "{name}");
-            assert_reads_like_zarrs_on(&array, &format!("{name} {} {shape:?}", dtype.v3), GPU).await;
-        }
+    for (array, what) in v3_fast_chain_arrays(&memory_store()).await {
+        assert_reads_like_zarrs_on(&array, &what, GPU).await;
     }
 }
 

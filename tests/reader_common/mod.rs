@@ -8,7 +8,7 @@ use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde_json::{json, Value};
 use zarrs::array::{Array, ArrayBytes, ArraySubset};
-use zarrs_nvcomp::reader::{read_chunks_parallel, ReadOptions, StoreIo};
+use zarrs_nvcomp::reader::{batched_algorithm, read_chunks_parallel, ReadOptions, StoreIo};
 use zarrs_nvcomp::Backend;
 use zarrs_object_store::AsyncObjectStore;
 
@@ -72,6 +72,18 @@ pub fn data(dtype: &Dtype, elements: usize, seed: u64) -> Vec<u8> {
 /// A fresh in-memory object store.
 pub fn memory_store() -> Arc<dyn ObjectStore> {
     Arc::new(object_store::memory::InMemory::new())
+}
+
+/// The bytes at `key` of `store`.
+pub async fn get(store: &Arc<dyn ObjectStore>, key: &str) -> Vec<u8> {
+    store
+        .get(&Path::from(key))
+        .await
+        .unwrap()
+        .bytes()
+        .await
+        .unwrap()
+        .to_vec()
 }
 
 /// Puts `bytes` at `key` of `store`.
@@ -238,4 +250,28 @@ pub fn v3_fast_chains() -> Vec<(&'static str, Value)> {
         ("nvcomp deflate", json!([bytes_codec(), nvcomp("deflate")])),
         ("nvcomp snappy", json!([bytes_codec(), nvcomp("snappy")])),
     ]
+}
+
+/// Writes one array per batched v3 chain and data type into `store`,
+/// cycling through [`SHAPES`], and returns them with a description; each is
+/// checked to take the batched path.
+pub async fn v3_fast_chain_arrays(store: &Arc<dyn ObjectStore>) -> Vec<(Array<Store>, String)> {
+    let mut arrays = Vec::new();
+    let mut case = 0u64;
+    for (name, codecs) in v3_fast_chains() {
+        for dtype in dtypes() {
+            let (shape, chunks) = SHAPES[case as usize % SHAPES.len()];
+            case += 1;
+            let metadata = v3_metadata(shape, chunks, &dtype, codecs.clone());
+            let array = write_array(store, &format!("v3/{case}"), &metadata, &dtype, case).await;
+            assert!(
+                batched_algorithm(&array).is_ok(),
+                "{name} {}: {:?}",
+                dtype.v3,
+                batched_algorithm(&array)
+            );
+            arrays.push((array, format!("{name} {} {shape:?}/{chunks:?}", dtype.v3)));
+        }
+    }
+    arrays
 }
