@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need, where it is missing:
-# Debian packages (libclang for bindgen, a C compiler), a Rust toolchain,
+# Debian packages (a C compiler, python3-venv), a Rust toolchain,
 # the Python virtual environment $1 (dev requirements) and the zarr 2
 # environment $2 (zarr 2.18, numcodecs < 0.16).
 set -euo pipefail
@@ -9,7 +9,6 @@ zarr2_venv=${2:-.venv-zarr2}
 
 need_apt=()
 command -v cc >/dev/null || need_apt+=(build-essential)
-ls /usr/lib/llvm-*/lib/libclang*.so* /usr/lib/x86_64-linux-gnu/libclang*.so* >/dev/null 2>&1 || need_apt+=(libclang-dev)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 if ((${#need_apt[@]})); then
   sudo=; [[ $(id -u) == 0 ]] || sudo=sudo
