@@ -66,6 +66,7 @@ pub struct BatchCodec {
     algorithm: Algorithm,
     cuda: Option<Arc<CudaEngine>>,
     max_decoded_size: u64,
+    trusted_input: bool,
 }
 
 impl BatchCodec {
@@ -83,6 +84,7 @@ impl BatchCodec {
             algorithm,
             cuda,
             max_decoded_size: DEFAULT_MAX_DECODED_SIZE,
+            trusted_input: false,
         })
     }
 
@@ -102,6 +104,30 @@ impl BatchCodec {
     /// The largest decoded size a buffer may declare.
     pub fn max_decoded_size(&self) -> u64 {
         self.max_decoded_size
+    }
+
+    /// Declares whether every buffer this codec decodes is a valid stream
+    /// (default `false`). On the GPU, untrusted buffers are decoded by a worker
+    /// process, so that a corrupt one cannot hang this process or leave its
+    /// CUDA context unusable ([`crate::cuda::isolation`]); trusted ones are
+    /// decoded in this process, where a corrupt one can do either.
+    #[must_use]
+    pub fn with_trusted_input(mut self, trusted: bool) -> Self {
+        self.trusted_input = trusted;
+        self
+    }
+
+    /// Whether this codec trusts its input ([`Self::with_trusted_input`]).
+    pub fn trusted_input(&self) -> bool {
+        self.trusted_input
+    }
+
+    /// The options of a GPU decode by this codec.
+    pub fn decode_options(&self) -> cuda::DecodeOptions {
+        cuda::DecodeOptions {
+            max_decoded_size: self.max_decoded_size,
+            trusted: self.trusted_input,
+        }
     }
 
     /// The algorithm and its options.
@@ -142,7 +168,7 @@ impl BatchCodec {
     pub fn decode_batch<B: AsRef<[u8]> + Sync>(&self, inputs: &[B]) -> Result<Batch> {
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
         match &self.cuda {
-            Some(engine) => engine.decode_batch(&self.algorithm, &inputs, self.max_decoded_size),
+            Some(engine) => engine.decode_batch(&self.algorithm, &inputs, self.decode_options()),
             None => cpu::decode_batch(&self.algorithm, &inputs, self.max_decoded_size),
         }
     }
@@ -160,7 +186,7 @@ impl BatchCodec {
     ) -> Result<Batch> {
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
         match &self.cuda {
-            Some(engine) => engine.decode_batch_in(&self.algorithm, &inputs, self.max_decoded_size, storage),
+            Some(engine) => engine.decode_batch_in(&self.algorithm, &inputs, self.decode_options(), storage),
             None => cpu::decode_batch_in(&self.algorithm, &inputs, self.max_decoded_size, storage),
         }
     }
@@ -176,7 +202,7 @@ impl BatchCodec {
         }
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
         match &self.cuda {
-            Some(engine) => engine.decode_batch_into(&self.algorithm, &inputs, outputs, self.max_decoded_size),
+            Some(engine) => engine.decode_batch_into(&self.algorithm, &inputs, outputs, self.decode_options()),
             None => cpu::decode_batch_into(&self.algorithm, &inputs, outputs, self.max_decoded_size),
         }
     }

@@ -146,6 +146,13 @@ pub enum Error {
         /// The driver's message.
         reason: String,
     },
+    /// The worker process that decodes data not known to be valid on the GPU
+    /// failed, hung or could not start (see [`crate::cuda::isolation`]).
+    #[error("GPU decoding worker: {reason}")]
+    Worker {
+        /// What happened.
+        reason: String,
+    },
     /// An nvCOMP call returned an error status.
     #[error("nvCOMP error in {call}: {status}")]
     Nvcomp {
@@ -154,6 +161,12 @@ pub enum Error {
         /// The status, named.
         status: String,
     },
+}
+
+impl Error {
+    pub(crate) fn worker(reason: String) -> Self {
+        Self::Worker { reason }
+    }
 }
 
 /// Shorthand for results of this crate.

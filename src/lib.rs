@@ -24,16 +24,13 @@
 //! declared sizes against [`BatchCodec::max_decoded_size`]) is checked on the
 //! host before any memory is allocated, and every per-chunk status nvCOMP
 //! reports is checked. The CPU decoders reject malformed input with
-//! [`Error::Corrupt`]. On the GPU, nvCOMP documents that its decoders have
-//! *undefined behaviour* on corrupt data, except LZ4 (run on the CUDA backend,
-//! which reports corrupt chunks). This crate therefore walks Snappy tags
-//! and Zstandard block headers on the host before a host buffer reaches the
-//! GPU, which makes corrupt Snappy and truncated Zstandard buffers errors. The
-//! payloads of deflate, gzip, gdeflate, cascaded, bitcomp and ANS buffers, Zstandard
-//! block contents, and device-resident Snappy and Zstandard buffers are not
-//! validated: corrupt data there may decode to wrong bytes or fail with a CUDA
-//! error that leaves the GPU context unusable. Decode untrusted data with
-//! [`Backend::Cpu`].
+//! [`Error::Corrupt`]. On the GPU, nvCOMP's decoders have undefined behaviour
+//! on corrupt data: they may fault, leaving the CUDA context of the process
+//! unusable, or never finish. Unless the caller declares its input trusted
+//! ([`BatchCodec::with_trusted_input`], [`cuda::DecodeOptions::trusted`]),
+//! GPU decodes therefore run in a worker process with a CUDA context of its
+//! own, which a corrupt batch can take down without harm to the caller's
+//! process (see [`cuda::isolation`]).
 
 #![warn(missing_docs)]
 

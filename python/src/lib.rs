@@ -51,7 +51,8 @@ create_exception!(
 fn to_py_err(err: Error) -> PyErr {
     let msg = err.to_string();
     match err {
-        Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. } => DecodeError::new_err(msg),
+        // A worker failure means its batch could not be decoded on the GPU.
+        Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. } | Error::Worker { .. } => DecodeError::new_err(msg),
         Error::GpuUnavailable(_) | Error::NeedsGpu { .. } => GpuUnavailableError::new_err(msg),
         Error::Cuda { .. } | Error::Nvcomp { .. } => CudaError::new_err(msg),
         Error::UnknownAlgorithm { .. }
@@ -150,8 +151,8 @@ fn regions(list: Vec<(u64, usize)>) -> Vec<DeviceRegion> {
 impl Engine {
     /// `config_json`: `{"algorithm": ..., "options": {...}}`; `device`: None, "cpu", "cuda", "cuda:N".
     #[new]
-    #[pyo3(signature = (config_json, device=None))]
-    fn new(py: Python<'_>, config_json: &str, device: Option<&str>) -> PyResult<Self> {
+    #[pyo3(signature = (config_json, device=None, trusted_input=false))]
+    fn new(py: Python<'_>, config_json: &str, device: Option<&str>, trusted_input: bool) -> PyResult<Self> {
         let config = parse_json(py, config_json)?;
         let backend = parse_device(device)?;
         let algorithm = Algorithm::from_config(&config).map_err(to_py_err)?;
@@ -160,7 +161,10 @@ impl Engine {
                 algorithm: algorithm.name(),
             }));
         }
-        let codec = py.detach(|| BatchCodec::new(algorithm, backend)).map_err(to_py_err)?;
+        let codec = py
+            .detach(|| BatchCodec::new(algorithm, backend))
+            .map_err(to_py_err)?
+            .with_trusted_input(trusted_input);
         Ok(Self { codec })
     }
 
@@ -256,11 +260,11 @@ impl Engine {
     fn decode_device(&self, py: Python<'_>, inputs: Vec<(u64, usize)>) -> PyResult<DeviceBatch> {
         let engine = self.cuda()?.clone();
         let algorithm = *self.codec.algorithm();
-        let limit = self.codec.max_decoded_size();
+        let options = self.codec.decode_options();
         let inputs = regions(inputs);
         // SAFETY: as in `encode_device`.
         let batch = py
-            .detach(|| unsafe { engine.decode_device(&algorithm, &inputs, limit) })
+            .detach(|| unsafe { engine.decode_device(&algorithm, &inputs, options) })
             .map_err(to_py_err)?;
         Ok(DeviceBatch::new(batch, engine.device()))
     }
@@ -280,11 +284,11 @@ impl Engine {
         }
         let engine = self.cuda()?.clone();
         let algorithm = *self.codec.algorithm();
-        let limit = self.codec.max_decoded_size();
+        let options = self.codec.decode_options();
         let (inputs, outputs) = (regions(inputs), regions(outputs));
         // SAFETY: as in `encode_device`; the Python side checks that the
         // outputs are distinct writable arrays.
-        py.detach(|| unsafe { engine.decode_device_into(&algorithm, &inputs, &outputs, limit) })
+        py.detach(|| unsafe { engine.decode_device_into(&algorithm, &inputs, &outputs, options) })
             .map_err(to_py_err)
     }
 
@@ -501,6 +505,21 @@ fn gpu_unavailable_reason(py: Python<'_>, device: usize) -> Option<String> {
     py.detach(|| BatchCodec::gpu_availability(device).err().map(|e| e.to_string()))
 }
 
+/// Sets the command that starts the worker process decoding untrusted
+/// batches on the GPU (see `zarrs_nvcomp::cuda::isolation`).
+#[pyfunction]
+fn _set_gpu_worker_command(command: Vec<std::ffi::OsString>) {
+    zarrs_nvcomp::cuda::isolation::set_worker_command(command);
+}
+
+/// Runs this process as the GPU decoding worker, on its standard input and
+/// output, until the input closes.
+#[pyfunction]
+fn _serve_gpu_worker(py: Python<'_>) -> PyResult<()> {
+    py.detach(|| zarrs_nvcomp::cuda::isolation::serve_worker(std::io::stdin().lock(), std::io::stdout().lock()))
+        .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("GPU decoding worker: {e}")))
+}
+
 /// Parses a configuration and returns it normalized (every option written out), as JSON.
 #[pyfunction]
 fn normalize_config(py: Python<'_>, config_json: &str) -> PyResult<String> {
@@ -529,6 +548,8 @@ fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_config, m)?)?;
     m.add_function(wrap_pyfunction!(has_cpu_implementation, m)?)?;
+    m.add_function(wrap_pyfunction!(_set_gpu_worker_command, m)?)?;
+    m.add_function(wrap_pyfunction!(_serve_gpu_worker, m)?)?;
     reader::register(m)?;
     m.add("DecodeError", py.get_type::<DecodeError>())?;
     m.add("GpuUnavailableError", py.get_type::<GpuUnavailableError>())?;

@@ -131,7 +131,7 @@ impl ReaderArray {
 
     /// Reads the box `ranges` (`(start, stop)` per axis): a [`HostBatch`] of
     /// one buffer, or a [`CudaArray`] where the result is on the GPU.
-    #[pyo3(signature = (ranges, device=None, max_concurrent_requests=None, wave_bytes=None))]
+    #[pyo3(signature = (ranges, device=None, max_concurrent_requests=None, wave_bytes=None, trusted_input=false))]
     fn read(
         &self,
         py: Python<'_>,
@@ -139,6 +139,7 @@ impl ReaderArray {
         device: Option<&str>,
         max_concurrent_requests: Option<usize>,
         wave_bytes: Option<usize>,
+        trusted_input: bool,
     ) -> PyResult<Py<PyAny>> {
         if let Some((start, stop)) = ranges.iter().find(|(start, stop)| start > stop) {
             return Err(PyIndexError::new_err(format!("range {start}..{stop} is reversed")));
@@ -149,6 +150,7 @@ impl ReaderArray {
             max_concurrent_requests: max_concurrent_requests.unwrap_or(defaults.max_concurrent_requests),
             wave_bytes: wave_bytes.unwrap_or(defaults.wave_bytes),
             store_io: StoreIo::for_url(&self.url),
+            trusted_input,
             ..defaults
         };
         let subset = ArraySubset::new_with_ranges(&ranges.iter().map(|&(a, b)| a..b).collect::<Vec<_>>());

@@ -11,12 +11,15 @@ read a selection of a whole zarr array from a local directory or an object
 store, fetching its chunks concurrently and decoding them in batches.
 """
 
+import sys
+
 from zarrs_nvcomp._zarrs_nvcomp import (
     ALGORITHMS,
     CPU_ALGORITHMS,
     CudaError,
     DecodeError,
     GpuUnavailableError,
+    _set_gpu_worker_command,
     gpu_unavailable_reason,
 )
 from zarrs_nvcomp.numcodecs import NvCompBatchCodec
@@ -38,6 +41,12 @@ __all__ = [
     "read_chunks_parallel",
     "set_zarr_batch_size",
 ]
+
+
+# Untrusted batches are decoded on the GPU by a worker process: this
+# interpreter, running zarrs_nvcomp._gpu_worker.
+if sys.executable:
+    _set_gpu_worker_command([sys.executable, "-m", "zarrs_nvcomp._gpu_worker"])
 
 
 def gpu_available(device: int = 0) -> bool:

@@ -48,7 +48,9 @@ class DeviceBatch:
 class Engine:
     """One batch codec of the engine on one backend."""
 
-    def __init__(self, config_json: str, device: str | None = None) -> None: ...
+    def __init__(
+        self, config_json: str, device: str | None = None, trusted_input: bool = False
+    ) -> None: ...
     @property
     def backend(self) -> str: ...
     @property
@@ -87,6 +89,7 @@ class ReaderArray:
         device: str | None = None,
         max_concurrent_requests: int | None = None,
         wave_bytes: int | None = None,
+        trusted_input: bool = False,
     ) -> HostBatch | CudaArray: ...
 
 class CudaArray:

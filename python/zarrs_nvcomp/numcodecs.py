@@ -47,13 +47,16 @@ class NvCompBatchCodec(Codec):
         algorithm: str = "lz4",
         options: dict[str, Any] | None = None,
         device: str | None = None,
+        *,
+        trusted_input: bool = False,
     ) -> None:
         request = {"algorithm": algorithm, "options": dict(options or {})}
         config = json.loads(normalize_config(json.dumps(request)))
         self.algorithm: str = config["algorithm"]
         self.options: dict[str, Any] = config["options"]
         self.device = device
-        self._engine = Engine(json.dumps(config), device)
+        self.trusted_input = trusted_input
+        self._engine = Engine(json.dumps(config), device, trusted_input)
 
     @property
     def backend(self) -> str:
@@ -85,7 +88,10 @@ class NvCompBatchCodec(Codec):
         return f"NvCompBatchCodec(algorithm={self.algorithm!r}, options={self.options!r}{device})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.algorithm, dict(self.options), self.device))
+        return (
+            _rebuild,
+            (type(self), self.algorithm, dict(self.options), self.device, self.trusted_input),
+        )
 
     # --- single buffers -------------------------------------------------
 
@@ -165,3 +171,13 @@ class NvCompBatchCodec(Codec):
                 )
             target.reshape(-1).view(cp.uint8)[...] = cp.asarray(np.ascontiguousarray(d))
         return out
+
+
+def _rebuild(
+    cls: type[NvCompBatchCodec],
+    algorithm: str,
+    options: dict[str, Any],
+    device: str | None,
+    trusted_input: bool,
+) -> NvCompBatchCodec:
+    return cls(algorithm, options, device, trusted_input=trusted_input)

@@ -116,16 +116,24 @@ class Array:
         *,
         device: str | None = None,
         max_concurrent_requests: int | None = None,
+        trusted_input: bool = False,
     ) -> Any:
         """Reads ``selection``: a NumPy array (``device="cpu"``) or a GPU array
         (``"cuda"``/``"cuda:N"``: CuPy when installed, else :class:`CudaArray`);
-        ``None`` means the GPU when it is usable and CuPy is installed."""
+        ``None`` means the GPU when it is usable and CuPy is installed.
+
+        ``trusted_input=True`` declares every chunk valid: the GPU then decodes
+        in this process, where a corrupt chunk can hang it or end its CUDA
+        context; by default a worker process decodes on the GPU (see the
+        README's "Corrupt input")."""
         device = _resolve_device(device)
         ranges, local, out_shape, steps = _normalize(selection, self.shape)
         dtype = self.dtype
         if math.prod(out_shape) == 0:
             return _empty(out_shape, dtype, device)
-        data = self._inner.read(ranges, device, max_concurrent_requests)
+        data = self._inner.read(
+            ranges, device, max_concurrent_requests, trusted_input=trusted_input
+        )
         box = tuple(b - a for a, b in ranges)
         if isinstance(data, CudaArray):
             return _device_result(data, box, dtype, local, out_shape, steps)
@@ -178,6 +186,7 @@ def read_chunks_parallel(
     storage_options: dict[str, Any] | None = None,
     device: str | None = None,
     max_concurrent_requests: int | None = None,
+    trusted_input: bool = False,
 ) -> Any:
     """Reads ``selection`` (NumPy basic indexing; the whole array by default) of
     the zarr array at ``store``, fetching its chunks concurrently and decoding
@@ -191,7 +200,12 @@ def read_chunks_parallel(
     :class:`zarrs_nvcomp.GpuUnavailableError` when ``"cuda"`` cannot be used.
     """
     array = open_array(store, storage_options)
-    return array.read(selection, device=device, max_concurrent_requests=max_concurrent_requests)
+    return array.read(
+        selection,
+        device=device,
+        max_concurrent_requests=max_concurrent_requests,
+        trusted_input=trusted_input,
+    )
 
 
 def _option_value(value: Any) -> str:

@@ -290,3 +290,50 @@ pub(crate) fn bind(lib: &'static sys::NvcompLibrary, algorithm: &Algorithm) -> B
         ),
     }
 }
+
+/// The CRC-32 of gzip (and zlib's `crc32`): nvCOMP's preset `nvcompCRC32`.
+const GZIP_CRC32: sys::nvcompCRC32Spec_t = sys::nvcompCRC32Spec_t {
+    poly: 0x04C1_1DB7,
+    init: 0xFFFF_FFFF,
+    ref_in: true,
+    ref_out: true,
+    xorout: 0xFFFF_FFFF,
+    reserved: [0; 16],
+};
+
+/// Enqueues the CRC-32 (gzip's) of `n` device buffers: pointers and sizes in
+/// `args.in_ptrs`/`args.in_bytes`, results to `crcs`, statuses to `args.statuses`.
+///
+/// # Safety
+/// The arrays are device memory of `n` entries each, `crcs` of `n` words;
+/// the buffers are readable device memory of those sizes.
+pub(crate) unsafe fn crc32(lib: &sys::NvcompLibrary, args: &BatchArgs, crcs: *mut u32) -> Result<()> {
+    const CONF: &str = "nvcompBatchedCRC32GetHeuristicConf";
+    const CALL: &str = "nvcompBatchedCRC32Async";
+    let conf = lib
+        .nvcompBatchedCRC32GetHeuristicConf
+        .as_ref()
+        .map_err(|e| missing(CONF, e))?;
+    let run = lib.nvcompBatchedCRC32Async.as_ref().map_err(|e| missing(CALL, e))?;
+    let mut opts = sys::nvcompBatchedCRC32Opts_t {
+        spec: GZIP_CRC32,
+        ..Default::default()
+    };
+    // SAFETY: the sizes array holds `n` entries (the caller's).
+    check(CONF, unsafe {
+        conf(args.in_bytes, args.n, &mut opts.kernel_conf, 0, args.stream as _)
+    })?;
+    // SAFETY: the caller's.
+    check(CALL, unsafe {
+        run(
+            args.in_ptrs,
+            args.in_bytes,
+            args.n,
+            crcs,
+            opts,
+            sys::nvcompCRC32OnlySegment,
+            args.statuses,
+            args.stream as _,
+        )
+    })
+}

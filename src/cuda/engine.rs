@@ -16,9 +16,10 @@ use rayon::prelude::*;
 use super::api::{self, BatchArgs};
 use super::copies::{Copy, CopyKernel, Rows};
 use super::device_batch::DeviceBatch;
+use super::isolation::{self, Layout, Request, Shared};
 use super::memory::{cuda_err, ensure_device, ensure_pinned, DeviceBuffer, MemoryPool, PinnedBuffer};
 use super::plan::{self, DecodePiece, EncodeRoute, Framing, Pieces};
-use super::DeviceRegion;
+use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
 use crate::batch::Batch;
 use crate::error::{Error, Result};
@@ -55,6 +56,10 @@ struct Scratch {
     dev_out: Option<DeviceBuffer>,
     temp: Option<DeviceBuffer>,
     copier: Option<CopyKernel>,
+    /// The process that decodes untrusted batches, once started.
+    worker: Option<isolation::Worker>,
+    /// CRC-32s of decoded gzip data and their statuses.
+    checks: Option<DeviceBuffer>,
 }
 
 /// Where a batch's compressed bytes are.
@@ -628,8 +633,13 @@ struct Decoded {
 
 impl CudaEngine {
     /// Decompresses host buffers on the GPU, results in host memory.
-    pub fn decode_batch(&self, algorithm: &Algorithm, inputs: &[&[u8]], max_decoded_size: u64) -> Result<Batch> {
-        self.decode_batch_in(algorithm, inputs, max_decoded_size, |_| Vec::new())
+    pub fn decode_batch(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[&[u8]],
+        options: impl Into<DecodeOptions>,
+    ) -> Result<Batch> {
+        self.decode_batch_in(algorithm, inputs, options, |_| Vec::new())
     }
 
     /// As [`Self::decode_batch`], in the allocation `storage(total_bytes)`
@@ -638,7 +648,7 @@ impl CudaEngine {
         &self,
         algorithm: &Algorithm,
         inputs: &[&[u8]],
-        max_decoded_size: u64,
+        options: impl Into<DecodeOptions>,
         storage: impl FnOnce(usize) -> Vec<u8>,
     ) -> Result<Batch> {
         let mut storage = Some(storage);
@@ -652,7 +662,7 @@ impl CudaEngine {
             copy_out(&mut outputs[group.clone()], &ranges[group], pinned);
             Ok(())
         };
-        let decoded = self.decode_to_host(algorithm, inputs, max_decoded_size, &mut deliver)?;
+        let decoded = self.decode_to_host(algorithm, inputs, options.into(), &mut deliver)?;
         Ok(batch.unwrap_or_else(|| Batch::zeroed(decoded.ranges.iter().map(Range::len))))
     }
 
@@ -661,11 +671,11 @@ impl CudaEngine {
         &self,
         algorithm: &Algorithm,
         inputs: &[&[u8]],
-        max: u64,
+        options: DecodeOptions,
         deliver: &mut Deliver<'_>,
     ) -> Result<Decoded> {
         let mut s = self.lock()?;
-        self.decode_core(&mut s, algorithm, Inputs::Host(inputs), max, Dest::Host(deliver))
+        self.decode_core(&mut s, algorithm, Inputs::Host(inputs), options, Dest::Host(deliver))
     }
 
     /// Decompresses host buffers on the GPU into the caller's host buffers.
@@ -675,7 +685,7 @@ impl CudaEngine {
         algorithm: &Algorithm,
         inputs: &[&[u8]],
         outputs: &mut [&mut [u8]],
-        max_decoded_size: u64,
+        options: impl Into<DecodeOptions>,
     ) -> Result<()> {
         let mut deliver = |ranges: &[Range<usize>], group: Range<usize>, pinned: &[u8]| {
             if group.start == 0 {
@@ -692,7 +702,7 @@ impl CudaEngine {
             copy_out(&mut outputs[group.clone()], &ranges[group], pinned);
             Ok(())
         };
-        self.decode_to_host(algorithm, inputs, max_decoded_size, &mut deliver)?;
+        self.decode_to_host(algorithm, inputs, options.into(), &mut deliver)?;
         Ok(())
     }
 
@@ -702,14 +712,19 @@ impl CudaEngine {
         &self,
         algorithm: &Algorithm,
         inputs: &[&[u8]],
-        max_decoded_size: u64,
+        options: impl Into<DecodeOptions>,
     ) -> Result<DeviceBatch> {
-        self.decode_to_new_device(algorithm, Inputs::Host(inputs), max_decoded_size)
+        self.decode_to_new_device(algorithm, Inputs::Host(inputs), options.into())
     }
 
-    fn decode_to_new_device(&self, algorithm: &Algorithm, inputs: Inputs<'_>, max: u64) -> Result<DeviceBatch> {
+    fn decode_to_new_device(
+        &self,
+        algorithm: &Algorithm,
+        inputs: Inputs<'_>,
+        options: DecodeOptions,
+    ) -> Result<DeviceBatch> {
         let mut s = self.lock()?;
-        let decoded = self.decode_core(&mut s, algorithm, inputs, max, Dest::NewDevice)?;
+        let decoded = self.decode_core(&mut s, algorithm, inputs, options, Dest::NewDevice)?;
         Ok(DeviceBatch {
             memory: decoded.memory.expect("NewDevice decodes allocate"),
             ranges: decoded.ranges,
@@ -726,9 +741,9 @@ impl CudaEngine {
         &self,
         algorithm: &Algorithm,
         inputs: &[DeviceRegion],
-        max_decoded_size: u64,
+        options: impl Into<DecodeOptions>,
     ) -> Result<DeviceBatch> {
-        self.decode_to_new_device(algorithm, Inputs::Device(inputs), max_decoded_size)
+        self.decode_to_new_device(algorithm, Inputs::Device(inputs), options.into())
     }
 
     /// Decompresses device buffers into caller-owned device buffers, whose
@@ -741,7 +756,7 @@ impl CudaEngine {
         algorithm: &Algorithm,
         inputs: &[DeviceRegion],
         outputs: &[DeviceRegion],
-        max_decoded_size: u64,
+        options: impl Into<DecodeOptions>,
     ) -> Result<()> {
         if inputs.len() != outputs.len() {
             return Err(Error::BatchLength {
@@ -754,7 +769,7 @@ impl CudaEngine {
             &mut s,
             algorithm,
             Inputs::Device(inputs),
-            max_decoded_size,
+            options.into(),
             Dest::Given(outputs),
         )?;
         Ok(())
@@ -853,10 +868,10 @@ impl CudaEngine {
         s: &mut Scratch,
         algorithm: &Algorithm,
         inputs: Inputs<'_>,
-        max: u64,
+        options: DecodeOptions,
         mut dest: Dest<'_>,
     ) -> Result<Decoded> {
-        let first = self.decode_pass(s, algorithm, inputs, max, &mut dest, false);
+        let first = self.decode_pass(s, algorithm, inputs, options, &mut dest, false);
         if let (Err(e), true) = (&first, crate::profiling()) {
             eprintln!("zarrs_nvcomp profile: decode failed: {e}");
         }
@@ -864,9 +879,47 @@ impl CudaEngine {
             Err(Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. })
                 if matches!(algorithm, Algorithm::Ans { .. }) =>
             {
-                self.decode_pass(s, algorithm, inputs, max, &mut dest, true)
+                self.decode_pass(s, algorithm, inputs, options, &mut dest, true)
             }
+            Err(e @ Error::Worker { .. }) => Err(self.blame(algorithm, inputs, options.max_decoded_size, e)),
             other => other,
+        }
+    }
+
+    /// The error of a batch the worker failed on: the first buffer the CPU
+    /// decoder rejects, where the algorithm has one, with the worker's error.
+    fn blame(&self, algorithm: &Algorithm, inputs: Inputs<'_>, max: u64, worker: Error) -> Error {
+        if !algorithm.has_cpu_implementation() {
+            return worker;
+        }
+        let host: Vec<Vec<u8>> = match inputs {
+            Inputs::Host(bufs) => bufs.iter().map(|b| b.to_vec()).collect(),
+            Inputs::Device(regions) => {
+                let copied = regions.iter().map(|r| {
+                    let mut bytes = vec![0u8; r.len];
+                    // SAFETY: the caller vouched for the regions.
+                    unsafe { result::memcpy_dtoh_sync(&mut bytes, r.ptr) }.map(|()| bytes)
+                });
+                match copied.collect() {
+                    Ok(host) => host,
+                    Err(_) => return worker,
+                }
+            }
+        };
+        let rejected = host
+            .par_iter()
+            .enumerate()
+            .find_map_first(|(i, b)| cpu::decode_batch(algorithm, &[b.as_slice()], max).err().map(|e| (i, e)));
+        match rejected {
+            Some((index, Error::Corrupt { reason, .. })) => Error::Corrupt {
+                index,
+                reason: format!("{reason} (the GPU decoder failed on its batch: {worker})"),
+            },
+            Some((index, e)) => Error::Corrupt {
+                index,
+                reason: format!("{e} (the GPU decoder failed on its batch: {worker})"),
+            },
+            None => worker,
         }
     }
 
@@ -875,12 +928,16 @@ impl CudaEngine {
         s: &mut Scratch,
         algorithm: &Algorithm,
         inputs: Inputs<'_>,
-        max: u64,
+        options: DecodeOptions,
         dest: &mut Dest<'_>,
         query_sizes: bool,
     ) -> Result<Decoded> {
         let mut profile = Profile::new(&self.stream);
         let count = inputs.len();
+        let max = options.max_decoded_size;
+        // Untrusted batches are decoded by the worker, from and into this
+        // engine's scratch memory only (see `isolation`).
+        let isolated = !options.trusted;
         let hinted_max = if query_sizes { u64::MAX } else { max };
         let mut pieces: Vec<DecodePiece> = match inputs {
             Inputs::Host(bufs) => {
@@ -911,7 +968,7 @@ impl CudaEngine {
                 Inputs::Device(r) => Some(r[p.buffer].ptr + p.input.start as u64),
             };
             match direct {
-                Some(addr) if addr % align.input as u64 == 0 => in_addrs.push(addr),
+                Some(addr) if !isolated && addr % align.input as u64 == 0 => in_addrs.push(addr),
                 _ => {
                     at = plan::align_up(at, align.input);
                     staged.push(at);
@@ -996,8 +1053,15 @@ impl CudaEngine {
                 temp_bytes: 0,
                 stream: self.cu_stream(),
             };
-            // SAFETY: the table was uploaded for `n` chunks.
-            unsafe { api.decompressed_sizes(&args)? };
+            if isolated {
+                self.sync()?;
+                let input = Shared::of(s.dev_in.as_ref().expect("allocated above"))?;
+                let request = Request::sizes(algorithm, self.device, n, input, layout(n, results_at));
+                isolation::call(&mut s.worker, &request)?;
+            } else {
+                // SAFETY: the table was uploaded for `n` chunks.
+                unsafe { api.decompressed_sizes(&args)? };
+            }
             let mut sizes = vec![0u64; n];
             // SAFETY: `n` words from the results area of dev_in.
             unsafe { result::memcpy_dtoh_async(&mut sizes, actual_at, self.cu_stream()) }
@@ -1040,13 +1104,13 @@ impl CudaEngine {
                         });
                     }
                 }
-                outs.iter().all(|o| o.ptr % align.output as u64 == 0)
+                !isolated && outs.iter().all(|o| o.ptr % align.output as u64 == 0)
             }
             _ => false,
         };
         let mut memory = None;
         let out_base = match *dest {
-            Dest::NewDevice => {
+            Dest::NewDevice if !isolated => {
                 let m = self.alloc_output(out_at)?;
                 let ptr = m.ptr();
                 memory = Some(m);
@@ -1077,23 +1141,74 @@ impl CudaEngine {
         if n > 0 {
             upload(pinned, table)?;
             profile.mark("upload");
-            let temp_bytes = api.decompress_temp_bytes(n, max_piece, out_at)?;
-            let temp = ensure_device(&self.ctx, &mut s.temp, temp_bytes)?.ptr();
+            if isolated {
+                self.sync()?;
+                let shared = (
+                    Shared::of(s.dev_in.as_ref().expect("allocated above"))?,
+                    Shared::of(s.dev_out.as_ref().expect("allocated above"))?,
+                );
+                let request = Request::decompress(
+                    algorithm,
+                    self.device,
+                    n,
+                    shared,
+                    layout(n, results_at),
+                    (max_piece, out_at),
+                );
+                isolation::call(&mut s.worker, &request)?;
+            } else {
+                let temp_bytes = api.decompress_temp_bytes(n, max_piece, out_at)?;
+                let temp = ensure_device(&self.ctx, &mut s.temp, temp_bytes)?.ptr();
+                let args = BatchArgs {
+                    n,
+                    in_ptrs: word(Table::IN_PTRS) as _,
+                    in_bytes: word(Table::IN_BYTES) as _,
+                    out_ptrs: word(Table::OUT_PTRS) as _,
+                    out_bytes: word(Table::OUT_BYTES) as _,
+                    actual_bytes: actual_at as _,
+                    statuses: statuses_at as _,
+                    temp: temp as _,
+                    temp_bytes,
+                    stream: self.cu_stream(),
+                };
+                // SAFETY: table, inputs, outputs and temp are laid out for `n` chunks.
+                unsafe { api.decompress(&args)? };
+            }
+            profile.mark("decompress");
+        }
+        // nvCOMP's gzip decoder does not check the stored CRC-32: the data it
+        // decoded is checked on the device, in this process (the CRC kernel
+        // reads only the declared output sizes).
+        let checks = if n > 0 && pieces.iter().any(|p| p.crc32.is_some()) {
+            let checks = ensure_device(&self.ctx, &mut s.checks, 8 * n)?.ptr();
             let args = BatchArgs {
                 n,
-                in_ptrs: word(Table::IN_PTRS) as _,
-                in_bytes: word(Table::IN_BYTES) as _,
-                out_ptrs: word(Table::OUT_PTRS) as _,
-                out_bytes: word(Table::OUT_BYTES) as _,
-                actual_bytes: actual_at as _,
-                statuses: statuses_at as _,
-                temp: temp as _,
-                temp_bytes,
+                in_ptrs: word(Table::OUT_PTRS) as _,
+                in_bytes: word(Table::OUT_BYTES) as _,
+                out_ptrs: std::ptr::null(),
+                out_bytes: std::ptr::null_mut(),
+                actual_bytes: std::ptr::null_mut(),
+                statuses: (checks + 4 * n as u64) as _,
+                temp: std::ptr::null_mut(),
+                temp_bytes: 0,
                 stream: self.cu_stream(),
             };
-            // SAFETY: table, inputs, outputs and temp are laid out for `n` chunks.
-            unsafe { api.decompress(&args)? };
-            profile.mark("decompress");
+            // SAFETY: the output table and the outputs hold `n` chunks of the declared sizes.
+            unsafe { api::crc32(self.lib, &args, checks as _)? };
+            Some(checks)
+        } else {
+            None
+        };
+        if isolated && matches!(dest, Dest::NewDevice) {
+            let m = self.alloc_output(out_at)?;
+            let copy = Copy {
+                dst: m.ptr(),
+                src: out_base,
+                len: out_at,
+            };
+            // SAFETY: `out_at` bytes of the output scratch into the new allocation.
+            unsafe { self.copy_all(&mut s.copier, [copy])? };
+            memory = Some(m);
         }
         if let Dest::Given(outs) = *dest {
             if !given_aligned {
@@ -1162,6 +1277,31 @@ impl CudaEngine {
                 });
             }
         }
+        if let Some(checks) = checks {
+            self.sync()?;
+            let mut words = vec![0u32; 2 * n];
+            // SAFETY: `2n` words of the checks buffer, written by the finished CRC call.
+            unsafe { result::memcpy_dtoh_sync(&mut words, checks) }.map_err(cuda_err("cuMemcpyDtoH"))?;
+            let (crcs, statuses) = words.split_at(n);
+            for (k, p) in pieces.iter().enumerate() {
+                let Some(stored) = p.crc32 else { continue };
+                if statuses[k] != nvcomp_sys::nvcompSuccess {
+                    return Err(Error::Nvcomp {
+                        call: "nvcompBatchedCRC32Async",
+                        status: api::status_name(statuses[k]),
+                    });
+                }
+                if crcs[k] != stored {
+                    return Err(Error::Corrupt {
+                        index: p.buffer,
+                        reason: format!(
+                            "gzip CRC-32 mismatch: stored {stored:#010x}, decoded data has {:#010x}",
+                            crcs[k]
+                        ),
+                    });
+                }
+            }
+        }
         if let Dest::Host(deliver) = dest {
             for (group, event) in groups.into_iter().zip(&events) {
                 event.synchronize().map_err(cuda_err("cuEventSynchronize"))?;
@@ -1173,6 +1313,20 @@ impl CudaEngine {
             profile.mark("delivered");
         }
         Ok(Decoded { ranges, memory })
+    }
+}
+
+/// Where [`Table`]'s arrays and the per-chunk results of `n` chunks lie in
+/// the input scratch, for the worker.
+fn layout(n: usize, results_at: usize) -> Layout {
+    let word = |array: usize| (array * 8 * n) as u64;
+    Layout {
+        in_ptrs: word(Table::IN_PTRS),
+        in_bytes: word(Table::IN_BYTES),
+        out_ptrs: word(Table::OUT_PTRS),
+        out_bytes: word(Table::OUT_BYTES),
+        actual_bytes: results_at as u64,
+        statuses: (results_at + 8 * n) as u64,
     }
 }
 

@@ -90,6 +90,14 @@ pub(crate) struct DeviceBuffer {
     len: usize,
     ctx: Arc<CudaContext>,
     pooled: bool,
+    id: u64,
+}
+
+/// A process-unique id for each allocation, so that a worker that mapped one
+/// allocation notices when the engine replaced it by another.
+fn next_id() -> u64 {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+    NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
 }
 
 // SAFETY: a device address owned by this value; the driver API is thread-safe.
@@ -106,11 +114,16 @@ impl DeviceBuffer {
             len,
             ctx: ctx.clone(),
             pooled: false,
+            id: next_id(),
         })
     }
 
     pub fn ptr(&self) -> CUdeviceptr {
         self.ptr
+    }
+
+    pub fn id(&self) -> u64 {
+        self.id
     }
 
     pub fn len(&self) -> usize {
@@ -195,6 +208,7 @@ impl MemoryPool {
             len,
             ctx: self.ctx.clone(),
             pooled: true,
+            id: next_id(),
         })
     }
 }

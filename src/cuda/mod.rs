@@ -8,6 +8,7 @@ mod api;
 mod copies;
 mod device_batch;
 mod engine;
+pub mod isolation;
 mod memory;
 mod plan;
 
@@ -21,6 +22,29 @@ pub use device_batch::DeviceBatch;
 pub use engine::CudaEngine;
 
 use crate::error::GpuUnavailable;
+
+/// How a batch is decoded on the GPU.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DecodeOptions {
+    /// Largest decoded size a buffer may have.
+    pub max_decoded_size: u64,
+    /// Whether the caller vouches that every buffer is a valid stream of the
+    /// algorithm (written by an encoder, and checked since, e.g. by a
+    /// checksum): then nvCOMP decodes in this process. Otherwise a worker
+    /// process does (see [`isolation`]), so that a corrupt buffer cannot hang
+    /// the process or leave its CUDA context unusable.
+    pub trusted: bool,
+}
+
+impl From<u64> for DecodeOptions {
+    /// Untrusted input, at most `max_decoded_size` bytes per buffer.
+    fn from(max_decoded_size: u64) -> Self {
+        Self {
+            max_decoded_size,
+            trusted: false,
+        }
+    }
+}
 
 /// A region of device memory: `len` bytes at device address `ptr`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,13 +17,18 @@ pub(crate) const SMALL_CHUNK_LIMIT: usize = 1 << 24;
 pub(crate) const LARGE_CHUNK_LIMIT: usize = (1 << 31) - 1;
 
 /// One nvCOMP chunk of a decode: a byte range of buffer `buffer`, decoding to
-/// `decoded` bytes (`None`: ask nvCOMP).
+/// `decoded` bytes (`None`: ask nvCOMP), whose CRC-32 must be `crc32` where
+/// the format stores one (gzip).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DecodePiece {
     pub buffer: usize,
     pub input: Range<usize>,
     pub decoded: Option<usize>,
+    pub crc32: Option<u32>,
 }
+
+/// A gzip member ends with the CRC-32 and the size (mod 2^32) of its data.
+const GZIP_TRAILER_LEN: usize = 8;
 
 fn declared(index: usize, size: u64, max: u64) -> Result<usize> {
     if size > max {
@@ -62,7 +67,7 @@ impl<'a> Framing<'a> {
     pub fn of(buf: &'a [u8]) -> Self {
         Self {
             head: buf,
-            tail: &buf[buf.len().saturating_sub(4)..],
+            tail: &buf[buf.len().saturating_sub(GZIP_TRAILER_LEN)..],
             len: buf.len(),
         }
     }
@@ -74,7 +79,7 @@ impl<'a> Framing<'a> {
 pub(crate) fn framing_bytes(algorithm: &Algorithm) -> (usize, usize) {
     match algorithm {
         Algorithm::Lz4 { has_header: true, .. } => (format::LZ4_HEADER_LEN, 0),
-        Algorithm::Gzip { .. } => (2, 4),
+        Algorithm::Gzip { .. } => (2, GZIP_TRAILER_LEN),
         Algorithm::Ans { .. } => (4, 0),
         // Enough for the page table of buffers up to 1 MiB, so most need one round.
         Algorithm::Gdeflate { has_header: true, .. } => (format::GDEFLATE_STATIC_HEADER_LEN + 8 * 16, 0),
@@ -98,6 +103,7 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: Framing<'_>,
             buffer: index,
             input: 0..f.len,
             decoded,
+            crc32: None,
         }]
     };
     let pieces = match *algorithm {
@@ -114,6 +120,7 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: Framing<'_>,
                 buffer: index,
                 input: format::LZ4_HEADER_LEN..f.len,
                 decoded: Some(size),
+                crc32: None,
             }]
         }
         // nvCOMP's Snappy and Zstandard decoders do not validate their input, so
@@ -136,8 +143,15 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: Framing<'_>,
                     "not a gzip member (bad magic or shorter than 18 bytes)".into(),
                 ));
             }
-            let isize = u32::from_le_bytes(f.tail.try_into().expect("4 tail bytes"));
-            whole(Some(declared(index, isize.into(), max)?))
+            let trailer: [u8; GZIP_TRAILER_LEN] = f.tail.try_into().expect("the gzip trailer");
+            let (crc32, isize) = trailer.split_at(4);
+            let isize = u32::from_le_bytes(isize.try_into().unwrap());
+            vec![DecodePiece {
+                buffer: index,
+                input: 0..f.len,
+                decoded: Some(declared(index, isize.into(), max)?),
+                crc32: Some(u32::from_le_bytes(crc32.try_into().unwrap())),
+            }]
         }
         Algorithm::Gdeflate { has_header: true, .. } => return gdeflate_pieces(index, f, max),
         // nvCOMP's ANS chunks start with their decoded size (u32 LE), as seen
@@ -202,6 +216,7 @@ fn gdeflate_pieces(index: usize, f: Framing<'_>, max: u64) -> Result<Pieces> {
             buffer: index,
             input: start..end,
             decoded: Some(decoded),
+            crc32: None,
         });
         start = end;
     }
@@ -280,7 +295,8 @@ mod tests {
             vec![DecodePiece {
                 buffer: 3,
                 input: 4..6,
-                decoded: Some(16)
+                decoded: Some(16),
+                crc32: None,
             }]
         );
         assert!(matches!(

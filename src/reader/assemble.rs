@@ -300,7 +300,7 @@ pub(crate) fn decode_wave_gpu(
     wave: &Wave,
     out: &DeviceArray,
     fill: &[u8],
-    max_decoded_size: u64,
+    options: crate::cuda::DecodeOptions,
 ) -> Result<(), ReadError> {
     engine
         .context()
@@ -333,7 +333,7 @@ pub(crate) fn decode_wave_gpu(
         if !inputs.is_empty() {
             let batch = decoded.insert(
                 engine
-                    .decode_batch_to_device(&chain.algorithm, &inputs, max_decoded_size)
+                    .decode_batch_to_device(&chain.algorithm, &inputs, options)
                     .map_err(|e| chunk_error(e, |i| present[i].key.clone()))?,
             );
             for (i, chunk) in present.iter().enumerate() {

@@ -205,6 +205,11 @@ pub struct ReadOptions {
     /// How the store's requests are driven (default [`StoreIo::Async`]; use
     /// [`StoreIo::for_url`] for arrays opened from a URL).
     pub store_io: StoreIo,
+    /// Whether the caller vouches that every chunk is valid (default
+    /// `false`): on the GPU, untrusted chunks are decoded by a worker process
+    /// so that a corrupt one cannot hang or poison this process
+    /// ([`crate::cuda::isolation`]).
+    pub trusted_input: bool,
 }
 
 /// Most compressed bytes of a CPU wave per thread of rayon's pool, whatever
@@ -237,6 +242,7 @@ impl Default for ReadOptions {
             max_decoded_size: DEFAULT_MAX_DECODED_SIZE,
             request_timeout: None,
             store_io: StoreIo::Async,
+            trusted_input: false,
         }
     }
 }
@@ -425,6 +431,10 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
         tx,
     );
     let max_decoded_size = options.max_decoded_size;
+    let gpu_options = crate::cuda::DecodeOptions {
+        max_decoded_size,
+        trusted: options.trusted_input,
+    };
     match engine {
         None => {
             let codec = BatchCodec::new(fast.algorithm, Backend::Cpu)?.with_max_decoded_size(max_decoded_size);
@@ -445,7 +455,7 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
             let decode = {
                 let (out, plan) = (out.clone(), plan.clone());
                 move |wave: fetch::Wave| {
-                    assemble::decode_wave_gpu(&engine, &fast, &plan, &wave, &out, &fill, max_decoded_size)
+                    assemble::decode_wave_gpu(&engine, &fast, &plan, &wave, &out, &fill, gpu_options)
                 }
             };
             futures::future::try_join(producer, consume_waves(&mut rx, decode)).await?;

@@ -1,0 +1,140 @@
+"""Corrupt data on the GPU is never less safe than on the CPU: the GPU path
+reports what the CPU path reports, never hangs, and leaves the process's CUDA
+context usable (decoding runs in a worker process; see the README's "Corrupt
+input"). The corpus holds cases found by ``fuzz/gpu_fuzz.py`` on the H200."""
+
+from __future__ import annotations
+
+import base64
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from zarr.codecs import ZstdCodec
+
+import zarrs_nvcomp
+from zarrs_nvcomp import DecodeError, NvCompBatchCodec
+
+pytestmark = pytest.mark.gpu
+
+CORPUS = Path(__file__).resolve().parents[2] / "fuzz" / "gpu_corpus"
+
+
+def field(shape, seed=0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return np.cumsum(rng.standard_normal(shape), axis=-1).round(2).astype(np.float32)
+
+
+def corrupt_like_the_report(raw: bytes) -> bytes:
+    """Every 7th byte of the last two thirds XORed with 0x5A (issue 14, case 1)."""
+    b = bytearray(raw)
+    for i in range(len(b) // 3, len(b), 7):
+        b[i] ^= 0x5A
+    return bytes(b)
+
+
+def run_isolated(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh interpreter, so that a hang fails the test
+    instead of stalling the suite."""
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("checksum", [False, True])
+def test_corrupt_zstd_chunk_is_reported_on_the_gpu(tmp_path, checksum):
+    path = tmp_path / "a.zarr"
+    data = field((512, 512))
+    arr = zarr.create_array(
+        path, shape=data.shape, chunks=(256, 256), dtype="f4",
+        compressors=ZstdCodec(level=3, checksum=checksum),
+    )  # fmt: skip
+    arr[:] = data
+    key = path / "c" / "1" / "1"
+    key.write_bytes(corrupt_like_the_report(key.read_bytes()))
+    with pytest.raises(DecodeError, match="c/1/1") as cpu_error:
+        zarrs_nvcomp.read_chunks_parallel(str(path), device="cpu")
+    proc = run_isolated(
+        f"""
+        import zarrs_nvcomp, numpy as np
+        try:
+            zarrs_nvcomp.read_chunks_parallel({str(path)!r}, device="cuda")
+            print("NO ERROR")
+        except zarrs_nvcomp.DecodeError as e:
+            print("DecodeError:", e)
+        # The process's context still works afterwards.
+        ok = zarrs_nvcomp.read_chunks_parallel({str(path)!r}, np.s_[:256, :256], device="cuda")
+        print("still usable:", float(ok.sum()))
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "DecodeError:" in proc.stdout and "c/1/1" in proc.stdout, proc.stdout
+    assert "still usable" in proc.stdout
+    assert "NO ERROR" not in proc.stdout
+    assert str(cpu_error.value)
+
+
+def test_trusted_input_decodes_in_process_and_matches():
+    codec = NvCompBatchCodec("zstd", device="cuda", trusted_input=True)
+    chunks = [field(5000, seed=i) for i in range(4)]
+    encoded = NvCompBatchCodec("zstd", device="cpu").encode_batch(chunks)
+    for d, c in zip(codec.decode_batch(encoded), chunks, strict=True):
+        np.testing.assert_array_equal(np.frombuffer(d, np.float32), c)
+
+
+@pytest.mark.parametrize("algorithm", ["zstd", "deflate", "gzip", "gdeflate", "snappy", "lz4"])
+def test_corrupt_buffer_error_names_the_buffer(algorithm):
+    cpu = NvCompBatchCodec(algorithm, device="cpu")
+    gpu = NvCompBatchCodec(algorithm, device="cuda")
+    good = [bytes(memoryview(e)) for e in cpu.encode_batch([field(20000, s) for s in range(3)])]
+    bad = corrupt_like_the_report(good[1])
+    with pytest.raises(DecodeError) as cpu_error:
+        cpu.decode_batch([good[0], bad, good[2]])
+    assert "buffer 1" in str(cpu_error.value)
+    with pytest.raises(DecodeError, match="buffer 1"):
+        gpu.decode_batch([good[0], bad, good[2]])
+    for d, g in zip(gpu.decode_batch(good), cpu.decode_batch(good), strict=True):
+        assert bytes(memoryview(d)) == bytes(memoryview(g))
+
+
+def corpus_cases():
+    if not CORPUS.is_dir():
+        return []
+    return sorted(CORPUS.glob("*.json"))
+
+
+@pytest.mark.parametrize("case_file", corpus_cases(), ids=lambda p: p.stem)
+def test_fuzz_corpus_case(case_file, monkeypatch):
+    """Replays a case the fuzz harness found: the GPU raises where the CPU
+    raises, returns the CPU's bytes where the CPU decodes, and the context
+    stays usable."""
+    monkeypatch.setenv("ZARRS_NVCOMP_GPU_TIMEOUT", "10")
+    case = json.loads(case_file.read_text())
+    batch = [base64.b64decode(b) for b in case["batch"]]
+    gpu = NvCompBatchCodec(case["algorithm"], device="cuda")
+    try:
+        gpu_out = [bytes(memoryview(d)) for d in gpu.decode_batch(batch)]
+    except DecodeError as e:
+        gpu_out = e
+    if case["algorithm"] in zarrs_nvcomp.CPU_ALGORITHMS:
+        cpu = NvCompBatchCodec(case["algorithm"], device="cpu")
+        try:
+            cpu_out = [bytes(memoryview(d)) for d in cpu.decode_batch(batch)]
+        except DecodeError as e:
+            cpu_out = e
+        if isinstance(cpu_out, Exception):
+            assert isinstance(gpu_out, Exception), f"GPU accepted what the CPU rejects: {cpu_out}"
+        else:
+            assert gpu_out == cpu_out
+    trusted = NvCompBatchCodec(case["algorithm"], device="cuda", trusted_input=True)
+    valid = [base64.b64decode(b) for b in case["valid"]]
+    assert len(trusted.decode_batch(valid)) == len(valid)
