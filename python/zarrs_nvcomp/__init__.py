@@ -26,7 +26,14 @@ from zarrs_nvcomp._zarrs_nvcomp import (
     set_nvcomp_library_path,
 )
 from zarrs_nvcomp.numcodecs import NvCompBatchCodec
-from zarrs_nvcomp.reader import Array, CudaArray, StoreError, open_array, read_chunks_parallel
+from zarrs_nvcomp.reader import (
+    Array,
+    CpuPathWarning,
+    CudaArray,
+    StoreError,
+    open_array,
+    read_chunks_parallel,
+)
 
 # Hand the wheel's nvCOMP to the Rust loader before anything opens it. A
 # re-import finds it opened already, which is not an error.
@@ -38,6 +45,7 @@ __all__ = [
     "ALGORITHMS",
     "CPU_ALGORITHMS",
     "Array",
+    "CpuPathWarning",
     "CudaArray",
     "CudaError",
     "DecodeError",
