@@ -12,7 +12,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(HOME)/.cargo/bin:$(PATH)
 export PYO3_PYTHON := $(abspath $(PY))
 
-.PHONY: demo test setup rust-test python-test lint develop bench-cpu
+.PHONY: demo test setup rust-test python-test lint wheel develop wheel-check bench-cpu
 
 demo: develop
 	$(PY) examples/demo.py
@@ -34,12 +34,22 @@ lint: setup
 rust-test: setup
 	cargo test --workspace
 
-develop: setup
-	cd python && $(abspath $(PY)) -m maturin develop --release --quiet
+WHEEL_DIR := dist
+
+# One release build serves the tests (develop) and the wheel check.
+wheel: setup
+	rm -rf $(WHEEL_DIR)
+	cd python && $(abspath $(PY)) -m maturin build --release --quiet --out $(abspath $(WHEEL_DIR))
+
+develop: wheel
+	$(PY) -m pip install -q --force-reinstall --no-deps $(WHEEL_DIR)/*.whl
+
+wheel-check: wheel
+	bash scripts/wheel-check.sh $(WHEEL_DIR) .venv-wheel
 
 python-test: develop
 	$(PY) -m pytest -q python/tests
-	bash scripts/zarr2-tests.sh $(ZARR2_VENV)
+	ZARR2_WHEEL_DIR=$(abspath $(WHEEL_DIR)) bash scripts/zarr2-tests.sh $(ZARR2_VENV)
 
 bench-cpu: develop
 	cargo bench --bench cpu_backend

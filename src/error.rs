@@ -2,7 +2,8 @@
 
 use std::fmt;
 
-/// Why the CUDA backend cannot be used on this machine.
+/// Why the CUDA backend cannot be used on this machine. Each message says
+/// what is missing and how to fix it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GpuUnavailable {
     /// `libcuda.so.1` (the driver library) could not be opened.
@@ -21,27 +22,119 @@ pub enum GpuUnavailable {
         /// `cuDriverGetVersion`, e.g. 11080 for CUDA 11.8.
         version: i32,
     },
-    /// nvCOMP could not be opened.
-    NvcompNotFound(String),
+    /// No nvCOMP of the major version the bindings are for could be opened.
+    NvcompNotFound {
+        /// Every place that was tried, with the loader's answer
+        /// ([`nvcomp_sys::LoadError::tried_list`]).
+        tried: String,
+        /// `cuDriverGetVersion`, which decides the wheel to install.
+        driver_version: i32,
+    },
+    /// Only files of another nvCOMP major version were found.
+    NvcompVersion {
+        /// The files, with the version each reports (`"5.3.0"`).
+        found: Vec<(String, String)>,
+        /// `cuDriverGetVersion`, which decides the wheel to install.
+        driver_version: i32,
+    },
+    /// nvCOMP was built for a newer CUDA major version than the driver supports
+    /// (the `-cu13` wheel on a CUDA 12 driver).
+    NvcompNeedsNewerDriver {
+        /// The file nvCOMP was opened from.
+        path: String,
+        /// The CUDA runtime version nvCOMP was built with, e.g. 13040.
+        nvcomp_cuda: u32,
+        /// `cuDriverGetVersion`, e.g. 12080.
+        driver_version: i32,
+    },
     /// The driver failed while setting up the device.
     Driver(String),
+}
+
+/// `12.8` for 12080, as CUDA writes its versions.
+fn cuda_version(version: i64) -> String {
+    format!("{}.{}", version / 1000, (version % 1000) / 10)
+}
+
+/// The extra of the Python package that installs the nvCOMP wheel matching a
+/// driver: CUDA 13 wheels need a CUDA 13 driver, CUDA 12 ones run on 12 and later.
+pub fn nvcomp_extra(driver_version: i32) -> &'static str {
+    if driver_version >= 13000 {
+        "cu13"
+    } else {
+        "cu12"
+    }
+}
+
+/// How to install nvCOMP for a driver, from Python and otherwise.
+fn install_hint(driver_version: i32) -> String {
+    let extra = nvcomp_extra(driver_version);
+    format!(
+        "install it with `pip install \"zarrs-nvcomp[{extra}]\"` (the driver supports CUDA {}), \
+         or set NVCOMP_LIBRARY to the path of {}",
+        cuda_version(driver_version.into()),
+        nvcomp_sys::LIBRARY_NAME
+    )
 }
 
 impl fmt::Display for GpuUnavailable {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Self::NoLibcuda => write!(f, "no libcuda: the NVIDIA driver library libcuda.so.1 is not installed"),
-            Self::NoDevice => write!(f, "no device: the NVIDIA driver reports no CUDA device"),
-            Self::NoSuchDevice { requested, count } => {
-                write!(f, "no device cuda:{requested}: the driver reports {count} device(s)")
-            }
+            Self::NoLibcuda => write!(
+                f,
+                "no libcuda: the NVIDIA driver library libcuda.so.1 is not installed or not on the \
+                 loader's path; install the NVIDIA driver (525 or newer), or use device=\"cpu\""
+            ),
+            Self::NoDevice => write!(
+                f,
+                "no device: the NVIDIA driver reports no CUDA device; check `nvidia-smi` and \
+                 CUDA_VISIBLE_DEVICES, or use device=\"cpu\""
+            ),
+            Self::NoSuchDevice { requested, count } => write!(
+                f,
+                "no device cuda:{requested}: the driver reports {count} device(s), cuda:0 to cuda:{}",
+                count.saturating_sub(1)
+            ),
             Self::DriverTooOld { version } => write!(
                 f,
-                "driver too old: it supports CUDA {}.{}, nvCOMP 6 needs CUDA 12 or newer",
-                version / 1000,
-                (version % 1000) / 10
+                "driver too old: it supports CUDA {}, nvCOMP {} needs CUDA 12 or newer; \
+                 update the NVIDIA driver (525 or newer for CUDA 12, 580 or newer for CUDA 13)",
+                cuda_version((*version).into()),
+                nvcomp_sys::NVCOMP_VER_MAJOR
             ),
-            Self::NvcompNotFound(why) => write!(f, "{why}"),
+            Self::NvcompNotFound { tried, driver_version } => write!(
+                f,
+                "nvCOMP missing: {} not found (tried {tried}); {}",
+                nvcomp_sys::LIBRARY_NAME,
+                install_hint(*driver_version)
+            ),
+            Self::NvcompVersion { found, driver_version } => {
+                write!(f, "nvCOMP version mismatch: ")?;
+                for (i, (path, version)) in found.iter().enumerate() {
+                    let sep = if i > 0 { ", " } else { "" };
+                    write!(f, "{sep}{path} is nvCOMP {version}")?;
+                }
+                write!(
+                    f,
+                    "; this build needs nvCOMP {}: {}",
+                    nvcomp_sys::NVCOMP_VER_MAJOR,
+                    install_hint(*driver_version)
+                )
+            }
+            Self::NvcompNeedsNewerDriver {
+                path,
+                nvcomp_cuda,
+                driver_version,
+            } => write!(
+                f,
+                "nvCOMP and driver mismatch: {path} was built for CUDA {}, the driver supports CUDA {}; \
+                 install `pip install \"zarrs-nvcomp[{}]\"` (and uninstall nvidia-libnvcomp-cu{}), \
+                 or update the NVIDIA driver",
+                cuda_version((*nvcomp_cuda).into()),
+                cuda_version((*driver_version).into()),
+                nvcomp_extra(*driver_version),
+                nvcomp_cuda / 1000
+            ),
             Self::Driver(why) => write!(f, "CUDA driver error: {why}"),
         }
     }
@@ -171,3 +264,83 @@ impl Error {
 
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+#[cfg(test)]
+mod tests {
+    use super::GpuUnavailable;
+
+    fn message(reason: GpuUnavailable) -> String {
+        reason.to_string()
+    }
+
+    #[test]
+    fn driver_messages_say_what_to_install_or_check() {
+        let m = message(GpuUnavailable::NoLibcuda);
+        assert!(
+            m.starts_with("no libcuda:") && m.contains("install the NVIDIA driver"),
+            "{m}"
+        );
+        let m = message(GpuUnavailable::NoDevice);
+        assert!(m.starts_with("no device:") && m.contains("CUDA_VISIBLE_DEVICES"), "{m}");
+        let m = message(GpuUnavailable::NoSuchDevice { requested: 3, count: 2 });
+        assert!(
+            m.contains("cuda:3") && m.contains("2 device(s), cuda:0 to cuda:1"),
+            "{m}"
+        );
+        let m = message(GpuUnavailable::DriverTooOld { version: 11080 });
+        assert!(
+            m.contains("supports CUDA 11.8") && m.contains("update the NVIDIA driver"),
+            "{m}"
+        );
+        let m = message(GpuUnavailable::Driver("CUDA_ERROR_UNKNOWN".into()));
+        assert_eq!(m, "CUDA driver error: CUDA_ERROR_UNKNOWN");
+    }
+
+    #[test]
+    fn missing_nvcomp_names_the_extra_for_the_driver() {
+        let missing = |driver_version| {
+            message(GpuUnavailable::NvcompNotFound {
+                tried: "/a/libnvcomp.so.6 (no such file)".into(),
+                driver_version,
+            })
+        };
+        let m = missing(13000);
+        assert!(
+            m.starts_with("nvCOMP missing: libnvcomp.so.6 not found (tried /a/libnvcomp.so.6 (no such file))"),
+            "{m}"
+        );
+        assert!(
+            m.contains(r#"pip install "zarrs-nvcomp[cu13]""#) && m.contains("CUDA 13.0"),
+            "{m}"
+        );
+        let m = missing(12080);
+        assert!(
+            m.contains(r#"pip install "zarrs-nvcomp[cu12]""#) && m.contains("CUDA 12.8"),
+            "{m}"
+        );
+        assert!(m.contains("NVCOMP_LIBRARY"), "{m}");
+    }
+
+    #[test]
+    fn version_mismatches_name_the_files_and_the_fix() {
+        let m = message(GpuUnavailable::NvcompVersion {
+            found: vec![("/opt/nvcomp/libnvcomp.so".into(), "5.3.0".into())],
+            driver_version: 12090,
+        });
+        assert!(
+            m.starts_with("nvCOMP version mismatch: /opt/nvcomp/libnvcomp.so is nvCOMP 5.3.0;"),
+            "{m}"
+        );
+        assert!(m.contains("needs nvCOMP 6") && m.contains("zarrs-nvcomp[cu12]"), "{m}");
+        let m = message(GpuUnavailable::NvcompNeedsNewerDriver {
+            path: "/venv/nvidia/libnvcomp/lib64/libnvcomp.so.6".into(),
+            nvcomp_cuda: 13040,
+            driver_version: 12080,
+        });
+        assert!(m.contains("built for CUDA 13.4, the driver supports CUDA 12.8"), "{m}");
+        assert!(
+            m.contains("zarrs-nvcomp[cu12]") && m.contains("uninstall nvidia-libnvcomp-cu13"),
+            "{m}"
+        );
+    }
+}

@@ -12,11 +12,18 @@
 //! The search order is
 //!
 //! 1. the file named by `NVCOMP_LIBRARY`,
-//! 2. `NVCOMP_HOME/lib64` and `NVCOMP_HOME/lib`,
-//! 3. the `nvidia/libnvcomp/lib64` folder of the `nvidia-libnvcomp-cu13` or
+//! 2. the file handed to [`set_library_path`] (the Python package hands over
+//!    the library of the `nvidia-libnvcomp-cu13`/`-cu12` wheel it finds
+//!    through Python's import system, wherever that Python runs),
+//! 3. `NVCOMP_HOME/lib64` and `NVCOMP_HOME/lib`,
+//! 4. the `nvidia/libnvcomp/lib64` folder of the `nvidia-libnvcomp-cu13` or
 //!    `-cu12` Python wheels, on every entry of `PYTHONPATH` and in the
 //!    `site-packages` folders next to the running Python (`VIRTUAL_ENV`),
-//! 4. the system loader (`libnvcomp.so.6`, then `libnvcomp.so`).
+//! 5. the system loader (`libnvcomp.so.6`, then `libnvcomp.so`).
+//!
+//! A file that opens but reports another nvCOMP major version than the
+//! bindings' is skipped, and named in the [`LoadError`] if nothing else loads.
+//! [`library_path`] says which file was opened.
 //!
 //! Every function pointer is a `Result` inside [`NvcompLibrary`]: a symbol that
 //! an older nvCOMP lacks is reported when called, not when loading.
@@ -25,7 +32,7 @@
 #![allow(clippy::all, missing_docs, rustdoc::all)]
 
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Mutex, OnceLock};
 
 #[rustfmt::skip]
 mod bindings;
@@ -42,25 +49,88 @@ const _: () = assert!(NVCOMP_VER_MAJOR == 6);
 pub struct LoadError {
     /// Every place that was tried, with the loader's answer.
     pub tried: Vec<(String, String)>,
+    /// The files that opened but hold another nvCOMP major version than
+    /// [`NVCOMP_VER_MAJOR`], with the version they report (`"5.3.0"`).
+    pub other_versions: Vec<(String, String)>,
+}
+
+impl LoadError {
+    /// The places tried, with the loader's answer for each, separated by `; `.
+    pub fn tried_list(&self) -> String {
+        let tried: Vec<String> = self.tried.iter().map(|(path, why)| format!("{path} ({why})")).collect();
+        tried.join("; ")
+    }
 }
 
 impl std::fmt::Display for LoadError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "nvCOMP not found; tried ")?;
-        for (i, (path, why)) in self.tried.iter().enumerate() {
-            if i > 0 {
-                write!(f, "; ")?;
-            }
-            write!(f, "{path} ({why})")?;
-        }
         write!(
             f,
-            ". Install it with `pip install nvidia-libnvcomp-cu13` or set NVCOMP_LIBRARY / NVCOMP_HOME"
+            "nvCOMP {NVCOMP_VER_MAJOR} not found; tried {}. Install it with `pip install nvidia-libnvcomp-cu13` \
+             (CUDA 13 drivers) or `nvidia-libnvcomp-cu12` (CUDA 12), or set NVCOMP_LIBRARY / NVCOMP_HOME",
+            self.tried_list()
         )
     }
 }
 
 impl std::error::Error for LoadError {}
+
+/// [`set_library_path`] was called after nvCOMP had been opened.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AlreadyOpened {
+    /// The file that had been opened, if one was.
+    pub opened: Option<PathBuf>,
+}
+
+impl std::fmt::Display for AlreadyOpened {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.opened {
+            Some(path) => write!(f, "nvCOMP was already opened from {}", path.display()),
+            None => write!(f, "nvCOMP was already looked for, and not found"),
+        }
+    }
+}
+
+impl std::error::Error for AlreadyOpened {}
+
+/// nvCOMP opened, the file it came from and what it reports of itself.
+struct Opened {
+    library: NvcompLibrary,
+    path: PathBuf,
+    properties: nvcompProperties_t,
+}
+
+static LIBRARY: OnceLock<Result<Opened, LoadError>> = OnceLock::new();
+
+/// The file handed to [`set_library_path`], and whether nvCOMP has been
+/// looked for since (after which the path no longer takes effect).
+struct Configured {
+    path: Option<PathBuf>,
+    consumed: bool,
+}
+
+static CONFIGURED: Mutex<Configured> = Mutex::new(Configured {
+    path: None,
+    consumed: false,
+});
+
+fn configured() -> std::sync::MutexGuard<'static, Configured> {
+    CONFIGURED.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Names the file to try right after `NVCOMP_LIBRARY`, before the other
+/// candidates (see the crate docs). Only takes effect before nvCOMP is first
+/// opened; later calls are errors, saying what had been opened.
+pub fn set_library_path(path: impl Into<PathBuf>) -> Result<(), AlreadyOpened> {
+    let mut configured = configured();
+    if configured.consumed {
+        return Err(AlreadyOpened {
+            opened: LIBRARY.get().and_then(|o| o.as_ref().ok()).map(|o| o.path.clone()),
+        });
+    }
+    configured.path = Some(path.into());
+    Ok(())
+}
 
 fn wheel_dirs() -> Vec<PathBuf> {
     let mut roots: Vec<PathBuf> = std::env::var_os("PYTHONPATH")
@@ -83,10 +153,15 @@ fn wheel_dirs() -> Vec<PathBuf> {
 
 /// The ordered list of library files to try (see the crate docs).
 pub fn candidates() -> Vec<PathBuf> {
+    candidates_with(configured().path.clone())
+}
+
+fn candidates_with(configured: Option<PathBuf>) -> Vec<PathBuf> {
     let mut files = Vec::new();
     if let Some(path) = std::env::var_os("NVCOMP_LIBRARY") {
         files.push(PathBuf::from(path));
     }
+    files.extend(configured);
     if let Some(home) = std::env::var_os("NVCOMP_HOME") {
         let home = PathBuf::from(home);
         files.push(home.join("lib64").join(LIBRARY_NAME));
@@ -98,27 +173,87 @@ pub fn candidates() -> Vec<PathBuf> {
     files
 }
 
-fn open() -> Result<NvcompLibrary, LoadError> {
-    let mut tried = Vec::new();
-    for file in candidates() {
+/// What `library` reports of itself, or `None` when it lacks
+/// `nvcompGetProperties` (nvCOMP 2 and older).
+fn properties(library: &NvcompLibrary) -> Option<nvcompProperties_t> {
+    let get = library.nvcompGetProperties.as_ref().ok()?;
+    let mut properties = nvcompProperties_t::default();
+    // SAFETY: writes one struct; needs no GPU.
+    let status = unsafe { get(&mut properties) };
+    (status == nvcompSuccess).then_some(properties)
+}
+
+fn open() -> Result<Opened, LoadError> {
+    // From here on `set_library_path` reports what was opened instead of
+    // being silently ignored.
+    let configured_path = {
+        let mut configured = configured();
+        configured.consumed = true;
+        configured.path.clone()
+    };
+    let mut error = LoadError {
+        tried: Vec::new(),
+        other_versions: Vec::new(),
+    };
+    for file in candidates_with(configured_path) {
         let is_bare_name = file.parent().is_none_or(|p| p.as_os_str().is_empty());
         if !is_bare_name && !file.exists() {
-            tried.push((file.display().to_string(), "no such file".to_string()));
+            error
+                .tried
+                .push((file.display().to_string(), "no such file".to_string()));
             continue;
         }
         // SAFETY: loading nvCOMP runs its static initialisers, which only set up
         // internal tables; bindgen's wrapper resolves symbols lazily.
-        match unsafe { NvcompLibrary::new(&file) } {
-            Ok(lib) => return Ok(lib),
-            Err(e) => tried.push((file.display().to_string(), e.to_string())),
+        let library = match unsafe { NvcompLibrary::new(&file) } {
+            Ok(library) => library,
+            Err(e) => {
+                error.tried.push((file.display().to_string(), e.to_string()));
+                continue;
+            }
+        };
+        match properties(&library) {
+            Some(properties) if properties.version / 1000 == NVCOMP_VER_MAJOR => {
+                return Ok(Opened {
+                    library,
+                    path: file,
+                    properties,
+                })
+            }
+            found => {
+                let found = found.map_or_else(
+                    || "older than 3 (no nvcompGetProperties)".to_string(),
+                    |p| format!("{}.{}.{}", p.version / 1000, (p.version % 1000) / 100, p.version % 100),
+                );
+                error.tried.push((
+                    file.display().to_string(),
+                    format!("nvCOMP {found}, not {NVCOMP_VER_MAJOR}"),
+                ));
+                error.other_versions.push((file.display().to_string(), found));
+            }
         }
     }
-    Err(LoadError { tried })
+    Err(error)
 }
 
 /// nvCOMP, opened once per process on first use (see the crate docs for where
 /// it is looked for).
 pub fn library() -> Result<&'static NvcompLibrary, LoadError> {
-    static LIBRARY: OnceLock<Result<NvcompLibrary, LoadError>> = OnceLock::new();
+    opened().map(|o| &o.library)
+}
+
+/// The file nvCOMP was opened from, opening it on first use.
+pub fn library_path() -> Result<&'static Path, LoadError> {
+    opened().map(|o| o.path.as_path())
+}
+
+/// What the opened nvCOMP reports, opening it on first use: its `version`
+/// (`major * 1000 + minor * 100 + patch`) and the CUDA runtime it was built
+/// with (`cudart_version`, e.g. 13040 for CUDA 13.4).
+pub fn library_properties() -> Result<nvcompProperties_t, LoadError> {
+    opened().map(|o| o.properties)
+}
+
+fn opened() -> Result<&'static Opened, LoadError> {
     LIBRARY.get_or_init(open).as_ref().map_err(Clone::clone)
 }

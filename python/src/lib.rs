@@ -520,6 +520,30 @@ fn _serve_gpu_worker(py: Python<'_>) -> PyResult<()> {
         .map_err(|e| pyo3::exceptions::PyOSError::new_err(format!("GPU decoding worker: {e}")))
 }
 
+/// Names the nvCOMP library to try right after `NVCOMP_LIBRARY` (the Python
+/// package hands over its wheel's); an error once nvCOMP was looked for.
+#[pyfunction]
+fn set_nvcomp_library_path(path: std::path::PathBuf) -> PyResult<()> {
+    nvcomp_sys::set_library_path(path).map_err(|e| PyRuntimeError::new_err(e.to_string()))
+}
+
+/// The files the loader tries for nvCOMP, in order.
+#[pyfunction]
+fn nvcomp_library_candidates() -> Vec<String> {
+    nvcomp_sys::candidates()
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect()
+}
+
+/// The file nvCOMP was opened from (opening it now if it was not yet; this
+/// needs no GPU), or None when it cannot be opened: `gpu_unavailable_reason()`
+/// says why.
+#[pyfunction]
+fn nvcomp_library_path(py: Python<'_>) -> Option<String> {
+    py.detach(|| nvcomp_sys::library_path().ok().map(|p| p.display().to_string()))
+}
+
 /// Parses a configuration and returns it normalized (every option written out), as JSON.
 #[pyfunction]
 fn normalize_config(py: Python<'_>, config_json: &str) -> PyResult<String> {
@@ -547,6 +571,9 @@ fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<DeviceBatch>()?;
     m.add_function(wrap_pyfunction!(gpu_unavailable_reason, m)?)?;
     m.add_function(wrap_pyfunction!(normalize_config, m)?)?;
+    m.add_function(wrap_pyfunction!(set_nvcomp_library_path, m)?)?;
+    m.add_function(wrap_pyfunction!(nvcomp_library_candidates, m)?)?;
+    m.add_function(wrap_pyfunction!(nvcomp_library_path, m)?)?;
     m.add_function(wrap_pyfunction!(has_cpu_implementation, m)?)?;
     m.add_function(wrap_pyfunction!(_set_gpu_worker_command, m)?)?;
     m.add_function(wrap_pyfunction!(_serve_gpu_worker, m)?)?;

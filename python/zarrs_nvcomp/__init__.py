@@ -11,8 +11,10 @@ read a selection of a whole zarr array from a local directory or an object
 store, fetching its chunks concurrently and decoding them in batches.
 """
 
+import contextlib
 import sys
 
+from zarrs_nvcomp import _nvcomp_wheel
 from zarrs_nvcomp._zarrs_nvcomp import (
     ALGORITHMS,
     CPU_ALGORITHMS,
@@ -21,14 +23,31 @@ from zarrs_nvcomp._zarrs_nvcomp import (
     GpuUnavailableError,
     _set_gpu_worker_command,
     gpu_unavailable_reason,
+    nvcomp_library_candidates,
+    nvcomp_library_path,
+    set_nvcomp_library_path,
 )
 from zarrs_nvcomp.numcodecs import NvCompBatchCodec
-from zarrs_nvcomp.reader import Array, CudaArray, StoreError, open_array, read_chunks_parallel
+from zarrs_nvcomp.reader import (
+    Array,
+    CpuPathWarning,
+    CudaArray,
+    StoreError,
+    open_array,
+    read_chunks_parallel,
+)
+
+# Hand the wheel's nvCOMP to the Rust loader before anything opens it. A
+# re-import finds it opened already, which is not an error.
+if (_wheel_library := _nvcomp_wheel.wheel_library()) is not None:
+    with contextlib.suppress(RuntimeError):
+        set_nvcomp_library_path(str(_wheel_library))
 
 __all__ = [
     "ALGORITHMS",
     "CPU_ALGORITHMS",
     "Array",
+    "CpuPathWarning",
     "CudaArray",
     "CudaError",
     "DecodeError",
@@ -37,6 +56,8 @@ __all__ = [
     "StoreError",
     "gpu_available",
     "gpu_unavailable_reason",
+    "nvcomp_library_candidates",
+    "nvcomp_library_path",
     "open_array",
     "read_chunks_parallel",
     "set_zarr_batch_size",

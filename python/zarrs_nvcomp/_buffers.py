@@ -18,6 +18,8 @@ from typing import Any
 import numpy as np
 from numcodecs.compat import ensure_contiguous_ndarray
 
+from zarrs_nvcomp import _cupy_builds
+
 # DLPack device types whose memory the GPU addresses directly.
 _DLPACK_CUDA = 2
 _DLPACK_CUDA_MANAGED = 13
@@ -30,6 +32,7 @@ def cupy_module() -> Any:
         import cupy
     except Exception:
         return None
+    _cupy_builds.warn_if_several()
     return cupy
 
 

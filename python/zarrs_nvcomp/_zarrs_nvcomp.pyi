@@ -18,6 +18,17 @@ class CudaError(RuntimeError):
 def gpu_unavailable_reason(device: int = 0) -> str | None:
     """Why CUDA device ``device`` cannot be used, or None when it can."""
 
+def set_nvcomp_library_path(path: str) -> None:
+    """Names the nvCOMP library to try right after ``NVCOMP_LIBRARY``; raises
+    RuntimeError once nvCOMP was looked for."""
+
+def nvcomp_library_candidates() -> list[str]:
+    """The files the loader tries for nvCOMP, in order."""
+
+def nvcomp_library_path() -> str | None:
+    """The file nvCOMP was opened from (opening it now if it was not yet; this
+    needs no GPU), or None when it cannot be opened."""
+
 def normalize_config(config_json: str) -> str:
     """Parses ``{"algorithm": ..., "options": {...}}``; returns it with every option written out."""
 

@@ -25,6 +25,7 @@ import json
 import math
 import operator
 import re
+import warnings
 from typing import Any
 
 import numpy as np
@@ -32,18 +33,33 @@ import numpy as np
 from zarrs_nvcomp._buffers import cupy_module
 from zarrs_nvcomp._zarrs_nvcomp import CudaArray, ReaderArray, StoreError, gpu_unavailable_reason
 
-__all__ = ["Array", "CudaArray", "StoreError", "open_array", "read_chunks_parallel"]
+__all__ = [
+    "Array",
+    "CpuPathWarning",
+    "CudaArray",
+    "StoreError",
+    "open_array",
+    "read_chunks_parallel",
+]
+
+
+class CpuPathWarning(UserWarning):
+    """A read ran on the CPU where the GPU was asked for or expected: a
+    ``device="cuda"`` read of a chain that only the zarrs pipeline decodes, or
+    a ``device=None`` read with CuPy installed while the GPU is unusable.
+    Given once per opened array; ``device="cpu"`` reads never warn."""
 
 
 class Array:
     """A zarr array opened by :func:`open_array`; ``a[selection]`` reads with
     ``device=None``, :meth:`read` takes a device."""
 
-    __slots__ = ("_inner", "_metadata")
+    __slots__ = ("_cpu_path_warned", "_inner", "_metadata")
 
     def __init__(self, inner: ReaderArray) -> None:
         self._inner = inner
         self._metadata: dict[str, Any] = json.loads(inner.metadata_json())
+        self._cpu_path_warned = False
 
     @property
     def url(self) -> str:
@@ -125,8 +141,11 @@ class Array:
         ``trusted_input=True`` declares every chunk valid: the GPU then decodes
         in this process, where a corrupt chunk can hang it or end its CUDA
         context; by default a worker process decodes on the GPU (see the
-        README's "Corrupt input")."""
-        device = _resolve_device(device)
+        README's "Corrupt input").
+
+        The first read that runs on the CPU where the GPU was asked for or
+        expected gives a :class:`CpuPathWarning` saying why."""
+        requested, device = device, _resolve_device(device)
         ranges, local, out_shape, steps = _normalize(selection, self.shape)
         dtype = self.dtype
         if math.prod(out_shape) == 0:
@@ -134,6 +153,7 @@ class Array:
         data = self._inner.read(
             ranges, device, max_concurrent_requests, trusted_input=trusted_input
         )
+        self._warn_cpu_path(requested, device)
         box = tuple(b - a for a, b in ranges)
         if isinstance(data, CudaArray):
             return _device_result(data, box, dtype, local, out_shape, steps)
@@ -146,6 +166,17 @@ class Array:
 
     def __getitem__(self, selection: Any) -> Any:
         return self.read(selection)
+
+    def _warn_cpu_path(self, requested: str | None, device: str) -> None:
+        """Warns, once for this array, when the read that just succeeded ran on
+        the CPU where the GPU was asked for or expected."""
+        if self._cpu_path_warned:
+            return
+        why = _cpu_path_reason(requested, device, self.fallback_reason)
+        if why is None:
+            return
+        self._cpu_path_warned = True
+        warnings.warn(f"zarrs_nvcomp: {self.url}: {why}", CpuPathWarning, stacklevel=3)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         arr = self.read(..., device="cpu")
@@ -230,6 +261,27 @@ def _resolve_device(device: str | None) -> str:
         f"invalid device {device!r}; valid: None (GPU when usable, else CPU), "
         '"cpu", "cuda", "cuda:N"'
     )
+
+
+def _cpu_path_reason(requested: str | None, device: str, fallback_reason: str | None) -> str | None:
+    """Why a read on ``device`` (resolved from ``requested``) ran on the CPU
+    where the GPU was asked for or expected, or None when it did not."""
+    if device.startswith("cuda") and fallback_reason is not None:
+        return (
+            f"decoded on the CPU through the zarrs pipeline, then copied to the GPU: "
+            f"{fallback_reason}"
+        )
+    if requested is not None or device != "cpu":
+        return None
+    # device=None ran on the CPU: a fallback where one of the GPU's two
+    # needs (CuPy, a usable GPU) is met, and a plain CPU machine otherwise.
+    gpu_reason = gpu_unavailable_reason(0)
+    has_cupy = cupy_module() is not None
+    if has_cupy == (gpu_reason is None):
+        return None
+    if not has_cupy:
+        gpu_reason = 'CuPy is not installed (pip install "zarrs-nvcomp[cu13]", or [cu12])'
+    return f'read on the CPU, not the GPU: {gpu_reason}; pass device="cpu" to avoid this warning'
 
 
 def _normalize(

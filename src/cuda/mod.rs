@@ -55,9 +55,17 @@ pub struct DeviceRegion {
     pub len: usize,
 }
 
+/// What the driver reports: how many devices, and its CUDA version
+/// (`cuDriverGetVersion`, e.g. 13000).
+#[derive(Debug, Clone, Copy)]
+struct Driver {
+    count: usize,
+    version: i32,
+}
+
 /// Checks the driver before cudarc touches it: cudarc panics when `libcuda` is absent.
-fn probe_driver() -> Result<usize, GpuUnavailable> {
-    static DRIVER: OnceLock<Result<usize, GpuUnavailable>> = OnceLock::new();
+fn probe_driver() -> Result<Driver, GpuUnavailable> {
+    static DRIVER: OnceLock<Result<Driver, GpuUnavailable>> = OnceLock::new();
     DRIVER
         .get_or_init(|| {
             // SAFETY: only tries to open the library.
@@ -77,9 +85,40 @@ fn probe_driver() -> Result<usize, GpuUnavailable> {
             if count <= 0 {
                 return Err(GpuUnavailable::NoDevice);
             }
-            Ok(count as usize)
+            Ok(Driver {
+                count: count as usize,
+                version,
+            })
         })
         .clone()
+}
+
+/// nvCOMP, checked against the driver: a build for a newer CUDA major
+/// version than the driver's fails in every call.
+fn open_nvcomp(driver_version: i32) -> Result<&'static nvcomp_sys::NvcompLibrary, GpuUnavailable> {
+    let unavailable = |e: nvcomp_sys::LoadError| {
+        if e.other_versions.is_empty() {
+            GpuUnavailable::NvcompNotFound {
+                tried: e.tried_list(),
+                driver_version,
+            }
+        } else {
+            GpuUnavailable::NvcompVersion {
+                found: e.other_versions,
+                driver_version,
+            }
+        }
+    };
+    let lib = nvcomp_sys::library().map_err(unavailable)?;
+    let nvcomp_cuda = nvcomp_sys::library_properties().map_err(unavailable)?.cudart_version;
+    if nvcomp_cuda / 1000 > driver_version as u32 / 1000 {
+        return Err(GpuUnavailable::NvcompNeedsNewerDriver {
+            path: nvcomp_sys::library_path().map_err(unavailable)?.display().to_string(),
+            nvcomp_cuda,
+            driver_version,
+        });
+    }
+    Ok(lib)
 }
 
 impl CudaEngine {
@@ -87,14 +126,14 @@ impl CudaEngine {
     /// the error says why the device cannot be used.
     pub fn get(device: usize) -> Result<Arc<Self>, GpuUnavailable> {
         static ENGINES: OnceLock<Mutex<HashMap<usize, Arc<CudaEngine>>>> = OnceLock::new();
-        let count = probe_driver()?;
-        if device >= count {
+        let driver = probe_driver()?;
+        if device >= driver.count {
             return Err(GpuUnavailable::NoSuchDevice {
                 requested: device,
-                count,
+                count: driver.count,
             });
         }
-        let lib = nvcomp_sys::library().map_err(|e| GpuUnavailable::NvcompNotFound(e.to_string()))?;
+        let lib = open_nvcomp(driver.version)?;
         let mut engines = ENGINES
             .get_or_init(Mutex::default)
             .lock()

@@ -1,0 +1,114 @@
+"""A read that runs on the CPU where the GPU was asked for or expected warns
+once per opened array (`CpuPathWarning`), saying why; other reads never warn."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+import zarr
+import zarr.codecs
+from conftest import cupy_or_skip
+
+import zarrs_nvcomp
+from zarrs_nvcomp import CpuPathWarning, GpuUnavailableError, open_array
+from zarrs_nvcomp import reader as reader_module
+
+DATA = np.arange(24 * 30, dtype="int32").reshape(24, 30)
+
+
+def write(path, **kwargs) -> str:
+    zarr.create_array(str(path), data=DATA, chunks=(8, 10), **kwargs)
+    return str(path)
+
+
+@pytest.fixture
+def batched(tmp_path) -> str:
+    return write(tmp_path / "zstd.zarr", compressors=zarr.codecs.ZstdCodec(level=1))
+
+
+@pytest.fixture
+def transposed(tmp_path) -> str:
+    """A chain only the zarrs pipeline decodes."""
+    return write(
+        tmp_path / "transposed.zarr",
+        serializer=zarr.codecs.BytesCodec(),
+        filters=[zarr.codecs.TransposeCodec(order=(1, 0))],
+        compressors=None,
+    )
+
+
+def cpu_path_warnings(record) -> list[str]:
+    return [str(w.message) for w in record if issubclass(w.category, CpuPathWarning)]
+
+
+def reads(array, times: int, **kwargs) -> list[str]:
+    """Reads `array` `times` times; the CpuPathWarnings given, as messages."""
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        for _ in range(times):
+            got = array.read(**kwargs)
+            np.testing.assert_array_equal(got if isinstance(got, np.ndarray) else got.get(), DATA)
+    return cpu_path_warnings(record)
+
+
+def test_cpu_reads_never_warn(batched, transposed):
+    for url in (batched, transposed):
+        assert reads(open_array(url), 2, device="cpu") == []
+
+
+@pytest.fixture
+def no_gpu():
+    reason = zarrs_nvcomp.gpu_unavailable_reason(0)
+    if reason is None:
+        pytest.skip("a GPU is usable here")
+    return reason
+
+
+def test_auto_reads_on_a_machine_without_cupy_and_gpu_do_not_warn(no_gpu, transposed, monkeypatch):
+    # A plain CPU machine: device=None meant the CPU all along.
+    monkeypatch.setattr(reader_module, "cupy_module", lambda: None)
+    assert reads(open_array(transposed), 2) == []
+
+
+def test_auto_fallback_with_cupy_and_no_gpu_warns_once_per_array(
+    no_gpu, batched, transposed, monkeypatch
+):
+    # CuPy installed says the GPU was expected; the GPU is really unusable here.
+    monkeypatch.setattr(reader_module, "cupy_module", lambda: object())
+    first = open_array(batched)
+    got = reads(first, 3)
+    assert len(got) == 1, got
+    assert batched in got[0] and "read on the CPU, not the GPU" in got[0]
+    assert no_gpu in got[0] and 'device="cpu"' in got[0]
+    # Once per array: a second array warns again, the first stays quiet.
+    assert len(reads(open_array(transposed), 2)) == 1
+    assert reads(first, 1) == []
+
+
+def test_failed_cuda_read_gives_no_warning(no_gpu, transposed):
+    array = open_array(transposed)
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        with pytest.raises(GpuUnavailableError):
+            array.read(device="cuda")
+    assert cpu_path_warnings(record) == []
+
+
+@pytest.mark.gpu
+def test_cuda_read_through_the_zarrs_pipeline_warns_once_per_array(batched, transposed):
+    cupy_or_skip()
+    array = open_array(transposed)
+    got = reads(array, 3, device="cuda")
+    assert len(got) == 1, got
+    assert "zarrs pipeline" in got[0] and array.fallback_reason in got[0]
+    assert len(reads(open_array(transposed), 1, device="cuda")) == 1
+    assert reads(open_array(batched), 2, device="cuda") == []
+
+
+@pytest.mark.gpu
+def test_auto_read_without_cupy_on_a_gpu_machine_warns(transposed, monkeypatch):
+    monkeypatch.setattr(reader_module, "cupy_module", lambda: None)
+    got = reads(open_array(transposed), 2)
+    assert len(got) == 1 and "CuPy is not installed" in got[0], got
