@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.metadata
 import json
+import os
 import subprocess
 import sys
 import warnings
@@ -85,8 +86,14 @@ def run_clean(code: str) -> dict:
     """Runs `code` in this venv's Python started by absolute path with an empty
     environment (no VIRTUAL_ENV, no PYTHONPATH), as a Jupyter kernel or a
     cron job would; `code` prints one JSON object."""
+    env = []
+    bare = subprocess.run(["env", "-i", sys.executable, "-c", "import zarrs_nvcomp"], check=False)
+    if bare.returncode != 0 and "PYTHONPATH" in os.environ:
+        # Installed on PYTHONPATH rather than in a venv (the GPU machine's
+        # test setup): keep only that, so that the package imports at all.
+        env = [f"PYTHONPATH={os.environ['PYTHONPATH']}"]
     out = subprocess.run(
-        ["env", "-i", sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ["env", "-i", *env, sys.executable, "-c", code], capture_output=True, text=True, check=True
     )
     return json.loads(out.stdout)
 
