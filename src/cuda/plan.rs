@@ -124,17 +124,30 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: Framing<'_>,
             }]
         }
         // nvCOMP's Snappy and Zstandard decoders do not validate their input, so
-        // host buffers are walked first; device buffers get nvCOMP's size query.
+        // host buffers are walked first; device buffers get nvCOMP's size query
+        // and are decoded as one frame.
         Algorithm::Snappy if f.is_whole() => {
             let size = format::validate_snappy(f.head).map_err(corrupt(index))?;
             whole(Some(declared(index, size as u64, max)?))
         }
+        // Concatenated frames (as libzstd and numcodecs write and read them)
+        // become one piece each, decoded back to back; skippable frames none.
         Algorithm::Zstd if f.is_whole() => {
-            format::validate_zstd_frame(f.head).map_err(corrupt(index))?;
-            match format::zstd_content_size(f.head).map_err(corrupt(index))? {
-                Some(size) => whole(Some(declared(index, size, max)?)),
-                None => whole(None),
-            }
+            let frames = format::zstd_frames(f.head).map_err(corrupt(index))?;
+            let total = frames
+                .iter()
+                .filter_map(|fr| fr.content_size)
+                .fold(0u64, u64::saturating_add);
+            declared(index, total, max)?;
+            frames
+                .into_iter()
+                .map(|fr| DecodePiece {
+                    buffer: index,
+                    input: fr.range,
+                    decoded: fr.content_size.map(|s| s as usize),
+                    crc32: None,
+                })
+                .collect()
         }
         Algorithm::Snappy | Algorithm::Zstd => whole(None),
         Algorithm::Gzip { .. } => {
