@@ -300,6 +300,45 @@ mod tests {
     };
 
     #[test]
+    fn zstd_frames_become_pieces_and_skippable_frames_none() {
+        let sized = zstd::bulk::compress(&[5u8; 3000], 1).unwrap();
+        let mut streamed = Vec::new();
+        let mut enc = zstd::stream::Encoder::new(&mut streamed, 1).unwrap();
+        std::io::Write::write_all(&mut enc, &[6u8; 100]).unwrap();
+        enc.finish().unwrap();
+        let empty = zstd::bulk::compress(&[], 1).unwrap();
+        let skippable = [&0x184D_2A50u32.to_le_bytes()[..], &2u32.to_le_bytes(), b"hi"].concat();
+        let buf = [&sized[..], &skippable, &empty, &streamed].concat();
+        let at = sized.len() + skippable.len() + empty.len();
+        let pieces = decode_pieces_of(&Algorithm::Zstd, 2, &buf, 1 << 20).unwrap();
+        let piece = |input: Range<usize>, decoded| DecodePiece {
+            buffer: 2,
+            input,
+            decoded,
+            crc32: None,
+        };
+        // The empty frame decodes to nothing and is left out.
+        assert_eq!(
+            pieces,
+            vec![piece(0..sized.len(), Some(3000)), piece(at..buf.len(), None)]
+        );
+        // The limit applies to the declared sizes together.
+        let twice = [&sized[..], &sized].concat();
+        assert!(matches!(
+            decode_pieces_of(&Algorithm::Zstd, 2, &twice, 5999),
+            Err(Error::DecodedSizeTooLarge {
+                index: 2,
+                size: 6000,
+                ..
+            })
+        ));
+        assert!(matches!(
+            decode_pieces_of(&Algorithm::Zstd, 2, &buf[..buf.len() - 1], 1 << 20),
+            Err(Error::Corrupt { index: 2, .. })
+        ));
+    }
+
+    #[test]
     fn lz4_header_becomes_the_decoded_size_and_is_skipped() {
         let buf = [16, 0, 0, 0, 0xAA, 0xBB];
         let pieces = decode_pieces_of(&LZ4, 3, &buf, 1 << 20).unwrap();
