@@ -6,10 +6,7 @@ use crate::algorithm::Algorithm;
 use crate::batch::Batch;
 use crate::cuda::CudaEngine;
 use crate::error::{Error, GpuUnavailable, Result};
-use crate::{cpu, cuda};
-
-/// Default limit on the decoded size a buffer may declare: 2 GiB.
-pub const DEFAULT_MAX_DECODED_SIZE: u64 = 2 << 30;
+use crate::{cpu, cuda, limits};
 
 /// Which backend a [`BatchCodec`] should use.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -65,7 +62,8 @@ impl std::fmt::Display for BackendKind {
 pub struct BatchCodec {
     algorithm: Algorithm,
     cuda: Option<Arc<CudaEngine>>,
-    max_decoded_size: u64,
+    /// Set by [`Self::with_max_decoded_size`]; `None`: the destination's memory.
+    max_decoded_size: Option<u64>,
     trusted_input: bool,
 }
 
@@ -83,7 +81,7 @@ impl BatchCodec {
         Ok(Self {
             algorithm,
             cuda,
-            max_decoded_size: DEFAULT_MAX_DECODED_SIZE,
+            max_decoded_size: None,
             trusted_input: false,
         })
     }
@@ -93,17 +91,32 @@ impl BatchCodec {
         Self::new(Algorithm::from_config(config)?, backend)
     }
 
-    /// Sets the largest decoded size a buffer may declare; larger declarations
-    /// are errors before anything is allocated.
+    /// Sets the largest decoded size a buffer may declare, for host and
+    /// device outputs alike; larger declarations are errors
+    /// ([`Error::DecodedSizeTooLarge`]) before anything is allocated. By
+    /// default the limit is what the destination can hold: the machine's
+    /// physical memory for host outputs ([`limits::default_max_decoded_size`]),
+    /// the device's memory for device outputs.
     #[must_use]
     pub fn with_max_decoded_size(mut self, limit: u64) -> Self {
-        self.max_decoded_size = limit;
+        self.max_decoded_size = Some(limit);
         self
     }
 
-    /// The largest decoded size a buffer may declare.
+    /// The largest decoded size a buffer decoded into host memory may declare.
     pub fn max_decoded_size(&self) -> u64 {
-        self.max_decoded_size
+        self.max_decoded_size.unwrap_or_else(limits::default_max_decoded_size)
+    }
+
+    /// The largest decoded size a buffer decoded into device memory may
+    /// declare: the device's memory unless set; on the CPU backend, which has
+    /// no device outputs, [`Self::max_decoded_size`].
+    pub fn max_device_decoded_size(&self) -> u64 {
+        match (&self.cuda, self.max_decoded_size) {
+            (_, Some(limit)) => limit,
+            (Some(engine), None) => engine.total_memory(),
+            (None, None) => self.max_decoded_size(),
+        }
     }
 
     /// Declares whether every buffer this codec decodes is a valid stream
@@ -122,10 +135,18 @@ impl BatchCodec {
         self.trusted_input
     }
 
-    /// The options of a GPU decode by this codec.
+    /// The options of a GPU decode by this codec into host memory.
     pub fn decode_options(&self) -> cuda::DecodeOptions {
         cuda::DecodeOptions {
-            max_decoded_size: self.max_decoded_size,
+            max_decoded_size: self.max_decoded_size(),
+            trusted: self.trusted_input,
+        }
+    }
+
+    /// The options of a GPU decode by this codec into device memory.
+    pub fn device_decode_options(&self) -> cuda::DecodeOptions {
+        cuda::DecodeOptions {
+            max_decoded_size: self.max_device_decoded_size(),
             trusted: self.trusted_input,
         }
     }
@@ -169,7 +190,7 @@ impl BatchCodec {
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
         match &self.cuda {
             Some(engine) => engine.decode_batch(&self.algorithm, &inputs, self.decode_options()),
-            None => cpu::decode_batch(&self.algorithm, &inputs, self.max_decoded_size),
+            None => cpu::decode_batch(&self.algorithm, &inputs, self.max_decoded_size()),
         }
     }
 
@@ -187,7 +208,7 @@ impl BatchCodec {
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
         match &self.cuda {
             Some(engine) => engine.decode_batch_in(&self.algorithm, &inputs, self.decode_options(), storage),
-            None => cpu::decode_batch_in(&self.algorithm, &inputs, self.max_decoded_size, storage),
+            None => cpu::decode_batch_in(&self.algorithm, &inputs, self.max_decoded_size(), storage),
         }
     }
 
@@ -203,7 +224,7 @@ impl BatchCodec {
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
         match &self.cuda {
             Some(engine) => engine.decode_batch_into(&self.algorithm, &inputs, outputs, self.decode_options()),
-            None => cpu::decode_batch_into(&self.algorithm, &inputs, outputs, self.max_decoded_size),
+            None => cpu::decode_batch_into(&self.algorithm, &inputs, outputs, self.max_decoded_size()),
         }
     }
 }

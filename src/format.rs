@@ -250,15 +250,62 @@ fn varint_len(buf: &[u8]) -> usize {
     buf.iter().position(|b| b & 0x80 == 0).map_or(buf.len(), |i| i + 1)
 }
 
-/// Checks that a buffer is exactly one Zstandard frame: walks the frame
-/// header and the block headers (not the block contents), so truncated or
-/// padded frames are caught before a decoder sees them.
-pub fn validate_zstd_frame(buf: &[u8]) -> Result<(), String> {
+/// One data frame of a Zstandard buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ZstdFrame {
+    /// Its bytes within the buffer.
+    pub range: std::ops::Range<usize>,
+    /// The content size its header declares, `None` for streamed frames.
+    pub content_size: Option<u64>,
+}
+
+/// Walks a buffer of Zstandard frames back to back, as libzstd and numcodecs'
+/// `Zstd` read it: the data frames in order, skippable frames left out. Only
+/// frame and block headers are read (not block contents), so truncated or
+/// padded buffers are caught before a decoder sees them.
+pub fn zstd_frames(buf: &[u8]) -> Result<Vec<ZstdFrame>, String> {
     const MAGIC: u32 = 0xFD2F_B528;
-    let magic = buf.first_chunk::<4>().map(|m| u32::from_le_bytes(*m));
-    if magic != Some(MAGIC) {
-        return Err("not a Zstandard frame (bad magic number)".into());
+    // Skippable frames: magic 0x184D2A50 to 0x184D2A5F, u32 LE length, payload.
+    const SKIPPABLE_MASK: u32 = 0xFFFF_FFF0;
+    const SKIPPABLE: u32 = 0x184D_2A50;
+    if buf.is_empty() {
+        return Err("an empty buffer is not a Zstandard frame".into());
     }
+    let mut frames = Vec::new();
+    let mut at = 0;
+    while at < buf.len() {
+        let rest = &buf[at..];
+        let magic = rest.first_chunk::<4>().map(|m| u32::from_le_bytes(*m));
+        let len = match magic {
+            Some(MAGIC) => {
+                let len = zstd_frame_len(rest).map_err(|e| format!("{e} (frame at byte {at})"))?;
+                let content_size = zstd_content_size(rest)?;
+                frames.push(ZstdFrame {
+                    range: at..at + len,
+                    content_size,
+                });
+                len
+            }
+            Some(m) if m & SKIPPABLE_MASK == SKIPPABLE => {
+                let size = rest
+                    .get(4..8)
+                    .map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")) as usize)
+                    .ok_or_else(|| format!("Zstandard skippable frame header truncated at byte {at}"))?;
+                if size > rest.len() - 8 {
+                    return Err(format!("Zstandard skippable frame at byte {at} runs past the end"));
+                }
+                8 + size
+            }
+            _ => return Err(format!("not a Zstandard frame (bad magic number) at byte {at}")),
+        };
+        at += len;
+    }
+    Ok(frames)
+}
+
+/// The length of the Zstandard frame at the start of `buf` (its magic number
+/// checked by the caller), from its frame header and block headers.
+fn zstd_frame_len(buf: &[u8]) -> Result<usize, String> {
     let descriptor = *buf.get(4).ok_or("Zstandard frame header truncated")?;
     let single_segment = descriptor & 0x20 != 0;
     let checksum = descriptor & 0x04 != 0;
@@ -294,11 +341,10 @@ pub fn validate_zstd_frame(buf: &[u8]) -> Result<(), String> {
         }
     }
     at += if checksum { 4 } else { 0 };
-    match at.cmp(&buf.len()) {
-        std::cmp::Ordering::Equal => Ok(()),
-        std::cmp::Ordering::Greater => Err("Zstandard checksum truncated".into()),
-        std::cmp::Ordering::Less => Err(format!("{} bytes after the Zstandard frame", buf.len() - at)),
+    if at > buf.len() {
+        return Err("Zstandard checksum truncated".into());
     }
+    Ok(at)
 }
 
 #[cfg(test)]
@@ -326,13 +372,52 @@ mod validation_tests {
             enc.include_checksum(checksum).unwrap();
             std::io::Write::write_all(&mut enc, &data).unwrap();
             enc.finish().unwrap();
-            validate_zstd_frame(&frame).unwrap();
-            assert!(validate_zstd_frame(&frame[..frame.len() - 1]).is_err());
+            let frames = zstd_frames(&frame).unwrap();
+            assert_eq!(
+                frames,
+                vec![ZstdFrame {
+                    range: 0..frame.len(),
+                    content_size: None
+                }]
+            );
+            assert!(zstd_frames(&frame[..frame.len() - 1]).is_err());
             let mut padded = frame.clone();
             padded.push(0);
-            assert!(validate_zstd_frame(&padded).is_err());
+            assert!(zstd_frames(&padded).is_err());
         }
-        validate_zstd_frame(&zstd::bulk::compress(&[], 1).unwrap()).unwrap();
-        assert!(validate_zstd_frame(b"garbage!").is_err());
+        let empty = zstd::bulk::compress(&[], 1).unwrap();
+        assert_eq!(zstd_frames(&empty).unwrap()[0].content_size, Some(0));
+        assert!(zstd_frames(b"garbage!").is_err());
+        assert!(zstd_frames(b"").is_err());
+    }
+
+    #[test]
+    fn zstd_walk_splits_concatenated_and_skips_skippable_frames() {
+        let a = zstd::bulk::compress(&[1u8; 1000], 1).unwrap();
+        let b = zstd::bulk::compress(&[2u8; 70_000], 3).unwrap();
+        let mut skippable = 0x184D_2A5Bu32.to_le_bytes().to_vec();
+        skippable.extend(5u32.to_le_bytes());
+        skippable.extend(b"notes");
+        let buf = [skippable.as_slice(), &a, &skippable, &b].concat();
+        let at_a = skippable.len();
+        let at_b = at_a + a.len() + skippable.len();
+        assert_eq!(
+            zstd_frames(&buf).unwrap(),
+            vec![
+                ZstdFrame {
+                    range: at_a..at_a + a.len(),
+                    content_size: Some(1000)
+                },
+                ZstdFrame {
+                    range: at_b..buf.len(),
+                    content_size: Some(70_000)
+                },
+            ]
+        );
+        // A skippable frame that claims more bytes than there are.
+        assert!(zstd_frames(&[&a[..], &skippable[..6]].concat()).is_err());
+        let mut long = skippable.clone();
+        long[4] = 6;
+        assert!(zstd_frames(&[&a[..], &long].concat()).is_err());
     }
 }

@@ -9,7 +9,7 @@
 //! |---|---|
 //! | `lz4` | 4-byte little-endian decoded length + one LZ4 block (numcodecs `LZ4`); `has_header: false`: the bare block |
 //! | `snappy` | raw Snappy (not framed) |
-//! | `zstd` | one Zstandard frame, content size present |
+//! | `zstd` | one Zstandard frame, content size present (frames back to back and skippable frames are read too) |
 //! | `deflate` | raw DEFLATE (RFC 1951) |
 //! | `gzip` | one gzip member (RFC 1952) |
 //! | `gdeflate` | zarrs `gdeflate` layout: u64 decoded length, u64 page count, u64 size per page, pages of 64 KiB; `has_header: false`: one bare nvCOMP GDeflate stream |
@@ -41,13 +41,15 @@ pub mod cpu;
 pub mod cuda;
 pub mod error;
 pub mod format;
+pub mod limits;
 pub mod reader;
 pub mod zarrs_codec;
 
 pub use algorithm::{Algorithm, DataType};
 pub use batch::Batch;
-pub use codec::{Backend, BackendKind, BatchCodec, DEFAULT_MAX_DECODED_SIZE};
+pub use codec::{Backend, BackendKind, BatchCodec};
 pub use error::{Error, GpuUnavailable, Result};
+pub use limits::default_max_decoded_size;
 
 /// Whether `ZARRS_NVCOMP_PROFILE` is set: then the GPU engine and the reader
 /// print the time of each phase to stderr.

@@ -19,7 +19,9 @@
 //! - `algorithm` (required): one of [`Algorithm::NAMES`], case-insensitive
 //!   (`algo` is accepted as an alias).
 //! - `options` (optional): the algorithm's options, see [`crate::algorithm`];
-//!   missing options take their defaults, unknown options are errors.
+//!   missing options take their defaults (kvikio's for metadata it wrote: a
+//!   `gdeflate` configuration without `has_header` is bare GDeflate), unknown
+//!   options are errors.
 //!
 //! # Encoded chunk
 //!

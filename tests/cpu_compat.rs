@@ -452,3 +452,100 @@ fn one_codec_serves_many_threads() {
         .collect();
     threads.into_iter().for_each(|t| t.join().unwrap());
 }
+
+/// Zstandard frames back to back, as numcodecs' `Zstd` reads them: a frame
+/// with its size, a streamed one, skippable frames between them.
+fn concatenated_zstd() -> (Vec<u8>, Vec<u8>) {
+    let a = field_f32(100_000, 3);
+    let b = text(70_000);
+    let sized = zstd::bulk::compress(&a, 1).unwrap();
+    let mut streamed = Vec::new();
+    let mut enc = zstd::stream::Encoder::new(&mut streamed, 3).unwrap();
+    enc.include_checksum(true).unwrap();
+    enc.write_all(&b).unwrap();
+    enc.finish().unwrap();
+    let mut skippable = 0x184D_2A53u32.to_le_bytes().to_vec();
+    skippable.extend(4u32.to_le_bytes());
+    skippable.extend(b"note");
+    let buf = [&skippable[..], &sized, &skippable, &streamed, &sized].concat();
+    (buf, [&a[..], &b, &a].concat())
+}
+
+#[test]
+fn concatenated_zstd_frames_decode() {
+    let (buf, expected) = concatenated_zstd();
+    let codec = cpu(Algorithm::Zstd);
+    let decoded = codec.decode_batch(&[buf.as_slice(), &buf]).unwrap();
+    assert!(decoded.get(0) == expected.as_slice() && decoded.get(1) == expected.as_slice());
+    let mut out = vec![0u8; expected.len()];
+    codec.decode_batch_into(&[buf.as_slice()], &mut [&mut out]).unwrap();
+    assert!(out == expected);
+    // Frames that all declare their size: declared together, decoded in place.
+    let sized = zstd::bulk::compress(&expected[..5000], 1).unwrap();
+    let twice = [&sized[..], &sized].concat();
+    assert!(codec.decode_batch(&[twice.as_slice()]).unwrap().get(0) == [&expected[..5000], &expected[..5000]].concat());
+    // A limit applies to the frames together.
+    let err = cpu(Algorithm::Zstd)
+        .with_max_decoded_size(9999)
+        .decode_batch(&[twice.as_slice()])
+        .unwrap_err();
+    assert!(matches!(err, Error::DecodedSizeTooLarge { size: 10_000, .. }), "{err}");
+    // Garbage after the last frame is an error, not ignored.
+    let padded = [&twice[..], b"junk"].concat();
+    assert!(matches!(
+        codec.decode_batch(&[padded.as_slice()]),
+        Err(Error::Corrupt { index: 0, .. })
+    ));
+}
+
+#[test]
+fn zstd_chunk_over_2_gib_round_trips() {
+    // 2 GiB + 1 MiB, the chunk of issue 8. `vec![0; n]` is calloc: the input
+    // pages are mapped lazily and only read, so the decoded chunk is the one
+    // large resident allocation.
+    let size = (2 << 30) + MIB;
+    let tail: Vec<u8> = (0..4096u32).map(|i| (i % 251) as u8).collect();
+    let mut data = vec![0u8; size];
+    data[size - tail.len()..].copy_from_slice(&tail);
+    let codec = cpu(Algorithm::Zstd);
+    assert_eq!(codec.max_decoded_size(), zarrs_nvcomp::default_max_decoded_size());
+    let encoded = codec.encode_batch(&[data.as_slice()]).unwrap();
+    drop(data);
+    let decoded = codec.decode_batch(&[encoded.get(0)]).unwrap();
+    let out = decoded.get(0);
+    assert_eq!(out.len(), size);
+    let zeros = vec![0u8; MIB];
+    let body = &out[..size - tail.len()];
+    assert!(body.chunks(MIB).all(|c| c == &zeros[..c.len()]));
+    assert!(out[size - tail.len()..] == tail[..]);
+}
+
+#[test]
+fn decoded_size_limit_is_configurable_and_its_error_says_how() {
+    let codec = cpu(Algorithm::Zstd);
+    let encoded = codec.encode_batch(&[vec![7u8; 5000]]).unwrap();
+    let err = codec
+        .clone()
+        .with_max_decoded_size(4999)
+        .decode_batch(&[encoded.get(0)])
+        .unwrap_err();
+    let msg = err.to_string();
+    assert!(
+        matches!(
+            err,
+            Error::DecodedSizeTooLarge {
+                size: 5000,
+                limit: 4999,
+                ..
+            }
+        ),
+        "{msg}"
+    );
+    assert!(
+        msg.contains("max_decoded_size") && msg.contains("with_max_decoded_size"),
+        "{msg}"
+    );
+    let exact = codec.with_max_decoded_size(5000);
+    assert_eq!(exact.max_device_decoded_size(), 5000);
+    assert_eq!(exact.decode_batch(&[encoded.get(0)]).unwrap().get(0), &[7u8; 5000][..]);
+}

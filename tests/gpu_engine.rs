@@ -373,3 +373,42 @@ fn without_a_gpu_the_reason_is_given() {
         }
     }
 }
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn concatenated_zstd_frames_decode_on_the_gpu() {
+    // Frames back to back (numcodecs' Zstd reads them): one with its size, a
+    // streamed one, a skippable frame between; each frame is one nvCOMP chunk.
+    let a = field_f32(200 * KIB, 9);
+    let b = field_f32(70 * KIB, 10);
+    let sized = zstd::bulk::compress(&a, 1).unwrap();
+    let mut streamed = Vec::new();
+    let mut enc = zstd::stream::Encoder::new(&mut streamed, 3).unwrap();
+    std::io::Write::write_all(&mut enc, &b).unwrap();
+    enc.finish().unwrap();
+    let mut skippable = 0x184D_2A50u32.to_le_bytes().to_vec();
+    skippable.extend(3u32.to_le_bytes());
+    skippable.extend(b"abc");
+    let frames = [&sized[..], &skippable, &streamed, &sized].concat();
+    let expected = [&a[..], &b, &a].concat();
+    let single = zstd::bulk::compress(&b, 1).unwrap();
+    let codec = gpu("zstd");
+    let decoded = codec.decode_batch(&[frames.as_slice(), &single, &frames]).unwrap();
+    assert!(decoded.get(0) == expected.as_slice());
+    assert!(decoded.get(1) == b.as_slice());
+    assert!(decoded.get(2) == expected.as_slice());
+    let mut out = vec![0u8; expected.len()];
+    codec.decode_batch_into(&[frames.as_slice()], &mut [&mut out]).unwrap();
+    assert!(out == expected);
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn device_outputs_default_to_the_devices_memory() {
+    let codec = gpu("zstd");
+    let engine = codec.cuda().unwrap();
+    assert!(engine.total_memory() > 1 << 30, "{}", engine.total_memory());
+    assert_eq!(codec.max_device_decoded_size(), engine.total_memory());
+    assert_eq!(codec.max_decoded_size(), zarrs_nvcomp::default_max_decoded_size());
+    assert_eq!(codec.with_max_decoded_size(10).max_device_decoded_size(), 10);
+}

@@ -149,13 +149,21 @@ fn regions(list: Vec<(u64, usize)>) -> Vec<DeviceRegion> {
 
 #[pymethods]
 impl Engine {
-    /// `config_json`: `{"algorithm": ..., "options": {...}}`; `device`: None, "cpu", "cuda", "cuda:N".
+    /// `config_json`: `{"algorithm": ..., "options": {...}}`; `device`: None,
+    /// "cpu", "cuda", "cuda:N"; `max_decoded_size`: the largest decoded size a
+    /// buffer may declare (None: what the destination memory holds).
     #[new]
-    #[pyo3(signature = (config_json, device=None, trusted_input=false))]
-    fn new(py: Python<'_>, config_json: &str, device: Option<&str>, trusted_input: bool) -> PyResult<Self> {
+    #[pyo3(signature = (config_json, device=None, trusted_input=false, max_decoded_size=None))]
+    fn new(
+        py: Python<'_>,
+        config_json: &str,
+        device: Option<&str>,
+        trusted_input: bool,
+        max_decoded_size: Option<u64>,
+    ) -> PyResult<Self> {
         let config = parse_json(py, config_json)?;
         let backend = parse_device(device)?;
-        let algorithm = Algorithm::from_config(&config).map_err(to_py_err)?;
+        let algorithm = Algorithm::from_codec_args(&config).map_err(to_py_err)?;
         if let (Backend::Cpu, false) = (backend, algorithm.has_cpu_implementation()) {
             return Err(to_py_err(Error::NeedsGpu {
                 algorithm: algorithm.name(),
@@ -165,6 +173,10 @@ impl Engine {
             .detach(|| BatchCodec::new(algorithm, backend))
             .map_err(to_py_err)?
             .with_trusted_input(trusted_input);
+        let codec = match max_decoded_size {
+            Some(limit) => codec.with_max_decoded_size(limit),
+            None => codec,
+        };
         Ok(Self { codec })
     }
 
@@ -178,6 +190,18 @@ impl Engine {
     #[getter]
     fn device_ordinal(&self) -> Option<usize> {
         self.codec.cuda().map(|e| e.device())
+    }
+
+    /// The largest decoded size a buffer decoded into host memory may declare.
+    #[getter]
+    fn max_decoded_size(&self) -> u64 {
+        self.codec.max_decoded_size()
+    }
+
+    /// The largest decoded size a buffer decoded into device memory may declare.
+    #[getter]
+    fn max_device_decoded_size(&self) -> u64 {
+        self.codec.max_device_decoded_size()
     }
 
     /// The normalized configuration as JSON.
@@ -260,7 +284,7 @@ impl Engine {
     fn decode_device(&self, py: Python<'_>, inputs: Vec<(u64, usize)>) -> PyResult<DeviceBatch> {
         let engine = self.cuda()?.clone();
         let algorithm = *self.codec.algorithm();
-        let options = self.codec.decode_options();
+        let options = self.codec.device_decode_options();
         let inputs = regions(inputs);
         // SAFETY: as in `encode_device`.
         let batch = py
@@ -284,7 +308,7 @@ impl Engine {
         }
         let engine = self.cuda()?.clone();
         let algorithm = *self.codec.algorithm();
-        let options = self.codec.decode_options();
+        let options = self.codec.device_decode_options();
         let (inputs, outputs) = (regions(inputs), regions(outputs));
         // SAFETY: as in `encode_device`; the Python side checks that the
         // outputs are distinct writable arrays.
@@ -544,21 +568,34 @@ fn nvcomp_library_path(py: Python<'_>) -> Option<String> {
     py.detach(|| nvcomp_sys::library_path().ok().map(|p| p.display().to_string()))
 }
 
-/// Parses a configuration and returns it normalized (every option written out), as JSON.
+/// The default limit on the decoded size of a buffer decoded into host
+/// memory: the machine's physical memory.
 #[pyfunction]
-fn normalize_config(py: Python<'_>, config_json: &str) -> PyResult<String> {
+fn default_max_decoded_size() -> u64 {
+    zarrs_nvcomp::default_max_decoded_size()
+}
+
+/// Parses a configuration and returns it normalized (every option written out),
+/// as JSON. `stored`: the configuration was read from metadata, which kvikio
+/// may have written (options left out take kvikio's defaults); otherwise it
+/// holds the arguments of a new codec.
+#[pyfunction]
+#[pyo3(signature = (config_json, stored=false))]
+fn normalize_config(py: Python<'_>, config_json: &str, stored: bool) -> PyResult<String> {
     let config = parse_json(py, config_json)?;
-    Ok(Algorithm::from_config(&config)
-        .map_err(to_py_err)?
-        .to_config()
-        .to_string())
+    let algorithm = if stored {
+        Algorithm::from_config(&config)
+    } else {
+        Algorithm::from_codec_args(&config)
+    };
+    Ok(algorithm.map_err(to_py_err)?.to_config().to_string())
 }
 
 /// Whether the algorithm named in the configuration has a CPU implementation.
 #[pyfunction]
 fn has_cpu_implementation(py: Python<'_>, config_json: &str) -> PyResult<bool> {
     let config = parse_json(py, config_json)?;
-    Ok(Algorithm::from_config(&config)
+    Ok(Algorithm::from_codec_args(&config)
         .map_err(to_py_err)?
         .has_cpu_implementation())
 }
@@ -590,6 +627,6 @@ fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
             .copied()
             .collect::<Vec<_>>(),
     )?;
-    m.add("DEFAULT_MAX_DECODED_SIZE", zarrs_nvcomp::DEFAULT_MAX_DECODED_SIZE)?;
+    m.add_function(wrap_pyfunction!(default_max_decoded_size, m)?)?;
     Ok(())
 }

@@ -131,7 +131,9 @@ impl ReaderArray {
 
     /// Reads the box `ranges` (`(start, stop)` per axis): a [`HostBatch`] of
     /// one buffer, or a [`CudaArray`] where the result is on the GPU.
-    #[pyo3(signature = (ranges, device=None, max_concurrent_requests=None, wave_bytes=None, trusted_input=false))]
+    #[pyo3(signature = (ranges, device=None, max_concurrent_requests=None, wave_bytes=None, trusted_input=false, max_decoded_size=None))]
+    // One parameter per Python keyword argument of the read.
+    #[allow(clippy::too_many_arguments)]
     fn read(
         &self,
         py: Python<'_>,
@@ -140,6 +142,7 @@ impl ReaderArray {
         max_concurrent_requests: Option<usize>,
         wave_bytes: Option<usize>,
         trusted_input: bool,
+        max_decoded_size: Option<u64>,
     ) -> PyResult<Py<PyAny>> {
         if let Some((start, stop)) = ranges.iter().find(|(start, stop)| start > stop) {
             return Err(PyIndexError::new_err(format!("range {start}..{stop} is reversed")));
@@ -149,6 +152,7 @@ impl ReaderArray {
             device: parse_device(device)?,
             max_concurrent_requests: max_concurrent_requests.unwrap_or(defaults.max_concurrent_requests),
             wave_bytes: wave_bytes.unwrap_or(defaults.wave_bytes),
+            max_decoded_size,
             store_io: StoreIo::for_url(&self.url),
             trusted_input,
             ..defaults

@@ -46,14 +46,32 @@ def test_check_config(codec):
     assert "device" not in codec.get_config()
 
 
+def test_check_err_object_buffers(codec):
+    common.check_err_decode_object_buffer(codec)
+    common.check_err_encode_object_buffer(codec)
+
+
+def test_check_max_buffer_size(codec):
+    common.check_max_buffer_size(codec)
+    # The check names the buffer and the limit; the default limits nothing.
+    codec.max_buffer_size = 8
+    with pytest.raises(ValueError, match=r"buffer 1 of the batch holds 9 bytes.*size is 8"):
+        codec.encode_batch([b"x" * 8, b"x" * 9])
+    del codec.max_buffer_size
+    assert codec.decode(codec.encode(b"x" * 100)).tobytes() == b"x" * 100
+
+
 def test_check_repr(monkeypatch):
     # numcodecs' check_repr evaluates in its own module namespace
     monkeypatch.setattr(common, "NvCompBatchCodec", NvCompBatchCodec, raising=False)
-    common.check_repr("NvCompBatchCodec(algorithm='zstd', options={})")
-    common.check_repr(
-        "NvCompBatchCodec(algorithm='lz4', options={'data_type': 'char', 'has_header': True})"
-    )
-    common.check_repr("NvCompBatchCodec(algorithm='gzip', options={'algorithm': 0}, device='cpu')")
+    for algorithm in CPU_ALGORITHMS:
+        common.check_repr(f"NvCompBatchCodec(algorithm='{algorithm}')")
+    common.check_repr("NvCompBatchCodec(algorithm='lz4', options={'has_header': False})")
+    common.check_repr("NvCompBatchCodec(algorithm='gzip', options={'algorithm': 3}, device='cpu')")
+    common.check_repr("NvCompBatchCodec(algorithm='zstd', max_decoded_size=1000)")
+    # Short: options at their defaults are left out.
+    short = repr(NvCompBatchCodec("LZ4", {"data_type": "int8"}))
+    assert short == "NvCompBatchCodec(algorithm='lz4')"
 
 
 def test_check_backwards_compatibility(codec, monkeypatch, request):
@@ -98,6 +116,8 @@ def test_config_roundtrip_and_equality():
 def test_pickle(codec, protocol):
     c2 = pickle.loads(pickle.dumps(codec, protocol=protocol))
     assert c2 == codec and c2.device == codec.device and c2.backend == "cpu"
+    limited = pickle.loads(pickle.dumps(NvCompBatchCodec("zstd", max_decoded_size=99), protocol))
+    assert limited.max_decoded_size == 99
     data = np.arange(100, dtype="f4")
     np.testing.assert_array_equal(np.frombuffer(c2.decode(codec.encode(data)), "f4"), data)
 
@@ -154,6 +174,31 @@ def test_out(codec):
         np.testing.assert_array_equal(c, o)
     buf = bytearray(20)
     assert codec.decode(encoded[0], out=buf) is buf and bytes(buf) == chunks[0].tobytes()
+
+
+def test_out_with_none_entries_allocates_them(codec):
+    # kvikio's decode_batch allocated the outputs given as None
+    chunks = [np.arange(n, dtype="i2") for n in (10, 0, 300, 7)]
+    encoded = codec.encode_batch(chunks)
+    given = [None, np.empty_like(chunks[1]), np.empty_like(chunks[2]), None]
+    result = codec.decode_batch(encoded, out=given)
+    assert result[1] is given[1] and result[2] is given[2]
+    assert isinstance(result[0], np.ndarray) and isinstance(result[3], np.ndarray)
+    for c, r in zip(chunks, result, strict=True):
+        assert np.asarray(r).tobytes() == c.tobytes()
+    assert [r.tobytes() for r in codec.decode_batch(encoded, out=[None] * 4)] == [
+        c.tobytes() for c in chunks
+    ]
+    assert codec.decode(encoded[3], out=None).tobytes() == chunks[3].tobytes()
+
+
+def test_out_with_none_entries_errors_name_the_batch_index(codec):
+    encoded = codec.encode_batch([np.arange(10, dtype="u1")] * 3)
+    with pytest.raises(ValueError, match="output buffer 2 holds 11 bytes"):
+        codec.decode_batch(encoded, out=[None, None, np.empty(11, dtype="u1")])
+    broken = encoded[1][: len(encoded[1]) // 2]
+    with pytest.raises(DecodeError, match="buffer 1 of the batch"):
+        codec.decode_batch([encoded[0], broken, encoded[2]], out=[np.empty(10, "u1"), None, None])
 
 
 def test_out_wrong_size(codec):
@@ -222,3 +267,100 @@ def test_gil_released_during_work(codec):
         t.join()
     for r in results.values():
         assert [x.tobytes() for x in r] == [d.tobytes() for d in data]
+
+
+def test_kvikio_metadata_opens():
+    # What kvikio's NvCompBatchCodec stored: its spellings, any case, its defaults.
+    gdeflate = numcodecs.registry.get_codec(
+        {"id": "nvcomp_batch", "algorithm": "Gdeflate", "options": {"algo": 1}}
+    )
+    assert gdeflate.algorithm == "gdeflate"
+    assert gdeflate.options == {"algorithm": 1, "has_header": False}
+    data = np.arange(4000, dtype="u2")  # kvikio's GDeflate chunks are at most 64 KiB
+    assert gdeflate.decode(gdeflate.encode(data)).tobytes() == data.tobytes()
+    assert NvCompBatchCodec.from_config(gdeflate.get_config()) == gdeflate
+
+    lz4 = numcodecs.registry.get_codec(
+        {"id": "nvcomp_batch", "algorithm": "LZ4", "options": {"data_type": 0}}
+    )
+    assert lz4.options == {"data_type": "char", "has_header": True}
+    # kvikio's LZ4 with its header is numcodecs' LZ4 layout.
+    raw = np.arange(5000, dtype="i4").tobytes()
+    assert lz4.decode(numcodecs.LZ4().encode(raw)).tobytes() == raw
+    options = {"has_header": False, "data_type": None}
+    bare = numcodecs.registry.get_codec(
+        {"id": "nvcomp_batch", "algorithm": "lz4", "options": options}
+    )
+    assert bare.options == {"data_type": "char", "has_header": False}
+    for algorithm, options in [("zstd", {}), ("Snappy", {}), ("deflate", {"algo": 0})]:
+        codec = numcodecs.registry.get_codec(
+            {"id": "nvcomp_batch", "algorithm": algorithm, "options": options}
+        )
+        assert codec.decode(codec.encode(raw)).tobytes() == raw
+
+
+def test_new_gdeflate_codecs_keep_the_header():
+    codec = NvCompBatchCodec("gdeflate", {"algo": 2})
+    assert codec.options == {"algorithm": 2, "has_header": True}
+    # Pages behind the zarrs header: any size, unlike a bare stream.
+    big = np.arange(100_000, dtype="u4")
+    assert codec.decode(codec.encode(big)).tobytes() == big.tobytes()
+    with pytest.raises(ValueError, match="65536"):
+        NvCompBatchCodec.from_config({"id": "nvcomp_batch", "algorithm": "gdeflate"}).encode(big)
+
+
+def test_kvikio_options_that_change_the_bitstream_are_rejected():
+    with pytest.raises(ValueError, match='unknown option "num_RLEs"'):
+        NvCompBatchCodec.from_config(
+            {"id": "nvcomp_batch", "algorithm": "cascaded", "options": {"num_RLEs": 2}}
+        )
+    with pytest.raises(ValueError, match="given twice"):
+        NvCompBatchCodec("deflate", {"algo": 1, "algorithm": 2})
+
+
+def _zstd_frames():
+    zstd = numcodecs.Zstd()
+    skippable = (0x184D2A50).to_bytes(4, "little") + (3).to_bytes(4, "little") + b"abc"
+    a = np.arange(3000, dtype="i4").tobytes()
+    b = np.linspace(0, 1, 5000).tobytes()
+    fa, fb = zstd.encode(a), zstd.encode(b)
+    return [
+        (fa + fb, a + b),
+        (skippable + fa + skippable + fb + skippable, a + b),
+        (fa + zstd.encode(b"") + fa, a + a),
+    ]
+
+
+@pytest.mark.parametrize("case", range(3))
+def test_concatenated_zstd_frames_decode_as_numcodecs_does(case):
+    buf, expected = _zstd_frames()[case]
+    assert numcodecs.Zstd().decode(buf) == expected
+    codec = NvCompBatchCodec("zstd", device="cpu")
+    decoded = codec.decode_batch([buf, buf])
+    assert [d.tobytes() for d in decoded] == [expected, expected]
+    out = np.empty(len(expected), dtype="u1")
+    assert codec.decode(buf, out=out).tobytes() == expected
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", range(3))
+def test_concatenated_zstd_frames_decode_on_the_gpu(case):
+    buf, expected = _zstd_frames()[case]
+    codec = NvCompBatchCodec("zstd", device="cuda")
+    decoded = codec.decode_batch([buf, codec.encode(b"single"), buf])
+    assert [d.tobytes() for d in decoded] == [expected, b"single", expected]
+
+
+def test_max_decoded_size_option():
+    data = np.zeros(5000, dtype="u1")
+    default = NvCompBatchCodec("zstd", device="cpu")
+    assert default.max_decoded_size == zarrs_nvcomp.default_max_decoded_size()
+    encoded = default.encode(data)
+    low = NvCompBatchCodec("zstd", device="cpu", max_decoded_size=4999)
+    with pytest.raises(DecodeError, match=r"limit of 4999 bytes.*max_decoded_size") as info:
+        low.decode(encoded)
+    assert "NvCompBatchCodec(..., max_decoded_size=...)" in str(info.value)
+    exact = NvCompBatchCodec("zstd", device="cpu", max_decoded_size=5000)
+    assert exact.decode(encoded).tobytes() == data.tobytes()
+    # Not part of the configuration: data written with a limit reads without it.
+    assert low.get_config() == default.get_config()

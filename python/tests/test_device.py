@@ -51,6 +51,21 @@ def test_cupy_out(algorithm):
         codec.decode_batch(encoded[:1], out=[np.empty(host[0].nbytes, dtype=np.uint8)])
 
 
+@pytest.mark.parametrize("device", ["cuda", "cpu"])
+def test_cupy_out_with_none_entries_allocates_them(device):
+    # kvikio's decode_batch allocated the device outputs given as None.
+    cp = cupy_or_skip()
+    codec = NvCompBatchCodec("zstd", device=device)
+    host = chunks(4)
+    encoded = codec.encode_batch([cp.asarray(c) for c in host])
+    given = [None, cp.empty(host[1].shape, dtype=cp.float32), None, None]
+    result = codec.decode_batch(encoded, out=given)
+    assert result[1] is given[1]
+    assert all(isinstance(r, cp.ndarray) for r in result)
+    for h, r in zip(host, result, strict=True):
+        np.testing.assert_array_equal(cp.asnumpy(r).view(np.float32).reshape(h.shape), h)
+
+
 def test_torch_dlpack():
     torch = pytest.importorskip("torch", reason="PyTorch is not installed")
     cupy_or_skip()

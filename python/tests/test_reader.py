@@ -253,6 +253,18 @@ def test_corrupt_chunk_error_names_the_key(tmp_path):
     np.testing.assert_array_equal(read_chunks_parallel(path, slice(0, 10), device="cpu"), data[:10])
 
 
+def test_max_decoded_size_option(tmp_path):
+    path = tmp_path / "a.zarr"
+    data = sample((20, 20), "float64")
+    write(path, data, (10, 10))  # chunks of 800 bytes
+    with pytest.raises(DecodeError, match=r"limit of 799 bytes.*max_decoded_size=") as info:
+        read_chunks_parallel(str(path), device="cpu", max_decoded_size=799)
+    assert "read_chunks_parallel(..., max_decoded_size=...)" in str(info.value)
+    got = read_chunks_parallel(str(path), device="cpu", max_decoded_size=800)
+    np.testing.assert_array_equal(got, data)
+    np.testing.assert_array_equal(open_array(path).read(device="cpu", max_decoded_size=800), data)
+
+
 def test_corrupt_chunk_v2_names_the_key(tmp_path):
     path = tmp_path / "a.zarr"
     write(path, sample((20, 20), "int32"), (10, 10), zarr_format=2, compressors=numcodecs.Zlib())

@@ -4,7 +4,6 @@ from collections.abc import Buffer, Sequence
 
 ALGORITHMS: list[str]
 CPU_ALGORITHMS: list[str]
-DEFAULT_MAX_DECODED_SIZE: int
 
 class DecodeError(RuntimeError):
     """A buffer of a batch cannot be decoded; the message names its index."""
@@ -29,8 +28,15 @@ def nvcomp_library_path() -> str | None:
     """The file nvCOMP was opened from (opening it now if it was not yet; this
     needs no GPU), or None when it cannot be opened."""
 
-def normalize_config(config_json: str) -> str:
-    """Parses ``{"algorithm": ..., "options": {...}}``; returns it with every option written out."""
+def default_max_decoded_size() -> int:
+    """The default limit on a buffer's decoded size for host outputs: the machine's memory."""
+
+def normalize_config(config_json: str, stored: bool = False) -> str:
+    """Parses ``{"algorithm": ..., "options": {...}}``; returns it with every option written out.
+
+    ``stored``: the configuration comes from metadata, which kvikio may have
+    written, so options left out take kvikio's defaults (bare GDeflate).
+    """
 
 def has_cpu_implementation(config_json: str) -> bool: ...
 
@@ -60,10 +66,18 @@ class Engine:
     """One batch codec of the engine on one backend."""
 
     def __init__(
-        self, config_json: str, device: str | None = None, trusted_input: bool = False
+        self,
+        config_json: str,
+        device: str | None = None,
+        trusted_input: bool = False,
+        max_decoded_size: int | None = None,
     ) -> None: ...
     @property
     def backend(self) -> str: ...
+    @property
+    def max_decoded_size(self) -> int: ...
+    @property
+    def max_device_decoded_size(self) -> int: ...
     @property
     def device_ordinal(self) -> int | None: ...
     def config_json(self) -> str: ...
@@ -101,6 +115,7 @@ class ReaderArray:
         max_concurrent_requests: int | None = None,
         wave_bytes: int | None = None,
         trusted_input: bool = False,
+        max_decoded_size: int | None = None,
     ) -> HostBatch | CudaArray: ...
 
 class CudaArray:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import re
+import sys
 from collections.abc import Sequence
 from typing import Any
 
@@ -32,6 +34,11 @@ class NvCompBatchCodec(Codec):
         ``"cuda"`` or ``"cuda:N"``: that GPU, or a ``GpuUnavailableError``
         saying why it cannot be used. The device is not part of the
         configuration: data written on one backend is read on the other.
+    max_decoded_size
+        The largest decoded size in bytes a buffer may declare; larger ones are
+        a ``DecodeError`` before anything is allocated. ``None``: what the
+        destination can hold (the machine's memory for host outputs, the GPU's
+        for device outputs). Not part of the configuration.
 
     Host inputs (bytes, NumPy arrays, ...) give host outputs: ``bytes`` from
     encoding, flat ``uint8`` NumPy arrays from decoding (views into one
@@ -42,6 +49,12 @@ class NvCompBatchCodec(Codec):
 
     codec_id = "nvcomp_batch"
 
+    #: numcodecs' limit on the size in bytes of each buffer given to
+    #: ``encode``/``decode``: larger ones are a ``ValueError``. No limit by
+    #: default beyond the format's own (e.g. LZ4's 2,113,929,216 bytes), which
+    #: is a ``ValueError`` as well.
+    max_buffer_size: int = sys.maxsize
+
     def __init__(
         self,
         algorithm: str = "lz4",
@@ -49,6 +62,7 @@ class NvCompBatchCodec(Codec):
         device: str | None = None,
         *,
         trusted_input: bool = False,
+        max_decoded_size: int | None = None,
     ) -> None:
         request = {"algorithm": algorithm, "options": dict(options or {})}
         config = json.loads(normalize_config(json.dumps(request)))
@@ -56,7 +70,16 @@ class NvCompBatchCodec(Codec):
         self.options: dict[str, Any] = config["options"]
         self.device = device
         self.trusted_input = trusted_input
-        self._engine = Engine(json.dumps(config), device, trusted_input)
+        # Private, so that numcodecs' get_config leaves it out of the metadata.
+        self._max_decoded_size = max_decoded_size
+        self._engine = Engine(
+            json.dumps(config), device, trusted_input, max_decoded_size=max_decoded_size
+        )
+
+    @property
+    def max_decoded_size(self) -> int:
+        """The largest decoded size a buffer decoded into host memory may declare."""
+        return self._engine.max_decoded_size
 
     @property
     def backend(self) -> str:
@@ -70,11 +93,17 @@ class NvCompBatchCodec(Codec):
 
     @classmethod
     def from_config(cls, config: dict[str, Any]) -> NvCompBatchCodec:
+        """The codec of a stored configuration, which kvikio's
+        ``NvCompBatchCodec`` may have written (its spellings are read, and a
+        GDeflate configuration without ``has_header`` means kvikio's bare
+        streams); ``device`` is not stored but may be given."""
         config = dict(config)
-        config.pop("id", None)
-        if "algo" in config and "algorithm" not in config:  # kvikio's spelling
-            config["algorithm"] = config.pop("algo")
-        return cls(**config)
+        # Arguments that are not stored, but may be given.
+        extra = {k: config.pop(k) for k in ("trusted_input", "max_decoded_size") if k in config}
+        device = config.pop("device", None)
+        stored = {k: v for k, v in config.items() if k != "id"}
+        normalized = json.loads(normalize_config(json.dumps(stored), stored=True))
+        return cls(normalized["algorithm"], normalized["options"], device, **extra)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, NvCompBatchCodec):
@@ -84,14 +113,23 @@ class NvCompBatchCodec(Codec):
     __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
-        device = "" if self.device is None else f", device={self.device!r}"
-        return f"NvCompBatchCodec(algorithm={self.algorithm!r}, options={self.options!r}{device})"
+        # Short, as numcodecs' reprs are: only what differs from the defaults.
+        defaults = json.loads(normalize_config(json.dumps({"algorithm": self.algorithm})))
+        options = {k: v for k, v in self.options.items() if defaults["options"].get(k) != v}
+        args = [f"algorithm={self.algorithm!r}"]
+        if options:
+            args.append(f"options={options!r}")
+        if self.device is not None:
+            args.append(f"device={self.device!r}")
+        if self.trusted_input:
+            args.append("trusted_input=True")
+        if self._max_decoded_size is not None:
+            args.append(f"max_decoded_size={self._max_decoded_size!r}")
+        return f"NvCompBatchCodec({', '.join(args)})"
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (
-            _rebuild,
-            (type(self), self.algorithm, dict(self.options), self.device, self.trusted_input),
-        )
+        args = (self.algorithm, dict(self.options), self.device, self.trusted_input)
+        return (_rebuild, (type(self), *args, self._max_decoded_size))
 
     # --- single buffers -------------------------------------------------
 
@@ -110,7 +148,9 @@ class NvCompBatchCodec(Codec):
         bufs = list(bufs)
         if not bufs:
             return []
-        if _buffers.classify(bufs, "inputs"):
+        on_device = _buffers.classify(bufs, "inputs")
+        self._check_buffer_sizes(bufs, on_device)
+        if on_device:
             if self._engine.device_ordinal is None:
                 host = [_buffers.to_host(b) for b in bufs]
                 return _buffers.to_device(self._engine.encode(host).to_bytes_list())
@@ -125,16 +165,20 @@ class NvCompBatchCodec(Codec):
         Without ``out``: host inputs give ``uint8`` NumPy arrays (views of one
         allocation), device inputs device arrays. With ``out`` (one buffer per
         input, each exactly the decoded size, all on the inputs' side): fills
-        them and returns them.
+        them and returns them; ``None`` entries of ``out`` are allocated, as
+        without ``out``.
         """
         bufs = list(bufs)
         if out is not None:
             out = list(out)
             if len(out) != len(bufs):
                 raise ValueError(f"batch of {len(bufs)} inputs given {len(out)} output buffers")
+            if any(o is None for o in out):
+                return self._decode_some_into(bufs, out)
         if not bufs:
             return []
         on_device = _buffers.classify(bufs, "inputs")
+        self._check_buffer_sizes(bufs, on_device)
         if out is not None and _buffers.classify(out, "outputs") != on_device:
             raise ValueError(
                 "inputs and outputs must be on the same side (both host or both device)"
@@ -154,6 +198,35 @@ class NvCompBatchCodec(Codec):
         outs = [_buffers.host_view(o, writable=True, what=f"output {i}") for i, o in enumerate(out)]
         self._engine.decode_into(views, outs)
         return out
+
+    def _decode_some_into(self, bufs: list[Any], out: list[Any]) -> list[Any]:
+        """``decode_batch`` where some entries of ``out`` are ``None``: one call
+        for the buffers with an output, one for those without."""
+        result = list(out)
+        given = [i for i, o in enumerate(out) if o is not None]
+        fresh = [i for i, o in enumerate(out) if o is None]
+        with _batch_indices(given):
+            self.decode_batch([bufs[i] for i in given], [out[i] for i in given])
+        with _batch_indices(fresh):
+            for i, decoded in zip(fresh, self.decode_batch([bufs[i] for i in fresh]), strict=True):
+                result[i] = decoded
+        return result
+
+    def _check_buffer_sizes(self, bufs: list[Any], on_device: bool) -> None:
+        """numcodecs' ``max_buffer_size`` check."""
+        limit = self.max_buffer_size
+        if limit >= sys.maxsize:
+            return
+        for i, b in enumerate(bufs):
+            if on_device:
+                size = _buffers.device_region(b, what=f"input {i}").nbytes
+            else:
+                size = _buffers.host_view(b, what=f"input {i}").nbytes
+            if size > limit:
+                raise ValueError(
+                    f"buffer {i} of the batch holds {size} bytes; the codec's "
+                    f"max_buffer_size is {limit}"
+                )
 
     def _decode_device_on_cpu(self, bufs: list[Any], out: list[Any] | None) -> list[Any]:
         """Device inputs on the CPU backend: through host memory, results back on the device."""
@@ -179,5 +252,31 @@ def _rebuild(
     options: dict[str, Any],
     device: str | None,
     trusted_input: bool,
+    max_decoded_size: int | None = None,
 ) -> NvCompBatchCodec:
-    return cls(algorithm, options, device, trusted_input=trusted_input)
+    return cls(
+        algorithm, options, device, trusted_input=trusted_input, max_decoded_size=max_decoded_size
+    )
+
+
+class _batch_indices:
+    """Renumbers the buffers an error names from a part of a batch to the
+    whole batch: ``indices[i]`` is the batch index of the part's buffer ``i``."""
+
+    _BUFFER = re.compile(r"\bbuffer (\d+)\b")
+
+    def __init__(self, indices: list[int]) -> None:
+        self._indices = indices
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, err: BaseException | None, _tb: Any) -> None:
+        if err is None or not err.args or not isinstance(err.args[0], str):
+            return
+
+        def renumber(match: re.Match[str]) -> str:
+            i = int(match.group(1))
+            return f"buffer {self._indices[i]}" if i < len(self._indices) else match.group(0)
+
+        err.args = (self._BUFFER.sub(renumber, err.args[0]), *err.args[1:])

@@ -133,6 +133,7 @@ class Array:
         device: str | None = None,
         max_concurrent_requests: int | None = None,
         trusted_input: bool = False,
+        max_decoded_size: int | None = None,
     ) -> Any:
         """Reads ``selection``: a NumPy array (``device="cpu"``) or a GPU array
         (``"cuda"``/``"cuda:N"``: CuPy when installed, else :class:`CudaArray`);
@@ -143,6 +144,10 @@ class Array:
         context; by default a worker process decodes on the GPU (see the
         README's "Corrupt input").
 
+        ``max_decoded_size``: the largest decoded size of one chunk, in bytes
+        (default: the machine's memory for host reads, the GPU's for device
+        reads); larger chunks are a :class:`zarrs_nvcomp.DecodeError`.
+
         The first read that runs on the CPU where the GPU was asked for or
         expected gives a :class:`CpuPathWarning` saying why."""
         requested, device = device, _resolve_device(device)
@@ -151,7 +156,11 @@ class Array:
         if math.prod(out_shape) == 0:
             return _empty(out_shape, dtype, device)
         data = self._inner.read(
-            ranges, device, max_concurrent_requests, trusted_input=trusted_input
+            ranges,
+            device,
+            max_concurrent_requests,
+            trusted_input=trusted_input,
+            max_decoded_size=max_decoded_size,
         )
         self._warn_cpu_path(requested, device)
         box = tuple(b - a for a, b in ranges)
@@ -218,6 +227,7 @@ def read_chunks_parallel(
     device: str | None = None,
     max_concurrent_requests: int | None = None,
     trusted_input: bool = False,
+    max_decoded_size: int | None = None,
 ) -> Any:
     """Reads ``selection`` (NumPy basic indexing; the whole array by default) of
     the zarr array at ``store``, fetching its chunks concurrently and decoding
@@ -229,6 +239,9 @@ def read_chunks_parallel(
     selections, :class:`StoreError`/:class:`ValueError` for stores,
     :class:`zarrs_nvcomp.DecodeError` naming the chunk's key for bad chunks,
     :class:`zarrs_nvcomp.GpuUnavailableError` when ``"cuda"`` cannot be used.
+    ``max_decoded_size``: the largest decoded size of one chunk in bytes
+    (default: what the destination memory holds); larger chunks are a
+    ``DecodeError`` that names this option.
     """
     array = open_array(store, storage_options)
     return array.read(
@@ -236,6 +249,7 @@ def read_chunks_parallel(
         device=device,
         max_concurrent_requests=max_concurrent_requests,
         trusted_input=trusted_input,
+        max_decoded_size=max_decoded_size,
     )
 
 

@@ -99,7 +99,9 @@ class NvCompBatchZarrCodec(BytesBytesCodec):
     @classmethod
     def from_dict(cls, data: dict[str, JSON]) -> Self:
         _, configuration = parse_named_configuration(data, CODEC_NAME)
-        return cls(**(configuration or {}))  # type: ignore[arg-type]
+        # Read as stored metadata: kvikio's spellings and defaults apply.
+        codec = NvCompBatchCodec.from_config(dict(configuration or {}))
+        return cls(algorithm=codec.algorithm, options=codec.options, device=codec.device)
 
     def to_dict(self) -> dict[str, JSON]:
         return {

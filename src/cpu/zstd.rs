@@ -1,6 +1,7 @@
 //! Zstandard: one frame per buffer, written with its content size at level 1
-//! (numcodecs' default); frames without content size, with checksums, or
-//! several frames back to back are read too.
+//! (numcodecs' default); frames without content size, with checksums, and
+//! several frames back to back, skippable frames among them, are read too,
+//! as numcodecs' `Zstd` reads them.
 
 use std::cell::RefCell;
 use std::io::Read;
@@ -36,9 +37,14 @@ pub fn encode(input: &[u8], index: usize) -> Result<Vec<u8>> {
     Ok(out)
 }
 
-/// The content size of the first frame, `None` for streamed frames.
+/// The content size of all frames together, `None` when one of them is
+/// streamed (declares none).
 pub fn declared_len(input: &[u8]) -> DecodeResult<Option<u64>> {
-    format::zstd_content_size(input)
+    let frames = format::zstd_frames(input)?;
+    Ok(frames
+        .iter()
+        .map(|f| f.content_size)
+        .try_fold(0u64, |total, size| size.map(|s| total.saturating_add(s))))
 }
 
 /// The most `encoded_len` bytes of Zstandard decode to: an RLE block of 4

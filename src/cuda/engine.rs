@@ -34,6 +34,8 @@ pub struct CudaEngine {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     lib: &'static nvcomp_sys::NvcompLibrary,
+    /// The device's memory in bytes.
+    total_memory: u64,
     /// Where memory handed to callers comes from; `None` where the device has
     /// no memory pools, and `cuMemAlloc` serves instead.
     pool: Option<MemoryPool>,
@@ -177,11 +179,13 @@ impl CudaEngine {
         let ctx = CudaContext::new(device).map_err(cuda_err("cuDevicePrimaryCtxRetain"))?;
         let stream = ctx.new_stream().map_err(cuda_err("cuStreamCreate"))?;
         let pool = MemoryPool::new(&ctx).ok();
+        let total_memory = ctx.total_mem().map_err(cuda_err("cuDeviceTotalMem"))? as u64;
         Ok(Self {
             device,
             ctx,
             stream,
             lib,
+            total_memory,
             pool,
             scratch: Mutex::default(),
         })
@@ -190,6 +194,12 @@ impl CudaEngine {
     /// Device ordinal.
     pub fn device(&self) -> usize {
         self.device
+    }
+
+    /// The device's memory in bytes: the default limit on the decoded size
+    /// of buffers decoded into device memory.
+    pub fn total_memory(&self) -> u64 {
+        self.total_memory
     }
 
     /// The CUDA context of the device (the primary context).

@@ -124,17 +124,30 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: Framing<'_>,
             }]
         }
         // nvCOMP's Snappy and Zstandard decoders do not validate their input, so
-        // host buffers are walked first; device buffers get nvCOMP's size query.
+        // host buffers are walked first; device buffers get nvCOMP's size query
+        // and are decoded as one frame.
         Algorithm::Snappy if f.is_whole() => {
             let size = format::validate_snappy(f.head).map_err(corrupt(index))?;
             whole(Some(declared(index, size as u64, max)?))
         }
+        // Concatenated frames (as libzstd and numcodecs write and read them)
+        // become one piece each, decoded back to back; skippable frames none.
         Algorithm::Zstd if f.is_whole() => {
-            format::validate_zstd_frame(f.head).map_err(corrupt(index))?;
-            match format::zstd_content_size(f.head).map_err(corrupt(index))? {
-                Some(size) => whole(Some(declared(index, size, max)?)),
-                None => whole(None),
-            }
+            let frames = format::zstd_frames(f.head).map_err(corrupt(index))?;
+            let total = frames
+                .iter()
+                .filter_map(|fr| fr.content_size)
+                .fold(0u64, u64::saturating_add);
+            declared(index, total, max)?;
+            frames
+                .into_iter()
+                .map(|fr| DecodePiece {
+                    buffer: index,
+                    input: fr.range,
+                    decoded: fr.content_size.map(|s| s as usize),
+                    crc32: None,
+                })
+                .collect()
         }
         Algorithm::Snappy | Algorithm::Zstd => whole(None),
         Algorithm::Gzip { .. } => {
@@ -285,6 +298,45 @@ mod tests {
         data_type: DataType::Char,
         has_header: true,
     };
+
+    #[test]
+    fn zstd_frames_become_pieces_and_skippable_frames_none() {
+        let sized = zstd::bulk::compress(&[5u8; 3000], 1).unwrap();
+        let mut streamed = Vec::new();
+        let mut enc = zstd::stream::Encoder::new(&mut streamed, 1).unwrap();
+        std::io::Write::write_all(&mut enc, &[6u8; 100]).unwrap();
+        enc.finish().unwrap();
+        let empty = zstd::bulk::compress(&[], 1).unwrap();
+        let skippable = [&0x184D_2A50u32.to_le_bytes()[..], &2u32.to_le_bytes(), b"hi"].concat();
+        let buf = [&sized[..], &skippable, &empty, &streamed].concat();
+        let at = sized.len() + skippable.len() + empty.len();
+        let pieces = decode_pieces_of(&Algorithm::Zstd, 2, &buf, 1 << 20).unwrap();
+        let piece = |input: Range<usize>, decoded| DecodePiece {
+            buffer: 2,
+            input,
+            decoded,
+            crc32: None,
+        };
+        // The empty frame decodes to nothing and is left out.
+        assert_eq!(
+            pieces,
+            vec![piece(0..sized.len(), Some(3000)), piece(at..buf.len(), None)]
+        );
+        // The limit applies to the declared sizes together.
+        let twice = [&sized[..], &sized].concat();
+        assert!(matches!(
+            decode_pieces_of(&Algorithm::Zstd, 2, &twice, 5999),
+            Err(Error::DecodedSizeTooLarge {
+                index: 2,
+                size: 6000,
+                ..
+            })
+        ));
+        assert!(matches!(
+            decode_pieces_of(&Algorithm::Zstd, 2, &buf[..buf.len() - 1], 1 << 20),
+            Err(Error::Corrupt { index: 2, .. })
+        ));
+    }
 
     #[test]
     fn lz4_header_becomes_the_decoded_size_and_is_skipped() {

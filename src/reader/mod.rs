@@ -83,7 +83,7 @@ use zarrs_object_store::AsyncObjectStore;
 pub use assemble::DeviceArray;
 pub use store::{open_store, StoreIo};
 
-use crate::codec::{Backend, BatchCodec, DEFAULT_MAX_DECODED_SIZE};
+use crate::codec::{Backend, BatchCodec};
 use crate::cuda::CudaEngine;
 use chain::Chain;
 
@@ -164,7 +164,11 @@ pub enum ReadError {
         actual: usize,
     },
     /// A chunk larger than [`ReadOptions::max_decoded_size`].
-    #[error("chunk {key} has {size} decoded bytes, above the limit of {limit} bytes")]
+    #[error(
+        "chunk {key} has {size} decoded bytes, above the limit of {limit} bytes; raise the limit with the \
+         max_decoded_size option of the read (read_chunks_parallel(..., max_decoded_size=...), \
+         ReadOptions::max_decoded_size in Rust)"
+    )]
     ChunkTooLarge {
         /// The chunk's key.
         key: String,
@@ -197,8 +201,10 @@ pub struct ReadOptions {
     /// [`CPU_WAVE_BYTES_PER_THREAD`] per decoding thread); a wave holds at
     /// least one chunk.
     pub wave_bytes: usize,
-    /// Largest decoded size of one chunk (default 2 GiB).
-    pub max_decoded_size: u64,
+    /// Largest decoded size of one chunk; `None` (the default): what the
+    /// destination can hold, the machine's physical memory for host results,
+    /// the device's memory for device results.
+    pub max_decoded_size: Option<u64>,
     /// Bound on fetching one chunk, retries included (default none: the
     /// store's own timeouts and retry limits apply).
     pub request_timeout: Option<Duration>,
@@ -239,7 +245,7 @@ impl Default for ReadOptions {
             device: Backend::Auto,
             max_concurrent_requests: 64,
             wave_bytes: 1 << 30,
-            max_decoded_size: DEFAULT_MAX_DECODED_SIZE,
+            max_decoded_size: None,
             request_timeout: None,
             store_io: StoreIo::Async,
             trusted_input: false,
@@ -416,7 +422,11 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
         }
     };
     let elem = elem.expect("fast chains have fixed-size elements");
-    let plan = Arc::new(plan::plan(array, subset, elem, options.max_decoded_size)?);
+    let max_decoded_size = options.max_decoded_size.unwrap_or_else(|| match &engine {
+        Some(engine) => engine.total_memory(),
+        None => crate::limits::default_max_decoded_size(),
+    });
+    let plan = Arc::new(plan::plan(array, subset, elem, max_decoded_size)?);
     let fill: Arc<[u8]> = array.fill_value().as_ne_bytes().into();
     let shape = plan.shape.clone();
 
@@ -430,7 +440,6 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
         options.request_timeout,
         tx,
     );
-    let max_decoded_size = options.max_decoded_size;
     let gpu_options = crate::cuda::DecodeOptions {
         max_decoded_size,
         trusted: options.trusted_input,

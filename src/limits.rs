@@ -1,0 +1,60 @@
+//! Default limits on the decoded size a buffer may declare.
+//!
+//! The limit guards against absurd declarations (a corrupt or hostile header
+//! claiming terabytes) before anything is allocated, without refusing data the
+//! codec itself wrote: by default it is what the destination memory can hold
+//! at all, the machine's physical memory for host outputs and the device's
+//! memory for device outputs.
+
+use std::sync::OnceLock;
+
+/// The limit where the machine's memory cannot be read: the largest
+/// allocation Rust allows.
+const UNKNOWN_MEMORY_LIMIT: u64 = isize::MAX as u64;
+
+/// Physical memory of this machine in bytes, `None` where it cannot be read.
+pub fn host_memory() -> Option<u64> {
+    static MEMORY: OnceLock<Option<u64>> = OnceLock::new();
+    *MEMORY.get_or_init(read_host_memory)
+}
+
+#[cfg(target_os = "linux")]
+fn read_host_memory() -> Option<u64> {
+    // SAFETY: sysconf only reads system configuration.
+    let (pages, page_size) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGE_SIZE)) };
+    let pages = u64::try_from(pages).ok().filter(|p| *p > 0)?;
+    let page_size = u64::try_from(page_size).ok().filter(|p| *p > 0)?;
+    Some(pages.saturating_mul(page_size))
+}
+
+#[cfg(not(target_os = "linux"))]
+fn read_host_memory() -> Option<u64> {
+    None
+}
+
+/// The default limit for buffers decoded into host memory: the machine's
+/// physical memory.
+pub fn default_max_decoded_size() -> u64 {
+    host_memory().unwrap_or(UNKNOWN_MEMORY_LIMIT)
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn host_limit_is_the_machines_memory() {
+        let meminfo = std::fs::read_to_string("/proc/meminfo").expect("Linux test machines have /proc/meminfo");
+        let kib: u64 = meminfo
+            .lines()
+            .find_map(|l| l.strip_prefix("MemTotal:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .expect("MemTotal in kB");
+        let limit = default_max_decoded_size();
+        // MemTotal leaves out memory the kernel reserved at boot: within 10 %.
+        assert!(
+            limit >= kib * 1024 && limit <= kib * 1024 / 9 * 10,
+            "{limit} vs MemTotal {kib} kB"
+        );
+    }
+}
