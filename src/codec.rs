@@ -62,6 +62,9 @@ impl std::fmt::Display for BackendKind {
 pub struct BatchCodec {
     algorithm: Algorithm,
     cuda: Option<Arc<CudaEngine>>,
+    /// Whether the backend was [`Backend::Auto`], which falls back to the CPU
+    /// in a forked child that cannot use its parent's engine.
+    auto: bool,
     /// Set by [`Self::with_max_decoded_size`]; `None`: the destination's memory.
     max_decoded_size: Option<u64>,
     trusted_input: bool,
@@ -81,6 +84,7 @@ impl BatchCodec {
         Ok(Self {
             algorithm,
             cuda,
+            auto: backend == Backend::Auto,
             max_decoded_size: None,
             trusted_input: false,
         })
@@ -112,7 +116,7 @@ impl BatchCodec {
     /// declare: the device's memory unless set; on the CPU backend, which has
     /// no device outputs, [`Self::max_decoded_size`].
     pub fn max_device_decoded_size(&self) -> u64 {
-        match (&self.cuda, self.max_decoded_size) {
+        match (self.cuda(), self.max_decoded_size) {
             (_, Some(limit)) => limit,
             (Some(engine), None) => engine.total_memory(),
             (None, None) => self.max_decoded_size(),
@@ -158,7 +162,7 @@ impl BatchCodec {
 
     /// The backend this codec runs on.
     pub fn backend(&self) -> BackendKind {
-        match &self.cuda {
+        match self.cuda() {
             Some(engine) => BackendKind::Cuda {
                 device: engine.device(),
             },
@@ -166,9 +170,21 @@ impl BatchCodec {
         }
     }
 
-    /// The CUDA engine, for the device-buffer APIs; `None` on the CPU backend.
+    /// The CUDA engine, for the device-buffer APIs; `None` on the CPU backend,
+    /// and for a [`Backend::Auto`] codec made before this process was forked
+    /// from the one that made it (CUDA cannot be used in a forked child).
     pub fn cuda(&self) -> Option<&Arc<CudaEngine>> {
-        self.cuda.as_ref()
+        match &self.cuda {
+            Some(engine) if self.auto && engine.forked() && self.algorithm.has_cpu_implementation() => {
+                log::debug!(
+                    "zarrs-nvcomp: {} runs on the CPU: {}",
+                    self.algorithm.name(),
+                    GpuUnavailable::Forked
+                );
+                None
+            }
+            engine => engine.as_ref(),
+        }
     }
 
     /// Why CUDA device `device` cannot be used, or `Ok` when it can.
@@ -179,19 +195,19 @@ impl BatchCodec {
     /// Compresses every buffer of `inputs`.
     pub fn encode_batch<B: AsRef<[u8]> + Sync>(&self, inputs: &[B]) -> Result<Batch> {
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
-        match &self.cuda {
+        crate::fork::in_pool(|| match self.cuda() {
             Some(engine) => engine.encode_batch(&self.algorithm, &inputs),
             None => cpu::encode_batch(&self.algorithm, &inputs),
-        }
+        })
     }
 
     /// Decompresses every buffer of `inputs`.
     pub fn decode_batch<B: AsRef<[u8]> + Sync>(&self, inputs: &[B]) -> Result<Batch> {
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
-        match &self.cuda {
+        crate::fork::in_pool(|| match self.cuda() {
             Some(engine) => engine.decode_batch(&self.algorithm, &inputs, self.decode_options()),
             None => cpu::decode_batch(&self.algorithm, &inputs, self.max_decoded_size()),
-        }
+        })
     }
 
     /// [`Self::decode_batch`], storing the result in the allocation that
@@ -203,13 +219,13 @@ impl BatchCodec {
     pub fn decode_batch_in<B: AsRef<[u8]> + Sync>(
         &self,
         inputs: &[B],
-        storage: impl FnOnce(usize) -> Vec<u8>,
+        storage: impl FnOnce(usize) -> Vec<u8> + Send,
     ) -> Result<Batch> {
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
-        match &self.cuda {
+        crate::fork::in_pool(|| match self.cuda() {
             Some(engine) => engine.decode_batch_in(&self.algorithm, &inputs, self.decode_options(), storage),
             None => cpu::decode_batch_in(&self.algorithm, &inputs, self.max_decoded_size(), storage),
-        }
+        })
     }
 
     /// Decompresses `inputs[i]` into `outputs[i]`, whose size must equal the
@@ -222,9 +238,9 @@ impl BatchCodec {
             });
         }
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
-        match &self.cuda {
+        crate::fork::in_pool(|| match self.cuda() {
             Some(engine) => engine.decode_batch_into(&self.algorithm, &inputs, outputs, self.decode_options()),
             None => cpu::decode_batch_into(&self.algorithm, &inputs, outputs, self.max_decoded_size()),
-        }
+        })
     }
 }

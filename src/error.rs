@@ -49,6 +49,9 @@ pub enum GpuUnavailable {
     },
     /// The driver failed while setting up the device.
     Driver(String),
+    /// This process was forked from one that had initialised CUDA, which a
+    /// child cannot use: the driver's state belongs to the parent.
+    Forked,
 }
 
 /// `12.8` for 12080, as CUDA writes its versions.
@@ -136,6 +139,12 @@ impl fmt::Display for GpuUnavailable {
                 nvcomp_cuda / 1000
             ),
             Self::Driver(why) => write!(f, "CUDA driver error: {why}"),
+            Self::Forked => write!(
+                f,
+                "CUDA cannot be used in a process forked after CUDA was initialised in its parent; \
+                 start worker processes with the 'spawn' (or 'forkserver') start method \
+                 (multiprocessing.get_context('spawn'), DataLoader(multiprocessing_context='spawn'))"
+            ),
         }
     }
 }

@@ -40,6 +40,7 @@ pub mod codec;
 pub mod cpu;
 pub mod cuda;
 pub mod error;
+pub mod fork;
 pub mod format;
 pub mod limits;
 pub mod reader;

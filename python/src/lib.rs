@@ -362,12 +362,23 @@ const STORAGE_MAX_BYTES: usize = 1 << 30;
 /// Smaller allocations come from the allocator's own free lists.
 const STORAGE_MIN_BYTES: usize = 1 << 20;
 
+/// [`STORAGE`], or `None` while another thread holds it: the pool is an
+/// optimisation not worth waiting for, and a forked child must never wait
+/// for a lock that a thread of its parent held at fork time.
+fn storage_pool() -> Option<std::sync::MutexGuard<'static, Vec<Vec<u8>>>> {
+    match STORAGE.try_lock() {
+        Ok(pool) => Some(pool),
+        Err(std::sync::TryLockError::Poisoned(e)) => Some(e.into_inner()),
+        Err(std::sync::TryLockError::WouldBlock) => None,
+    }
+}
+
 fn recycle(vec: Vec<u8>) {
     if vec.capacity() < STORAGE_MIN_BYTES || vec.capacity() > STORAGE_MAX_BYTES {
         return;
     }
     let evicted = {
-        let mut pool = STORAGE.lock().unwrap_or_else(|e| e.into_inner());
+        let Some(mut pool) = storage_pool() else { return };
         pool.push(vec);
         let mut evicted = Vec::new();
         while pool.len() > STORAGE_MAX_BUFFERS || pool.iter().map(Vec::capacity).sum::<usize>() > STORAGE_MAX_BYTES {
@@ -382,7 +393,9 @@ fn recycle(vec: Vec<u8>) {
 /// than twice as large (a small batch must not pin a large allocation), or
 /// an empty vector.
 fn recycled_storage(total: usize) -> Vec<u8> {
-    let mut pool = STORAGE.lock().unwrap_or_else(|e| e.into_inner());
+    let Some(mut pool) = storage_pool() else {
+        return Vec::new();
+    };
     let best = (0..pool.len())
         .filter(|&i| (total..=total.saturating_mul(2)).contains(&pool[i].capacity()))
         .min_by_key(|&i| pool[i].capacity());
@@ -603,6 +616,8 @@ fn has_cpu_implementation(py: Python<'_>, config_json: &str) -> PyResult<bool> {
 #[pymodule]
 fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    // Before anything a fork could break exists (see `zarrs_nvcomp::fork`).
+    zarrs_nvcomp::fork::register();
     m.add_class::<Engine>()?;
     m.add_class::<HostBatch>()?;
     m.add_class::<DeviceBatch>()?;

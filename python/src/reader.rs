@@ -5,7 +5,9 @@
 
 use std::collections::HashMap;
 use std::ffi::{c_void, CStr};
+use std::future::Future;
 use std::sync::Arc;
+use std::time::Duration;
 
 use pyo3::create_exception;
 use pyo3::exceptions::{PyBufferError, PyIndexError, PyOSError, PyTimeoutError, PyValueError};
@@ -14,8 +16,8 @@ use pyo3::types::{PyDict, PyTuple};
 use zarrs::array::ArraySubset;
 use zarrs::plugin::{ExtensionName, ZarrVersion};
 use zarrs_nvcomp::reader::{
-    batched_algorithm, open_array_blocking, read_chunks_parallel_blocking, ArrayData, DeviceArray, ObjectStoreArray,
-    ReadError, ReadOptions, StoreIo,
+    batched_algorithm, block_on_checked, open_array, read_chunks_parallel, reopen_store, ArrayData, DeviceArray,
+    ObjectStoreArray, ReadError, ReadOptions, StoreIo,
 };
 
 use crate::{parse_device, to_py_err, DecodeError, HostBatch};
@@ -40,6 +42,26 @@ fn read_error(err: ReadError) -> PyErr {
         | ReadError::Pipeline { .. } => DecodeError::new_err(msg),
         ReadError::Engine(e) => to_py_err(e),
     }
+}
+
+/// How often a read looks for signals (Ctrl-C) to deliver.
+const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+
+/// Runs the future that `work` makes with the GIL released, taking the GIL
+/// back every [`SIGNAL_CHECK_INTERVAL`] to run the signal handlers: an
+/// exception they raise (`KeyboardInterrupt` for Ctrl-C) cancels the work
+/// and is raised. (The future is made on the thread that runs it, so it
+/// need not be `Send`.)
+fn interruptible<T: Send, F: Future<Output = Result<T, ReadError>>>(
+    py: Python<'_>,
+    work: impl FnOnce() -> F + Send,
+) -> PyResult<T> {
+    py.detach(|| {
+        block_on_checked(work(), SIGNAL_CHECK_INTERVAL, || {
+            Python::attach(|py| py.check_signals())
+        })
+    })?
+    .map_err(read_error)
 }
 
 /// The NumPy array-interface type string of a zarr v3 data type name, in
@@ -72,6 +94,25 @@ fn typestr(name: &str) -> Option<String> {
 pub(crate) struct ReaderArray {
     array: ObjectStoreArray,
     url: String,
+    /// The storage options, to open the store again in a forked child.
+    options: HashMap<String, String>,
+    /// The fork generation of the process that opened it.
+    generation: u64,
+}
+
+impl ReaderArray {
+    /// In a forked child, the array over a store client of this process (a
+    /// network client's connections and tasks belong to the runtime of the
+    /// process that opened it, which the child does not have); `None` in the
+    /// process that opened it.
+    fn in_this_process(&self) -> PyResult<Option<ObjectStoreArray>> {
+        if self.generation == zarrs_nvcomp::fork::generation() {
+            return Ok(None);
+        }
+        reopen_store(&self.array, &self.url, &self.options)
+            .map(Some)
+            .map_err(read_error)
+    }
 }
 
 #[pymethods]
@@ -82,8 +123,13 @@ impl ReaderArray {
     #[pyo3(signature = (url, storage_options=None))]
     fn open(py: Python<'_>, url: String, storage_options: Option<HashMap<String, String>>) -> PyResult<Self> {
         let options = storage_options.unwrap_or_default();
-        let array = py.detach(|| open_array_blocking(&url, &options)).map_err(read_error)?;
-        Ok(Self { array, url })
+        let array = interruptible(py, || open_array(&url, &options))?;
+        Ok(Self {
+            array,
+            url,
+            options,
+            generation: zarrs_nvcomp::fork::generation(),
+        })
     }
 
     #[getter]
@@ -159,9 +205,9 @@ impl ReaderArray {
         };
         let subset = ArraySubset::new_with_ranges(&ranges.iter().map(|&(a, b)| a..b).collect::<Vec<_>>());
         let typestr = self.typestr();
-        let data = py
-            .detach(|| read_chunks_parallel_blocking(&self.array, &subset, &options))
-            .map_err(read_error)?;
+        let reopened = self.in_this_process()?;
+        let array = reopened.as_ref().unwrap_or(&self.array);
+        let data = interruptible(py, || read_chunks_parallel(array, &subset, &options))?;
         match data {
             ArrayData::Host { bytes, .. } => Ok(Py::new(py, HostBatch::from_vec(bytes))?.into_any()),
             ArrayData::Device { buffer, shape, .. } => {

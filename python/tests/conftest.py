@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 import pytest
 
 import zarrs_nvcomp
@@ -25,3 +34,64 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def cupy_or_skip():
     return pytest.importorskip("cupy", reason="CuPy is not installed")
+
+
+# --- S3 through moto's server ---------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def moto_endpoint():
+    boto3 = pytest.importorskip("boto3")
+    server = shutil.which("moto_server", path=os.path.dirname(sys.executable))
+    if server is None:
+        pytest.skip("moto_server is not installed")
+    port = _free_port()
+    proc = subprocess.Popen(
+        [server, "-H", "127.0.0.1", "-p", str(port)],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    endpoint = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 30
+        while True:
+            with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
+                break
+            if time.monotonic() > deadline or proc.poll() is not None:
+                pytest.skip("moto_server did not start")
+            time.sleep(0.1)
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            aws_access_key_id="x",
+            aws_secret_access_key="x",
+            region_name="us-east-1",
+        )
+        client.create_bucket(Bucket="bucket")
+        yield endpoint, client
+    finally:
+        proc.terminate()
+        proc.wait(10)
+
+
+def upload(client, local: Path, bucket: str, prefix: str) -> None:
+    for file in sorted(local.rglob("*")):
+        if file.is_file():
+            key = f"{prefix}/{file.relative_to(local).as_posix()}"
+            client.put_object(Bucket=bucket, Key=key, Body=file.read_bytes())
+
+
+def s3_options(endpoint: str) -> dict[str, str]:
+    return {
+        "endpoint": endpoint,
+        "allow_http": "true",
+        "access_key_id": "x",
+        "secret_access_key": "x",
+        "region": "us-east-1",
+    }

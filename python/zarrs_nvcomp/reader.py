@@ -11,7 +11,11 @@ decoding them in batches on the GPU (nvCOMP) or on the CPU.
 ``storage_options`` are object_store configuration keys (for S3 ``endpoint``,
 ``region``, ``access_key_id``, ``secret_access_key``, ``session_token``,
 ``allow_http``, ...; the ``AWS_*`` environment variables are read too), plus
-``timeout``, ``connect_timeout``, ``max_retries`` and ``retry_timeout``.
+``timeout``, ``connect_timeout``, ``max_retries`` and ``retry_timeout``, which
+bound a request and also the whole open. Plain ``http://`` endpoints need
+``allow_http``. Object keys are the URL's text as written: ``s3://b/a%20b.zarr``
+is the prefix ``a%20b.zarr`` (as in fsspec), and ``file://`` paths are not
+percent-decoded either. Ctrl-C (``KeyboardInterrupt``) cancels a read or an open.
 
 Selections are NumPy basic indexing: integers (an integer drops its axis),
 slices with any step, and one ``...``. The reader reads the bounding box of the

@@ -40,6 +40,8 @@ pub struct CudaEngine {
     /// no memory pools, and `cuMemAlloc` serves instead.
     pool: Option<MemoryPool>,
     scratch: Mutex<Scratch>,
+    /// The [`crate::fork::generation`] of the process that created it.
+    generation: u64,
 }
 
 impl std::fmt::Debug for CudaEngine {
@@ -188,6 +190,7 @@ impl CudaEngine {
             total_memory,
             pool,
             scratch: Mutex::default(),
+            generation: crate::fork::generation(),
         })
     }
 
@@ -213,12 +216,30 @@ impl CudaEngine {
         &self.stream
     }
 
+    /// Whether this process was forked from the one that created the engine,
+    /// where it cannot be used.
+    pub fn forked(&self) -> bool {
+        self.generation != crate::fork::generation()
+    }
+
+    /// [`GpuUnavailable::Forked`](crate::GpuUnavailable::Forked) in a forked
+    /// child, before the driver (or the scratch lock, which a parent's thread
+    /// may have held at fork time) is touched.
+    fn check_process(&self) -> Result<()> {
+        if self.forked() {
+            return Err(crate::Error::GpuUnavailable(crate::GpuUnavailable::Forked));
+        }
+        Ok(())
+    }
+
     /// Allocates `len` zeroed bytes of device memory.
     pub fn alloc(&self, len: usize) -> Result<cudarc::driver::CudaSlice<u8>> {
+        self.check_process()?;
         self.stream.alloc_zeros::<u8>(len).map_err(cuda_err("cuMemAlloc"))
     }
 
     fn lock(&self) -> Result<std::sync::MutexGuard<'_, Scratch>> {
+        self.check_process()?;
         self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
         // A panic while holding the lock leaves only scratch memory behind, which stays valid.
         Ok(self.scratch.lock().unwrap_or_else(|e| e.into_inner()))

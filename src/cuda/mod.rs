@@ -13,6 +13,7 @@ mod memory;
 mod plan;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{result, sys};
@@ -63,9 +64,20 @@ struct Driver {
     version: i32,
 }
 
-/// Checks the driver before cudarc touches it: cudarc panics when `libcuda` is absent.
+/// The [`crate::fork::generation`] of the process that initialised the
+/// driver (`u64::MAX`: none has).
+static INITIALISED_IN: AtomicU64 = AtomicU64::new(u64::MAX);
+
+/// Checks the driver before cudarc touches it: cudarc panics when `libcuda`
+/// is absent, and the driver cannot be used in a child forked after its
+/// parent initialised it.
 fn probe_driver() -> Result<Driver, GpuUnavailable> {
     static DRIVER: OnceLock<Result<Driver, GpuUnavailable>> = OnceLock::new();
+    crate::fork::register();
+    let initialised_in = INITIALISED_IN.load(Ordering::Acquire);
+    if initialised_in != u64::MAX && initialised_in != crate::fork::generation() {
+        return Err(GpuUnavailable::Forked);
+    }
     DRIVER
         .get_or_init(|| {
             // SAFETY: only tries to open the library.
@@ -73,6 +85,7 @@ fn probe_driver() -> Result<Driver, GpuUnavailable> {
                 return Err(GpuUnavailable::NoLibcuda);
             }
             result::init().map_err(|e| GpuUnavailable::Driver(e.to_string()))?;
+            INITIALISED_IN.store(crate::fork::generation(), Ordering::Release);
             let mut version = 0;
             // SAFETY: writes one int.
             unsafe { sys::cuDriverGetVersion(&mut version) }

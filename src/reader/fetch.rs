@@ -103,13 +103,19 @@ fn fetch_waves_blocking<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     wave_bytes: usize,
     tx: &mpsc::Sender<Wave>,
 ) -> Result<(), ReadError> {
-    let round = 16 * rayon::current_num_threads();
+    let round = 16 * crate::fork::num_threads();
     let mut wave = Wave::default();
     for (r, part) in chunks.chunks(round).enumerate() {
-        let fetched: Vec<Option<Bytes>> = part
-            .par_iter()
-            .map(|chunk| futures::executor::block_on(fetch_one(array, chunk, None)))
-            .collect::<Result<_, _>>()?;
+        if tx.is_closed() {
+            return Ok(()); // the read was dropped (cancelled)
+        }
+        // Only the fetches run on the pool: a pool thread blocked on sending
+        // a wave would leave the decoder of that wave one thread short.
+        let fetched: Vec<Option<Bytes>> = crate::fork::in_pool(|| {
+            part.par_iter()
+                .map(|chunk| futures::executor::block_on(fetch_one(array, chunk, None)))
+                .collect::<Result<_, _>>()
+        })?;
         for (k, bytes) in fetched.into_iter().enumerate() {
             if let Some(full) = wave.push(r * round + k, bytes, wave_bytes) {
                 if tx.blocking_send(full).is_err() {

@@ -72,7 +72,7 @@ mod plan;
 pub mod store;
 
 use std::collections::HashMap;
-use std::sync::{Arc, OnceLock};
+use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
@@ -85,6 +85,7 @@ pub use store::{open_store, StoreIo};
 
 use crate::codec::{Backend, BatchCodec};
 use crate::cuda::CudaEngine;
+use crate::fork::PerProcess;
 use chain::Chain;
 
 /// An array opened by [`open_array`].
@@ -231,7 +232,7 @@ pub const CPU_WAVE_BYTES_PER_THREAD: usize = 8 << 20;
 /// The compressed bytes of one wave: `options.wave_bytes`, bounded on the CPU.
 fn wave_bytes(options: &ReadOptions, on_cpu: bool) -> usize {
     let bytes = if on_cpu {
-        let cpu_bound = CPU_WAVE_BYTES_PER_THREAD.saturating_mul(rayon::current_num_threads());
+        let cpu_bound = CPU_WAVE_BYTES_PER_THREAD.saturating_mul(crate::fork::num_threads());
         options.wave_bytes.min(cpu_bound)
     } else {
         options.wave_bytes
@@ -321,10 +322,11 @@ fn blocking_threads() -> usize {
 }
 
 /// The shared tokio runtime of the blocking functions, with at most 8
-/// blocking threads (which read local files) per CPU core.
+/// blocking threads (which read local files) per CPU core. A forked child
+/// gets a runtime of its own (see [`crate::fork`]).
 pub fn runtime() -> &'static tokio::runtime::Runtime {
-    static RUNTIME: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
-    RUNTIME.get_or_init(|| {
+    static RUNTIME: PerProcess<tokio::runtime::Runtime> = PerProcess::new();
+    RUNTIME.get(|| {
         tokio::runtime::Builder::new_multi_thread()
             .enable_all()
             .thread_name("zarrs-nvcomp-reader")
@@ -337,29 +339,78 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// Opens the zarr array (v3 `zarr.json` or v2 `.zarray`) at `url` with
 /// `storage_options` (see [`store`]).
 ///
-/// A store that cannot be listed at all (unreachable, missing bucket, refused
-/// credentials) gives [`ReadError::Store`]; a readable store without an array
-/// there gives [`ReadError::Open`].
+/// A store that cannot be read (unreachable, stalled, missing bucket,
+/// refused credentials) gives [`ReadError::Store`] naming the request that
+/// failed; a readable store without an array there gives [`ReadError::Open`].
+/// The whole open takes at most the time of one request
+/// ([`store::request_budget`]), however many requests it makes.
 pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) -> Result<ObjectStoreArray, ReadError> {
     crate::zarrs_codec::register();
     let store = open_store(url, storage_options)?;
+    let budget = store::request_budget(storage_options)?;
+    let deadline = tokio::time::Instant::now() + budget;
+    let store_error = |reason: String| ReadError::Store {
+        url: url.to_string(),
+        reason,
+    };
+    let late = |request: &str| {
+        store_error(format!(
+            "{request} did not finish within {budget:?} (timeout and retries)"
+        ))
+    };
     let storage = Arc::new(AsyncObjectStore::new(store.clone()));
-    match Array::async_open(storage, "/").await {
-        Ok(array) => Ok(array),
-        Err(open_error) => {
-            // Tell a broken store from a missing array.
-            if let Err(e) = store.list_with_delimiter(None).await {
-                return Err(ReadError::Store {
-                    url: url.to_string(),
-                    reason: e.to_string(),
-                });
-            }
-            Err(ReadError::Open {
-                url: url.to_string(),
-                reason: open_error.to_string(),
-            })
-        }
+    let open = tokio::time::timeout_at(deadline, Array::async_open(storage, "/"));
+    let open_error = match open.await {
+        Err(_) => return Err(late("GET of the array metadata (zarr.json, .zarray)")),
+        Ok(Ok(array)) => return Ok(array),
+        // The store's error names the request (method and URL).
+        Ok(Err(zarrs::array::ArrayCreateError::StorageError(e))) => return Err(store_error(e.to_string())),
+        Ok(Err(e)) => e,
+    };
+    // No metadata: tell a store that cannot be listed from a missing array.
+    match tokio::time::timeout_at(deadline, store.list_with_delimiter(None)).await {
+        Err(_) => Err(late("LIST of the array's prefix")),
+        Ok(Err(e)) => Err(store_error(format!("LIST of the array's prefix failed: {e}"))),
+        Ok(Ok(_)) => Err(ReadError::Open {
+            url: url.to_string(),
+            reason: open_error.to_string(),
+        }),
     }
+}
+
+/// Runs `work` to completion on the shared runtime, calling `check` on this
+/// thread every `every` meanwhile: the first error of `check` (an interrupt,
+/// say) drops `work`, which cancels its requests and decodes no further wave,
+/// and is returned. Must not be called from within a tokio runtime.
+pub fn block_on_checked<T, E>(
+    work: impl std::future::Future<Output = T>,
+    every: Duration,
+    mut check: impl FnMut() -> Result<(), E>,
+) -> Result<T, E> {
+    runtime().block_on(async {
+        let mut work = std::pin::pin!(work);
+        let mut ticks = tokio::time::interval(every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                done = &mut work => return Ok(done),
+                _ = ticks.tick() => check()?,
+            }
+        }
+    })
+}
+
+/// `array`, opened from `url` with `storage_options`, over a new client of
+/// its store: for a forked child, where the client of the parent that opened
+/// it has connections and tasks of the parent's runtime, which the child does
+/// not run. Reads no metadata.
+pub fn reopen_store(
+    array: &ObjectStoreArray,
+    url: &str,
+    storage_options: &HashMap<String, String>,
+) -> Result<ObjectStoreArray, ReadError> {
+    let store = open_store(url, storage_options)?;
+    Ok(array.with_storage(Arc::new(AsyncObjectStore::new(store))))
 }
 
 /// [`open_array`] on the shared runtime; must not be called from within a tokio runtime.
@@ -489,7 +540,7 @@ where
         let decode = decode.clone();
         let (chunks, bytes) = (wave.items.len(), wave.compressed_bytes);
         let fetched = start.elapsed();
-        tokio::task::spawn_blocking(move || decode(wave))
+        tokio::task::spawn_blocking(move || crate::fork::in_pool(|| decode(wave)))
             .await
             .map_err(|e| ReadError::Pipeline {
                 reason: format!("decoding task failed: {e}"),

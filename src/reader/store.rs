@@ -7,6 +7,13 @@
 //! | `http://host/path`, `https://...` | read-only HTTP |
 //! | `memory://` | an empty in-memory store |
 //!
+//! Object keys are taken from the URL's text as written, not percent-decoded
+//! (as fsspec and zarr-python take them): `s3://bucket/a b.zarr`,
+//! `s3://bucket/a%20b.zarr` and `s3://bucket/ü.zarr` name the prefixes
+//! `a b.zarr`, `a%20b.zarr` and `ü.zarr`, and `file:///data/a%20b.zarr` the
+//! directory `/data/a%20b.zarr`. `http(s)://` URLs are URLs: percent escapes
+//! there mean what they mean to the server.
+//!
 //! Options are object_store's configuration keys for the scheme, e.g. for S3
 //! `endpoint`, `region`, `access_key_id`, `secret_access_key`,
 //! `session_token`, `allow_http`, `skip_signature`, and the client keys
@@ -88,6 +95,61 @@ fn retry_config(options: &mut HashMap<String, String>) -> Result<RetryConfig, Re
     })
 }
 
+/// Storage options with lower-case keys, as object_store spells them.
+fn lower_case_keys(options: &HashMap<String, String>) -> HashMap<String, String> {
+    options
+        .iter()
+        .map(|(k, v)| (k.to_ascii_lowercase(), v.clone()))
+        .collect()
+}
+
+/// The longest one request to a store opened with `options` may take: every
+/// attempt that the retry settings allow, each bounded by `timeout`, and the
+/// backoff between them; at most `retry_timeout` plus one last attempt.
+/// (Without a `timeout` this crate can parse, `retry_timeout` plus the default
+/// timeout.)
+pub fn request_budget(options: &HashMap<String, String>) -> Result<Duration, ReadError> {
+    let mut options = lower_case_keys(options);
+    let retry = retry_config(&mut options)?;
+    let timeout = match options.get("timeout") {
+        Some(t) => parse_duration(t).ok(),
+        None => parse_duration(DEFAULT_TIMEOUT).ok(),
+    };
+    let fallback = retry.retry_timeout + parse_duration(DEFAULT_TIMEOUT).unwrap_or_default();
+    let Some(timeout) = timeout else { return Ok(fallback) };
+    let attempts = u32::try_from(retry.max_retries).unwrap_or(u32::MAX).saturating_add(1);
+    // object_store's backoff before retry i is at most init * base^(i + 1), capped.
+    let backoff: Duration = (1..attempts)
+        .map(|i| {
+            let grown = retry.backoff.init_backoff.as_secs_f64() * retry.backoff.base.powi(i.min(64) as i32);
+            Duration::from_secs_f64(grown.min(retry.backoff.max_backoff.as_secs_f64()))
+        })
+        .sum();
+    let all_attempts = timeout.saturating_mul(attempts).saturating_add(backoff);
+    Ok(all_attempts.min(retry.retry_timeout.saturating_add(timeout)))
+}
+
+/// Whether an object_store boolean option is set (its own spellings of true).
+fn truthy(value: Option<&str>) -> bool {
+    value.is_some_and(|v| ["true", "1", "yes", "on", "y"].contains(&v.trim().to_ascii_lowercase().as_str()))
+}
+
+/// An error unless `endpoint` is HTTPS or `allow_http` is set: object_store
+/// refuses plain HTTP by default, and says only `builder error` on every
+/// request.
+fn require_allow_http(endpoint: Option<&str>, allow_http: Option<&str>) -> Result<(), ReadError> {
+    match endpoint {
+        Some(endpoint) if endpoint.trim().to_ascii_lowercase().starts_with("http://") && !truthy(allow_http) => {
+            Err(ReadError::Config {
+                reason: format!(
+                    "{endpoint} is plain HTTP, which is refused unless the storage option allow_http is \"true\""
+                ),
+            })
+        }
+        _ => Ok(()),
+    }
+}
+
 /// A store for local files under `dir`.
 fn local(dir: &std::path::Path) -> Result<Arc<dyn ObjectStore>, ReadError> {
     let store = LocalFileSystem::new_with_prefix(dir).map_err(|e| ReadError::Store {
@@ -97,6 +159,14 @@ fn local(dir: &std::path::Path) -> Result<Arc<dyn ObjectStore>, ReadError> {
     Ok(Arc::new(store))
 }
 
+/// The text of `url` after `scheme://authority`, as written: the object key
+/// (prefix) that the URL names. Parsing the URL would percent-encode it.
+fn raw_key(url: &str) -> &str {
+    let rest = url.split_once("://").map_or("", |(_, rest)| rest);
+    rest.find('/').map_or("", |slash| &rest[slash..])
+}
+
+/// `store` seen from `prefix` (an object key, as written).
 fn with_prefix(store: Arc<dyn ObjectStore>, prefix: &str) -> Result<Arc<dyn ObjectStore>, ReadError> {
     let prefix = Path::parse(prefix.trim_matches('/')).map_err(|e| ReadError::InvalidUrl {
         url: prefix.into(),
@@ -152,22 +222,18 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
             return local(&path);
         }
     };
-    let mut options: HashMap<String, String> = options
-        .iter()
-        .map(|(k, v)| (k.to_ascii_lowercase(), v.clone()))
-        .collect();
+    let mut options = lower_case_keys(options);
     match parsed.scheme() {
-        "file" => {
-            let path = parsed
-                .to_file_path()
-                .map_err(|()| invalid("not a local file path".into()))?;
-            local(&path)
-        }
-        "memory" => with_prefix(Arc::new(InMemory::new()), parsed.path()),
+        "file" => match parsed.host_str() {
+            None | Some("" | "localhost") => local(std::path::Path::new(raw_key(url))),
+            Some(host) => Err(invalid(format!("not a local file path (host {host:?})"))),
+        },
+        "memory" => with_prefix(Arc::new(InMemory::new()), raw_key(url)),
         "s3" | "s3a" => {
             let retry = retry_config(&mut options)?;
+            let bucket = parsed.host_str().ok_or_else(|| invalid("no bucket name".into()))?;
             let mut builder = AmazonS3Builder::from_env()
-                .with_url(url)
+                .with_url(format!("{}://{bucket}", parsed.scheme()))
                 .with_config(AmazonS3ConfigKey::Client(ClientConfigKey::Timeout), DEFAULT_TIMEOUT)
                 .with_config(
                     AmazonS3ConfigKey::Client(ClientConfigKey::ConnectTimeout),
@@ -180,10 +246,16 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
                 })?;
                 builder = builder.with_config(key, value.clone());
             }
+            let endpoint = builder
+                .get_config_value(&AmazonS3ConfigKey::S3Endpoint)
+                .or_else(|| builder.get_config_value(&AmazonS3ConfigKey::Endpoint));
+            let allow_http = builder.get_config_value(&AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp));
+            require_allow_http(endpoint.as_deref(), allow_http.as_deref())?;
             let store = builder.build().map_err(|e| invalid(e.to_string()))?;
-            with_prefix(Arc::new(store), parsed.path())
+            with_prefix(Arc::new(store), raw_key(url))
         }
         "http" | "https" => {
+            require_allow_http(Some(url), options.get("allow_http").map(String::as_str))?;
             let retry = retry_config(&mut options)?;
             let mut builder = HttpBuilder::new()
                 .with_url(url)
@@ -207,6 +279,24 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_request_is_bounded_by_its_attempts_or_the_retry_timeout() {
+        let opts = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        // 4 attempts of 2 s, backoff of at most 0.2 + 0.4 + 0.8 s.
+        let budget = request_budget(&opts(&[("timeout", "2s")])).unwrap();
+        assert!(
+            budget.abs_diff(Duration::from_millis(9400)) < Duration::from_millis(1),
+            "{budget:?}"
+        );
+        // Defaults: 4 attempts of 30 s, cut at the retry timeout plus one attempt.
+        assert_eq!(request_budget(&opts(&[])).unwrap(), Duration::from_secs(90));
+        let one = request_budget(&opts(&[("TIMEOUT", "1s"), ("max_retries", "0")])).unwrap();
+        assert_eq!(one, Duration::from_secs(1));
+        assert!(request_budget(&opts(&[("max_retries", "many")])).is_err());
+    }
 
     #[test]
     fn durations_parse() {

@@ -1,0 +1,209 @@
+"""The reader against awkward keys and bad servers: object keys with spaces,
+``%`` and non-ASCII next to their percent-encoded twins (S3 and local),
+plain HTTP without ``allow_http``, Ctrl-C during a stalled read, and the
+time an open of a stalled server takes."""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+from conftest import s3_options, upload
+
+from zarrs_nvcomp import StoreError, open_array, read_chunks_parallel
+
+#: Names that a percent-decoding or -encoding reader confuses with each other.
+TWIN_NAMES = ["a b.zarr", "a%20b.zarr", "ü.zarr", "%C3%BC.zarr", "100%.zarr"]
+
+
+def write_distinct(directory: Path) -> dict[str, np.ndarray]:
+    """One small array per name of :data:`TWIN_NAMES`, each with its own data."""
+    arrays = {}
+    for i, name in enumerate(TWIN_NAMES):
+        data = np.full((6, 5), i, dtype=np.int16) + np.arange(5, dtype=np.int16)
+        z = zarr.create_array(
+            str(directory / name), shape=data.shape, chunks=(4, 4), dtype=data.dtype
+        )
+        z[:] = data
+        arrays[name] = data
+    return arrays
+
+
+def test_s3_keys_are_used_as_written(tmp_path, moto_endpoint):
+    endpoint, client = moto_endpoint
+    arrays = write_distinct(tmp_path)
+    for name in TWIN_NAMES:
+        upload(client, tmp_path / name, "bucket", f"keys/{name}")
+    options = s3_options(endpoint)
+    for name, data in arrays.items():
+        got = read_chunks_parallel(
+            f"s3://bucket/keys/{name}", storage_options=options, device="cpu"
+        )
+        np.testing.assert_array_equal(got, data, err_msg=name)
+
+
+@pytest.mark.parametrize("form", ["path", "file_url"])
+def test_local_names_are_used_as_written(tmp_path, form):
+    arrays = write_distinct(tmp_path)
+    for name, data in arrays.items():
+        path = str(tmp_path / name)
+        url = path if form == "path" else f"file://{path}"
+        np.testing.assert_array_equal(read_chunks_parallel(url, device="cpu"), data, err_msg=url)
+
+
+def test_plain_http_without_allow_http_says_so():
+    s3 = {"endpoint": "http://127.0.0.1:9", "access_key_id": "x", "secret_access_key": "x"}
+    with pytest.raises(ValueError, match="allow_http"):
+        open_array("s3://bucket/a.zarr", storage_options=s3)
+    with pytest.raises(ValueError, match="allow_http"):
+        open_array("http://127.0.0.1:9/a.zarr")
+
+
+# --- stalled servers --------------------------------------------------------
+
+
+class SilentServer:
+    """Accepts connections on loopback and never answers."""
+
+    def __init__(self) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = self.listener.getsockname()[1]
+        self.held: list[socket.socket] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                conn, _ = self.listener.accept()
+            except OSError:
+                return
+            self.held.append(conn)
+
+    def close(self) -> None:
+        self.listener.close()
+        for conn in self.held:
+            conn.close()
+
+
+@pytest.fixture
+def silent_server():
+    server = SilentServer()
+    yield server
+    server.close()
+
+
+@pytest.fixture
+def stalling_http(tmp_path):
+    """An HTTP server of a zarr array whose metadata it serves and whose
+    chunk requests it never answers; yields the array's URL."""
+    data = np.arange(64 * 64, dtype=np.float32).reshape(64, 64)
+    z = zarr.create_array(
+        str(tmp_path / "a.zarr"), shape=data.shape, chunks=(8, 8), dtype=data.dtype
+    )
+    z[:] = data
+    release = threading.Event()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            file = tmp_path / self.path.lstrip("/")
+            if not file.name.startswith("zarr.json"):
+                release.wait(60)  # a chunk: stall
+                return
+            body = file.read_bytes()
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/a.zarr"
+    release.set()
+    server.shutdown()
+    server.server_close()
+
+
+#: Reads the array at argv[1] with the storage options argv[2]; prints the
+#: monotonic time at which KeyboardInterrupt arrived.
+READER = """
+import json, sys, time
+from zarrs_nvcomp import read_chunks_parallel
+print("ready", flush=True)
+try:
+    read_chunks_parallel(sys.argv[1], storage_options=json.loads(sys.argv[2]), device="cpu")
+    print("returned", flush=True)
+except KeyboardInterrupt:
+    print("interrupted", time.monotonic(), flush=True)
+"""
+
+
+def interrupt_read(url: str, options: dict[str, str]) -> float:
+    """Seconds between a SIGINT sent 0.5 s into a read and its KeyboardInterrupt."""
+    child = subprocess.Popen(
+        [sys.executable, "-c", READER, url, json.dumps(options)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert child.stdout.readline().strip() == "ready"
+        time.sleep(0.5)
+        sent = time.monotonic()
+        os.kill(child.pid, signal.SIGINT)
+        out, _ = child.communicate(timeout=20)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        pytest.fail("the read was not interrupted within 20 s of SIGINT")
+    word, _, at = out.strip().partition(" ")
+    assert word == "interrupted", out
+    return float(at) - sent
+
+
+def test_ctrl_c_interrupts_an_open_of_a_silent_server(silent_server):
+    options = {
+        "endpoint": f"http://127.0.0.1:{silent_server.port}",
+        "allow_http": "true",
+        "access_key_id": "x",
+        "secret_access_key": "x",
+        "region": "us-east-1",
+    }
+    assert interrupt_read("s3://bucket/a.zarr", options) < 1.0
+
+
+def test_ctrl_c_interrupts_a_read_of_stalled_chunks(stalling_http):
+    assert interrupt_read(stalling_http, {"allow_http": "true"}) < 1.0
+
+
+def test_open_of_a_silent_server_takes_one_budget_and_names_the_request(silent_server):
+    options = {
+        "endpoint": f"http://127.0.0.1:{silent_server.port}",
+        "allow_http": "true",
+        "access_key_id": "x",
+        "secret_access_key": "x",
+        "region": "us-east-1",
+        "timeout": "2s",
+    }
+    start = time.monotonic()
+    with pytest.raises(StoreError) as info:
+        open_array("s3://bucket/stalled.zarr", storage_options=options)
+    took = time.monotonic() - start
+    # One request's budget: 4 attempts of 2 s and their backoff (9.4 s at most).
+    assert took < 10.5, f"took {took:.1f} s"
+    message = str(info.value)
+    assert "GET" in message, message
+    assert "stalled.zarr/zarr.json" in message, message
