@@ -69,6 +69,7 @@ mod assemble;
 mod chain;
 mod fetch;
 mod plan;
+mod progress;
 pub mod store;
 
 use std::collections::HashMap;
@@ -81,12 +82,14 @@ use zarrs::storage::AsyncReadableStorageTraits;
 use zarrs_object_store::AsyncObjectStore;
 
 pub use assemble::DeviceArray;
+pub use progress::{Progress, ProgressHook};
 pub use store::{open_store, StoreIo};
 
 use crate::codec::{Backend, BatchCodec};
 use crate::cuda::CudaEngine;
 use crate::fork::PerProcess;
 use chain::Chain;
+use progress::Tracker;
 
 /// An array opened by [`open_array`].
 pub type ObjectStoreArray = Array<AsyncObjectStore<Arc<dyn object_store::ObjectStore>>>;
@@ -217,6 +220,9 @@ pub struct ReadOptions {
     /// so that a corrupt one cannot hang or poison this process
     /// ([`crate::cuda::isolation`]).
     pub trusted_input: bool,
+    /// Told how many bytes have been fetched and decoded, after each wave
+    /// (default none).
+    pub progress: Option<ProgressHook>,
 }
 
 /// Most compressed bytes of a CPU wave per thread of rayon's pool, whatever
@@ -250,6 +256,7 @@ impl Default for ReadOptions {
             request_timeout: None,
             store_io: StoreIo::Async,
             trusted_input: false,
+            progress: None,
         }
     }
 }
@@ -430,6 +437,52 @@ pub fn read_chunks_parallel_blocking<S: ?Sized + AsyncReadableStorageTraits + 's
     runtime().block_on(read_chunks_parallel(array, subset, options))
 }
 
+/// [`read_chunks_parallel_blocking`] that calls `on_progress` on the calling
+/// thread as the read advances (instead of [`ReadOptions::progress`], which
+/// it replaces): with the latest [`Progress`] each time the read has moved on
+/// (steps that came while it ran are merged), the last time with the whole
+/// output decoded. An error of `on_progress` stops the read and is returned.
+/// Must not be called from within a tokio runtime.
+pub fn read_chunks_parallel_blocking_with_progress<S, E>(
+    array: &Array<S>,
+    subset: &ArraySubset,
+    options: &ReadOptions,
+    mut on_progress: impl FnMut(Progress) -> Result<(), E>,
+) -> Result<ArrayData, E>
+where
+    S: ?Sized + AsyncReadableStorageTraits + 'static,
+    E: From<ReadError>,
+{
+    let (tx, mut rx) = tokio::sync::watch::channel(Progress::default());
+    let options = ReadOptions {
+        progress: Some(ProgressHook::new(move |p| {
+            tx.send_replace(p);
+        })),
+        ..options.clone()
+    };
+    runtime().block_on(async {
+        let read = read_chunks_parallel(array, subset, &options);
+        tokio::pin!(read);
+        loop {
+            tokio::select! {
+                biased;
+                // The sender lives in `options`, as long as the read.
+                Ok(()) = rx.changed() => {
+                    let progress = *rx.borrow_and_update();
+                    on_progress(progress)?;
+                }
+                data = &mut read => {
+                    let data = data?;
+                    if rx.has_changed().unwrap_or(false) {
+                        on_progress(*rx.borrow_and_update())?;
+                    }
+                    return Ok(data);
+                }
+            }
+        }
+    })
+}
+
 /// How [`read_chunks_parallel`] decodes `array`: `Ok(algorithm)` when its
 /// chunks are decoded in batches with `algorithm`, `Err(reason)` when they go
 /// through the zarrs pipeline.
@@ -469,7 +522,10 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
         Chain::Fast(fast) => fast,
         Chain::Fallback(reason) => {
             log::info!("zarrs-nvcomp reader: reading through the zarrs pipeline: {reason}");
-            return read_with_zarrs(array, subset, engine, data_type).await;
+            let data = read_with_zarrs(array, subset, engine, data_type).await?;
+            let mut tracker = Tracker::start(options.progress.clone(), data.num_bytes() as u64);
+            tracker.decoded(data.num_bytes() as u64);
+            return Ok(data);
         }
     };
     let elem = elem.expect("fast chains have fixed-size elements");
@@ -480,6 +536,7 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
     let plan = Arc::new(plan::plan(array, subset, elem, max_decoded_size)?);
     let fill: Arc<[u8]> = array.fill_value().as_ne_bytes().into();
     let shape = plan.shape.clone();
+    let tracker = Tracker::start(options.progress.clone(), plan.out_len as u64);
 
     let (tx, mut rx) = mpsc::channel::<fetch::Wave>(1);
     let producer = fetch::fetch_waves(
@@ -503,7 +560,7 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
                 let (out, plan) = (out.clone(), plan.clone());
                 move |wave: fetch::Wave| assemble::decode_wave_cpu(&codec, &fast, &plan, &wave, &out, &fill)
             };
-            futures::future::try_join(producer, consume_waves(&mut rx, decode)).await?;
+            futures::future::try_join(producer, consume_waves(&mut rx, &plan, tracker, decode)).await?;
             Ok(ArrayData::Host {
                 bytes: unshare(out)?.into_vec(),
                 shape,
@@ -518,7 +575,7 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
                     assemble::decode_wave_gpu(&engine, &fast, &plan, &wave, &out, &fill, gpu_options)
                 }
             };
-            futures::future::try_join(producer, consume_waves(&mut rx, decode)).await?;
+            futures::future::try_join(producer, consume_waves(&mut rx, &plan, tracker, decode)).await?;
             Ok(ArrayData::Device {
                 buffer: unshare(out)?,
                 shape,
@@ -529,8 +586,13 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
 }
 
 /// Decodes the waves arriving on `rx` one after the other on the blocking
-/// pool, while the producer fetches the next.
-async fn consume_waves<F>(rx: &mut mpsc::Receiver<fetch::Wave>, decode: F) -> Result<(), ReadError>
+/// pool, while the producer fetches the next, and reports each to `tracker`.
+async fn consume_waves<F>(
+    rx: &mut mpsc::Receiver<fetch::Wave>,
+    plan: &plan::Plan,
+    mut tracker: Tracker,
+    decode: F,
+) -> Result<(), ReadError>
 where
     F: Fn(fetch::Wave) -> Result<(), ReadError> + Send + Sync + 'static,
 {
@@ -539,12 +601,19 @@ where
     while let Some(wave) = rx.recv().await {
         let decode = decode.clone();
         let (chunks, bytes) = (wave.items.len(), wave.compressed_bytes);
+        let placed: usize = wave.items.iter().map(|(i, _)| plan.chunks[*i].copy.bytes()).sum();
+        tracker.fetched(bytes as u64);
         let fetched = start.elapsed();
-        tokio::task::spawn_blocking(move || crate::fork::in_pool(|| decode(wave)))
-            .await
-            .map_err(|e| ReadError::Pipeline {
-                reason: format!("decoding task failed: {e}"),
-            })??;
+        tokio::task::spawn_blocking(move || {
+            crate::fork::in_pool(|| decode(wave))?;
+            log::debug!("zarrs-nvcomp reader: decoded a wave of {chunks} chunks, {bytes} compressed bytes");
+            Ok::<_, ReadError>(())
+        })
+        .await
+        .map_err(|e| ReadError::Pipeline {
+            reason: format!("decoding task failed: {e}"),
+        })??;
+        tracker.decoded(placed as u64);
         if crate::profiling() {
             eprintln!(
                 "zarrs_nvcomp reader profile: wave of {chunks} chunks, {bytes} bytes: fetched at {:.2} ms, decoded at {:.2} ms",
