@@ -17,6 +17,7 @@ use pyo3::types::{PyBytes, PyList};
 use zarrs_nvcomp::cuda::{CudaEngine, DeviceRegion};
 use zarrs_nvcomp::{Algorithm, Backend, Batch, BatchCodec, Error};
 
+mod dtype;
 mod logging;
 mod reader;
 

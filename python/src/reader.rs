@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyBufferError, PyIndexError, PyOSError, PyTimeoutError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyIndexError, PyOSError, PyTimeoutError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use zarrs::array::ArraySubset;
@@ -20,7 +20,7 @@ use zarrs_nvcomp::reader::{
     ObjectStoreArray, Progress, ProgressHook, ReadError, ReadOptions, StoreIo,
 };
 
-use crate::{logging, parse_device, to_py_err, DecodeError, HostBatch};
+use crate::{dtype, logging, parse_device, to_py_err, DecodeError, HostBatch};
 
 create_exception!(
     zarrs_nvcomp,
@@ -36,6 +36,7 @@ fn read_error(err: ReadError) -> PyErr {
         ReadError::Store { .. } | ReadError::Open { .. } | ReadError::Fetch { .. } => StoreError::new_err(msg),
         ReadError::Timeout { .. } => PyTimeoutError::new_err(msg),
         ReadError::InvalidSubset { .. } => PyIndexError::new_err(msg),
+        ReadError::UnsupportedDataType { .. } => PyTypeError::new_err(msg),
         ReadError::Corrupt { .. }
         | ReadError::ChunkSize { .. }
         | ReadError::ChunkTooLarge { .. }
@@ -109,31 +110,6 @@ fn read_reporting(
     Ok(data)
 }
 
-/// The NumPy array-interface type string of a zarr v3 data type name, in
-/// native byte order (the reader's output order).
-fn typestr(name: &str) -> Option<String> {
-    let order = if cfg!(target_endian = "little") { '<' } else { '>' };
-    let (kind, size) = match name {
-        "bool" => ("b", 1),
-        "int8" => ("i", 1),
-        "int16" => ("i", 2),
-        "int32" => ("i", 4),
-        "int64" => ("i", 8),
-        "uint8" => ("u", 1),
-        "uint16" => ("u", 2),
-        "uint32" => ("u", 4),
-        "uint64" => ("u", 8),
-        "float16" => ("f", 2),
-        "float32" => ("f", 4),
-        "float64" => ("f", 8),
-        "complex64" => ("c", 8),
-        "complex128" => ("c", 16),
-        _ => return None,
-    };
-    let order = if size == 1 { '|' } else { order };
-    Some(format!("{order}{kind}{size}"))
-}
-
 /// A zarr array opened for reading.
 #[pyclass(frozen, module = "zarrs_nvcomp._zarrs_nvcomp")]
 pub(crate) struct ReaderArray {
@@ -200,7 +176,7 @@ impl ReaderArray {
     /// The NumPy type string of the elements, or None for data types NumPy lacks.
     #[getter]
     fn typestr(&self) -> Option<String> {
-        typestr(&self.data_type())
+        dtype::typestr(self.array.data_type())
     }
 
     /// The array's metadata (v2 `.zarray` or v3 `zarr.json`) as JSON.

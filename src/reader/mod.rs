@@ -77,7 +77,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use zarrs::array::{Array, ArrayBytes, ArraySubset, DataType};
+use zarrs::array::{Array, ArrayBytes, ArrayCreateError, ArraySubset, DataType};
 use zarrs::storage::AsyncReadableStorageTraits;
 use zarrs_object_store::AsyncObjectStore;
 
@@ -125,6 +125,15 @@ pub enum ReadError {
         /// The array's URL.
         url: String,
         /// Why.
+        reason: String,
+    },
+    /// The array's data type cannot be read: unknown to zarrs, or of
+    /// variable size (the reader's output is one buffer of fixed-size elements).
+    #[error("cannot read the array at {url}: {reason}")]
+    UnsupportedDataType {
+        /// The array's URL.
+        url: String,
+        /// Why, naming the data type.
         reason: String,
     },
     /// The subset does not fit the array.
@@ -348,7 +357,9 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 ///
 /// A store that cannot be read (unreachable, stalled, missing bucket,
 /// refused credentials) gives [`ReadError::Store`] naming the request that
-/// failed; a readable store without an array there gives [`ReadError::Open`].
+/// failed; a readable store without an array there gives [`ReadError::Open`];
+/// an array of a data type zarrs does not know, or of variable-size
+/// elements, gives [`ReadError::UnsupportedDataType`].
 /// The whole open takes at most the time of one request
 /// ([`store::request_budget`]), however many requests it makes.
 pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) -> Result<ObjectStoreArray, ReadError> {
@@ -369,7 +380,22 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
     let open = tokio::time::timeout_at(deadline, Array::async_open(storage, "/"));
     let open_error = match open.await {
         Err(_) => return Err(late("GET of the array metadata (zarr.json, .zarray)")),
+        Ok(Ok(array)) if array.data_type().fixed_size().is_none() => {
+            return Err(ReadError::UnsupportedDataType {
+                url: url.to_string(),
+                reason: format!(
+                    "data type {} has elements of variable size; the reader reads fixed-size elements only",
+                    array.data_type()
+                ),
+            })
+        }
         Ok(Ok(array)) => return Ok(array),
+        Ok(Err(ArrayCreateError::DataTypeCreateError(e))) => {
+            return Err(ReadError::UnsupportedDataType {
+                url: url.to_string(),
+                reason: e.to_string(),
+            })
+        }
         // The store's error names the request (method and URL).
         Ok(Err(zarrs::array::ArrayCreateError::StorageError(e))) => return Err(store_error(e.to_string())),
         Ok(Err(e)) => e,
