@@ -157,3 +157,15 @@ def test_data_types_zarrs_lacks_fail_at_open_with_a_type_error(tmp_path):
     write(path, data, (2,), 3)
     with pytest.raises(TypeError, match="data type structured"):
         open_array(str(path))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["M8[ns]", "S3", "U2"])
+def test_default_device_reads_types_cupy_lacks_on_the_host(tmp_path, dtype):
+    pytest.importorskip("cupy", reason="CuPy is not installed")
+    dtype = np.dtype(dtype)
+    path = tmp_path / "a.zarr"
+    write(path, sample(dtype, 20, seed=2), (6,), 3)
+    got = read_chunks_parallel(str(path))
+    assert isinstance(got, np.ndarray)
+    assert got.tobytes() == zarr_read(path).tobytes()

@@ -157,7 +157,8 @@ class Array:
     ) -> Any:
         """Reads ``selection``: a NumPy array (``device="cpu"``) or a GPU array
         (``"cuda"``/``"cuda:N"``: CuPy when installed, else :class:`CudaArray`);
-        ``None`` means the GPU when it is usable and CuPy is installed.
+        ``None`` means the GPU when it is usable, CuPy is installed and CuPy
+        has the data type (numbers and bool).
 
         ``trusted_input=True`` declares every chunk valid: the GPU then decodes
         in this process, where a corrupt chunk can hang it or end its CUDA
@@ -177,9 +178,9 @@ class Array:
         advances, the last time with ``done_bytes == total_bytes`` (the bytes
         of the selection's bounding box); an exception it raises stops the
         read."""
-        requested, device = device, _resolve_device(device)
-        ranges, local, out_shape, steps = _normalize(selection, self.shape)
         dtype = self.dtype
+        requested, device = device, _resolve_device(device, dtype)
+        ranges, local, out_shape, steps = _normalize(selection, self.shape)
         if math.prod(out_shape) == 0:
             run_with_progress(progress, self.url, lambda report: report and report(0, 0))
             return _empty(out_shape, dtype, device)
@@ -295,9 +296,11 @@ def _option_value(value: Any) -> str:
     return str(value)
 
 
-def _resolve_device(device: str | None) -> str:
+def _resolve_device(device: str | None, dtype: np.dtype) -> str:
     if device is None:
-        if cupy_module() is not None and gpu_unavailable_reason(0) is None:
+        # CuPy has no datetime, timedelta, bytes, unicode or void arrays.
+        on_gpu = dtype.kind in "biufc"
+        if on_gpu and cupy_module() is not None and gpu_unavailable_reason(0) is None:
             return "cuda:0"
         return "cpu"
     if not isinstance(device, str):
