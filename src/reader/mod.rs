@@ -463,52 +463,6 @@ pub fn read_chunks_parallel_blocking<S: ?Sized + AsyncReadableStorageTraits + 's
     runtime().block_on(read_chunks_parallel(array, subset, options))
 }
 
-/// [`read_chunks_parallel_blocking`] that calls `on_progress` on the calling
-/// thread as the read advances (instead of [`ReadOptions::progress`], which
-/// it replaces): with the latest [`Progress`] each time the read has moved on
-/// (steps that came while it ran are merged), the last time with the whole
-/// output decoded. An error of `on_progress` stops the read and is returned.
-/// Must not be called from within a tokio runtime.
-pub fn read_chunks_parallel_blocking_with_progress<S, E>(
-    array: &Array<S>,
-    subset: &ArraySubset,
-    options: &ReadOptions,
-    mut on_progress: impl FnMut(Progress) -> Result<(), E>,
-) -> Result<ArrayData, E>
-where
-    S: ?Sized + AsyncReadableStorageTraits + 'static,
-    E: From<ReadError>,
-{
-    let (tx, mut rx) = tokio::sync::watch::channel(Progress::default());
-    let options = ReadOptions {
-        progress: Some(ProgressHook::new(move |p| {
-            tx.send_replace(p);
-        })),
-        ..options.clone()
-    };
-    runtime().block_on(async {
-        let read = read_chunks_parallel(array, subset, &options);
-        tokio::pin!(read);
-        loop {
-            tokio::select! {
-                biased;
-                // The sender lives in `options`, as long as the read.
-                Ok(()) = rx.changed() => {
-                    let progress = *rx.borrow_and_update();
-                    on_progress(progress)?;
-                }
-                data = &mut read => {
-                    let data = data?;
-                    if rx.has_changed().unwrap_or(false) {
-                        on_progress(*rx.borrow_and_update())?;
-                    }
-                    return Ok(data);
-                }
-            }
-        }
-    })
-}
-
 /// How [`read_chunks_parallel`] decodes `array`: `Ok(algorithm)` when its
 /// chunks are decoded in batches with `algorithm`, `Err(reason)` when they go
 /// through the zarrs pipeline.

@@ -21,11 +21,9 @@ pub struct Progress {
 /// A function called as a read progresses, with values that never decrease:
 /// once at the start, after each wave is fetched and after each wave is
 /// decoded, the last time with `decoded_bytes == total_bytes`. It is called
-/// from the task that drives the read, so it must return quickly; with
-/// [`read_chunks_parallel_blocking_with_progress`] the caller's own closure
-/// runs on the calling thread instead.
-///
-/// [`read_chunks_parallel_blocking_with_progress`]: super::read_chunks_parallel_blocking_with_progress
+/// from the task that drives the read, on any of the read's threads, so it
+/// must return quickly (the Python binding keeps the latest value, and calls
+/// Python from the thread that waits).
 #[derive(Clone)]
 pub struct ProgressHook(Arc<dyn Fn(Progress) + Send + Sync>);
 
