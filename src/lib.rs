@@ -39,6 +39,7 @@ pub mod batch;
 pub mod codec;
 pub mod cpu;
 pub mod cuda;
+pub mod data_types;
 pub mod error;
 pub mod fork;
 pub mod format;

@@ -214,3 +214,39 @@ fn local_directories_open_by_path_and_file_url() {
         .unwrap();
     assert!(err.to_string().contains("/no/such/dir"), "{err}");
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn progress_hook_sees_every_wave_up_to_the_total() {
+    use std::sync::{Arc, Mutex};
+    use zarrs_nvcomp::reader::{Progress, ProgressHook};
+
+    let store = memory_store();
+    let dtype = &dtypes()[3];
+    let metadata = v3_metadata(&[64, 40], &[8, 10], dtype, json!([bytes_codec(), nvcomp("zstd")]));
+    let array = write_array(&store, "progress", &metadata, dtype, 3).await;
+    let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
+    let options = ReadOptions {
+        device: Backend::Cpu,
+        // Waves of a few chunks: many reports.
+        wave_bytes: 1,
+        progress: Some(ProgressHook::new({
+            let seen = seen.clone();
+            move |p| seen.lock().unwrap().push(p)
+        })),
+        ..ReadOptions::default()
+    };
+    let subset = ArraySubset::new_with_ranges(&[3..61, 5..40]);
+    let data = read_chunks_parallel(&array, &subset, &options).await.unwrap();
+    let total = data.num_bytes() as u64;
+    let seen = seen.lock().unwrap();
+    // Start, then one fetch and one decode report per wave: a wave per
+    // stored chunk here (32 chunks, missing ones join the next wave).
+    assert!(seen.len() % 2 == 1 && seen.len() > 2 * 16, "{seen:?}");
+    assert!(seen.iter().all(|p| p.total_bytes == total));
+    assert!(seen
+        .windows(2)
+        .all(|w| w[0].decoded_bytes <= w[1].decoded_bytes && w[0].fetched_bytes <= w[1].fetched_bytes));
+    let last = seen.last().unwrap();
+    assert_eq!(last.decoded_bytes, total);
+    assert!(last.fetched_bytes > 0);
+}

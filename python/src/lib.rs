@@ -17,6 +17,8 @@ use pyo3::types::{PyBytes, PyList};
 use zarrs_nvcomp::cuda::{CudaEngine, DeviceRegion};
 use zarrs_nvcomp::{Algorithm, Backend, Batch, BatchCodec, Error};
 
+mod dtype;
+mod logging;
 mod reader;
 
 /// The extension's Rust allocations come from mimalloc, which keeps freed
@@ -618,6 +620,7 @@ fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
     // Before anything a fork could break exists (see `zarrs_nvcomp::fork`).
     zarrs_nvcomp::fork::register();
+    logging::init(py)?;
     m.add_class::<Engine>()?;
     m.add_class::<HostBatch>()?;
     m.add_class::<DeviceBatch>()?;

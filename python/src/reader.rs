@@ -6,21 +6,21 @@
 use std::collections::HashMap;
 use std::ffi::{c_void, CStr};
 use std::future::Future;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyBufferError, PyIndexError, PyOSError, PyTimeoutError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyIndexError, PyOSError, PyTimeoutError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use zarrs::array::ArraySubset;
 use zarrs::plugin::{ExtensionName, ZarrVersion};
 use zarrs_nvcomp::reader::{
     batched_algorithm, block_on_checked, open_array, read_chunks_parallel, reopen_store, ArrayData, DeviceArray,
-    ObjectStoreArray, ReadError, ReadOptions, StoreIo,
+    ObjectStoreArray, Progress, ProgressHook, ReadError, ReadOptions, StoreIo,
 };
 
-use crate::{parse_device, to_py_err, DecodeError, HostBatch};
+use crate::{dtype, logging, parse_device, to_py_err, DecodeError, HostBatch};
 
 create_exception!(
     zarrs_nvcomp,
@@ -36,6 +36,7 @@ fn read_error(err: ReadError) -> PyErr {
         ReadError::Store { .. } | ReadError::Open { .. } | ReadError::Fetch { .. } => StoreError::new_err(msg),
         ReadError::Timeout { .. } => PyTimeoutError::new_err(msg),
         ReadError::InvalidSubset { .. } => PyIndexError::new_err(msg),
+        ReadError::UnsupportedDataType { .. } => PyTypeError::new_err(msg),
         ReadError::Corrupt { .. }
         | ReadError::ChunkSize { .. }
         | ReadError::ChunkTooLarge { .. }
@@ -64,29 +65,49 @@ fn interruptible<T: Send, F: Future<Output = Result<T, ReadError>>>(
     .map_err(read_error)
 }
 
-/// The NumPy array-interface type string of a zarr v3 data type name, in
-/// native byte order (the reader's output order).
-fn typestr(name: &str) -> Option<String> {
-    let order = if cfg!(target_endian = "little") { '<' } else { '>' };
-    let (kind, size) = match name {
-        "bool" => ("b", 1),
-        "int8" => ("i", 1),
-        "int16" => ("i", 2),
-        "int32" => ("i", 4),
-        "int64" => ("i", 8),
-        "uint8" => ("u", 1),
-        "uint16" => ("u", 2),
-        "uint32" => ("u", 4),
-        "uint64" => ("u", 8),
-        "float16" => ("f", 2),
-        "float32" => ("f", 4),
-        "float64" => ("f", 8),
-        "complex64" => ("c", 8),
-        "complex128" => ("c", 16),
-        _ => return None,
+/// [`interruptible`] for a read that reports its progress: the latest
+/// [`Progress`] goes to `callback(decoded_bytes, total_bytes)` on this thread,
+/// with the GIL, each time the signals are checked and once at the end; an
+/// exception the callback raises cancels the read and is raised.
+fn read_reporting(
+    py: Python<'_>,
+    callback: &Py<PyAny>,
+    array: &ObjectStoreArray,
+    subset: &ArraySubset,
+    options: ReadOptions,
+) -> PyResult<ArrayData> {
+    // The hook runs on the read's threads: it only keeps the latest value.
+    let latest: Arc<Mutex<Option<Progress>>> = Arc::default();
+    let options = ReadOptions {
+        progress: Some(ProgressHook::new({
+            let latest = latest.clone();
+            move |p| *latest.lock().unwrap_or_else(PoisonError::into_inner) = Some(p)
+        })),
+        ..options
     };
-    let order = if size == 1 { '|' } else { order };
-    Some(format!("{order}{kind}{size}"))
+    let report = |py: Python<'_>| -> PyResult<()> {
+        let progress = latest.lock().unwrap_or_else(PoisonError::into_inner).take();
+        if let Some(p) = progress {
+            callback.call1(py, (p.decoded_bytes, p.total_bytes))?;
+        }
+        Ok(())
+    };
+    let data = py
+        .detach(|| {
+            block_on_checked(
+                read_chunks_parallel(array, subset, &options),
+                SIGNAL_CHECK_INTERVAL,
+                || {
+                    Python::attach(|py| {
+                        py.check_signals()?;
+                        report(py)
+                    })
+                },
+            )
+        })?
+        .map_err(read_error)?;
+    report(py)?;
+    Ok(data)
 }
 
 /// A zarr array opened for reading.
@@ -122,6 +143,7 @@ impl ReaderArray {
     #[staticmethod]
     #[pyo3(signature = (url, storage_options=None))]
     fn open(py: Python<'_>, url: String, storage_options: Option<HashMap<String, String>>) -> PyResult<Self> {
+        logging::refresh();
         let options = storage_options.unwrap_or_default();
         let array = interruptible(py, || open_array(&url, &options))?;
         Ok(Self {
@@ -154,7 +176,7 @@ impl ReaderArray {
     /// The NumPy type string of the elements, or None for data types NumPy lacks.
     #[getter]
     fn typestr(&self) -> Option<String> {
-        typestr(&self.data_type())
+        dtype::typestr(self.array.data_type())
     }
 
     /// The array's metadata (v2 `.zarray` or v3 `zarr.json`) as JSON.
@@ -177,7 +199,9 @@ impl ReaderArray {
 
     /// Reads the box `ranges` (`(start, stop)` per axis): a [`HostBatch`] of
     /// one buffer, or a [`CudaArray`] where the result is on the GPU.
-    #[pyo3(signature = (ranges, device=None, max_concurrent_requests=None, wave_bytes=None, trusted_input=false, max_decoded_size=None))]
+    /// `progress(decoded_bytes, total_bytes)` is called on this thread as the
+    /// read advances, with the GIL; an exception it raises stops the read.
+    #[pyo3(signature = (ranges, device=None, max_concurrent_requests=None, wave_bytes=None, trusted_input=false, max_decoded_size=None, progress=None))]
     // One parameter per Python keyword argument of the read.
     #[allow(clippy::too_many_arguments)]
     fn read(
@@ -189,7 +213,9 @@ impl ReaderArray {
         wave_bytes: Option<usize>,
         trusted_input: bool,
         max_decoded_size: Option<u64>,
+        progress: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
+        logging::refresh();
         if let Some((start, stop)) = ranges.iter().find(|(start, stop)| start > stop) {
             return Err(PyIndexError::new_err(format!("range {start}..{stop} is reversed")));
         }
@@ -207,7 +233,10 @@ impl ReaderArray {
         let typestr = self.typestr();
         let reopened = self.in_this_process()?;
         let array = reopened.as_ref().unwrap_or(&self.array);
-        let data = interruptible(py, || read_chunks_parallel(array, &subset, &options))?;
+        let data = match progress {
+            None => interruptible(py, || read_chunks_parallel(array, &subset, &options))?,
+            Some(callback) => read_reporting(py, &callback, array, &subset, options)?,
+        };
         match data {
             ArrayData::Host { bytes, .. } => Ok(Py::new(py, HostBatch::from_vec(bytes))?.into_any()),
             ArrayData::Device { buffer, shape, .. } => {

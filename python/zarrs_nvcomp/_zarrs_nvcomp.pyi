@@ -1,6 +1,6 @@
 """Type stubs of the Rust extension ``zarrs_nvcomp._zarrs_nvcomp``."""
 
-from collections.abc import Buffer, Sequence
+from collections.abc import Buffer, Callable, Sequence
 
 ALGORITHMS: list[str]
 CPU_ALGORITHMS: list[str]
@@ -116,6 +116,7 @@ class ReaderArray:
         wave_bytes: int | None = None,
         trusted_input: bool = False,
         max_decoded_size: int | None = None,
+        progress: Callable[[int, int], object] | None = None,
     ) -> HostBatch | CudaArray: ...
 
 class CudaArray:

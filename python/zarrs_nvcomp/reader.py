@@ -8,6 +8,15 @@ decoding them in batches on the GPU (nvCOMP) or on the CPU.
 >>> block = a[100:200, ::2]                        # GPU (CuPy) when usable, else NumPy
 >>> host = zarrs_nvcomp.read_chunks_parallel("/data/a.zarr", (0, ...), device="cpu")
 
+``progress=True`` shows a progress bar over the bytes read (tqdm when
+installed) for reads that take more than a second; ``progress=callable``
+calls ``callable(done_bytes, total_bytes)`` on the reading thread as the read
+advances. An :class:`Array` pickles as its URL and storage options (which
+may hold credentials) and opens the array again when unpickled, so Dask's
+processes and distributed schedulers can read from it::
+
+    dask.array.from_array(zarrs_nvcomp.open_array(url), chunks=...)
+
 ``storage_options`` are object_store configuration keys (for S3 ``endpoint``,
 ``region``, ``access_key_id``, ``secret_access_key``, ``session_token``,
 ``allow_http``, ...; the ``AWS_*`` environment variables are read too), plus
@@ -35,6 +44,7 @@ from typing import Any
 import numpy as np
 
 from zarrs_nvcomp._buffers import cupy_module
+from zarrs_nvcomp._progress import ProgressCallback, run_with_progress
 from zarrs_nvcomp._zarrs_nvcomp import CudaArray, ReaderArray, StoreError, gpu_unavailable_reason
 
 __all__ = [
@@ -56,14 +66,19 @@ class CpuPathWarning(UserWarning):
 
 class Array:
     """A zarr array opened by :func:`open_array`; ``a[selection]`` reads with
-    ``device=None``, :meth:`read` takes a device."""
+    ``device=None``, :meth:`read` takes a device. Pickles as its URL and
+    storage options, and opens the array again when unpickled."""
 
-    __slots__ = ("_cpu_path_warned", "_inner", "_metadata")
+    __slots__ = ("_cpu_path_warned", "_inner", "_metadata", "_storage_options")
 
-    def __init__(self, inner: ReaderArray) -> None:
+    def __init__(self, inner: ReaderArray, storage_options: dict[str, str] | None = None) -> None:
         self._inner = inner
+        self._storage_options = dict(storage_options or {})
         self._metadata: dict[str, Any] = json.loads(inner.metadata_json())
         self._cpu_path_warned = False
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (open_array, (self.url, self._storage_options))
 
     @property
     def url(self) -> str:
@@ -138,10 +153,12 @@ class Array:
         max_concurrent_requests: int | None = None,
         trusted_input: bool = False,
         max_decoded_size: int | None = None,
+        progress: bool | ProgressCallback | None = None,
     ) -> Any:
         """Reads ``selection``: a NumPy array (``device="cpu"``) or a GPU array
         (``"cuda"``/``"cuda:N"``: CuPy when installed, else :class:`CudaArray`);
-        ``None`` means the GPU when it is usable and CuPy is installed.
+        ``None`` means the GPU when it is usable, CuPy is installed and CuPy
+        has the data type (numbers and bool).
 
         ``trusted_input=True`` declares every chunk valid: the GPU then decodes
         in this process, where a corrupt chunk can hang it or end its CUDA
@@ -153,18 +170,31 @@ class Array:
         reads); larger chunks are a :class:`zarrs_nvcomp.DecodeError`.
 
         The first read that runs on the CPU where the GPU was asked for or
-        expected gives a :class:`CpuPathWarning` saying why."""
-        requested, device = device, _resolve_device(device)
-        ranges, local, out_shape, steps = _normalize(selection, self.shape)
+        expected gives a :class:`CpuPathWarning` saying why.
+
+        ``progress``: ``True`` shows a progress bar (tqdm when installed) when
+        the read takes more than a second; a callable is called as
+        ``progress(done_bytes, total_bytes)`` on this thread as the read
+        advances, the last time with ``done_bytes == total_bytes`` (the bytes
+        of the selection's bounding box); an exception it raises stops the
+        read."""
         dtype = self.dtype
+        requested, device = device, _resolve_device(device, dtype)
+        ranges, local, out_shape, steps = _normalize(selection, self.shape)
         if math.prod(out_shape) == 0:
+            run_with_progress(progress, self.url, lambda report: report and report(0, 0))
             return _empty(out_shape, dtype, device)
-        data = self._inner.read(
-            ranges,
-            device,
-            max_concurrent_requests,
-            trusted_input=trusted_input,
-            max_decoded_size=max_decoded_size,
+        data = run_with_progress(
+            progress,
+            self.url,
+            lambda report: self._inner.read(
+                ranges,
+                device,
+                max_concurrent_requests,
+                trusted_input=trusted_input,
+                max_decoded_size=max_decoded_size,
+                progress=report,
+            ),
         )
         self._warn_cpu_path(requested, device)
         box = tuple(b - a for a, b in ranges)
@@ -220,7 +250,7 @@ def open_array(store: str | Array, storage_options: dict[str, Any] | None = None
     if not isinstance(store, str):
         raise TypeError(f"store must be a path or a URL, not {type(store).__name__}")
     options = {k: _option_value(v) for k, v in (storage_options or {}).items()}
-    return Array(ReaderArray.open(store, options))
+    return Array(ReaderArray.open(store, options), options)
 
 
 def read_chunks_parallel(
@@ -232,6 +262,7 @@ def read_chunks_parallel(
     max_concurrent_requests: int | None = None,
     trusted_input: bool = False,
     max_decoded_size: int | None = None,
+    progress: bool | ProgressCallback | None = None,
 ) -> Any:
     """Reads ``selection`` (NumPy basic indexing; the whole array by default) of
     the zarr array at ``store``, fetching its chunks concurrently and decoding
@@ -246,6 +277,7 @@ def read_chunks_parallel(
     ``max_decoded_size``: the largest decoded size of one chunk in bytes
     (default: what the destination memory holds); larger chunks are a
     ``DecodeError`` that names this option.
+    ``progress``: see :meth:`Array.read`.
     """
     array = open_array(store, storage_options)
     return array.read(
@@ -254,6 +286,7 @@ def read_chunks_parallel(
         max_concurrent_requests=max_concurrent_requests,
         trusted_input=trusted_input,
         max_decoded_size=max_decoded_size,
+        progress=progress,
     )
 
 
@@ -263,9 +296,11 @@ def _option_value(value: Any) -> str:
     return str(value)
 
 
-def _resolve_device(device: str | None) -> str:
+def _resolve_device(device: str | None, dtype: np.dtype) -> str:
     if device is None:
-        if cupy_module() is not None and gpu_unavailable_reason(0) is None:
+        # CuPy has no datetime, timedelta, bytes, unicode or void arrays.
+        on_gpu = dtype.kind in "biufc"
+        if on_gpu and cupy_module() is not None and gpu_unavailable_reason(0) is None:
             return "cuda:0"
         return "cpu"
     if not isinstance(device, str):

@@ -69,6 +69,7 @@ mod assemble;
 mod chain;
 mod fetch;
 mod plan;
+mod progress;
 pub mod store;
 
 use std::collections::HashMap;
@@ -76,17 +77,19 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use zarrs::array::{Array, ArrayBytes, ArraySubset, DataType};
+use zarrs::array::{Array, ArrayBytes, ArrayCreateError, ArraySubset, DataType};
 use zarrs::storage::AsyncReadableStorageTraits;
 use zarrs_object_store::AsyncObjectStore;
 
 pub use assemble::DeviceArray;
+pub use progress::{Progress, ProgressHook};
 pub use store::{open_store, StoreIo};
 
 use crate::codec::{Backend, BatchCodec};
 use crate::cuda::CudaEngine;
 use crate::fork::PerProcess;
 use chain::Chain;
+use progress::Tracker;
 
 /// An array opened by [`open_array`].
 pub type ObjectStoreArray = Array<AsyncObjectStore<Arc<dyn object_store::ObjectStore>>>;
@@ -122,6 +125,15 @@ pub enum ReadError {
         /// The array's URL.
         url: String,
         /// Why.
+        reason: String,
+    },
+    /// The array's data type cannot be read: unknown to zarrs, or of
+    /// variable size (the reader's output is one buffer of fixed-size elements).
+    #[error("cannot read the array at {url}: {reason}")]
+    UnsupportedDataType {
+        /// The array's URL.
+        url: String,
+        /// Why, naming the data type.
         reason: String,
     },
     /// The subset does not fit the array.
@@ -217,6 +229,9 @@ pub struct ReadOptions {
     /// so that a corrupt one cannot hang or poison this process
     /// ([`crate::cuda::isolation`]).
     pub trusted_input: bool,
+    /// Told how many bytes have been fetched and decoded, after each wave
+    /// (default none).
+    pub progress: Option<ProgressHook>,
 }
 
 /// Most compressed bytes of a CPU wave per thread of rayon's pool, whatever
@@ -250,6 +265,7 @@ impl Default for ReadOptions {
             request_timeout: None,
             store_io: StoreIo::Async,
             trusted_input: false,
+            progress: None,
         }
     }
 }
@@ -341,7 +357,9 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 ///
 /// A store that cannot be read (unreachable, stalled, missing bucket,
 /// refused credentials) gives [`ReadError::Store`] naming the request that
-/// failed; a readable store without an array there gives [`ReadError::Open`].
+/// failed; a readable store without an array there gives [`ReadError::Open`];
+/// an array of a data type zarrs does not know, or of variable-size
+/// elements, gives [`ReadError::UnsupportedDataType`].
 /// The whole open takes at most the time of one request
 /// ([`store::request_budget`]), however many requests it makes.
 pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) -> Result<ObjectStoreArray, ReadError> {
@@ -362,7 +380,22 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
     let open = tokio::time::timeout_at(deadline, Array::async_open(storage, "/"));
     let open_error = match open.await {
         Err(_) => return Err(late("GET of the array metadata (zarr.json, .zarray)")),
+        Ok(Ok(array)) if array.data_type().fixed_size().is_none() => {
+            return Err(ReadError::UnsupportedDataType {
+                url: url.to_string(),
+                reason: format!(
+                    "data type {} has elements of variable size; the reader reads fixed-size elements only",
+                    array.data_type()
+                ),
+            })
+        }
         Ok(Ok(array)) => return Ok(array),
+        Ok(Err(ArrayCreateError::DataTypeCreateError(e))) => {
+            return Err(ReadError::UnsupportedDataType {
+                url: url.to_string(),
+                reason: e.to_string(),
+            })
+        }
         // The store's error names the request (method and URL).
         Ok(Err(zarrs::array::ArrayCreateError::StorageError(e))) => return Err(store_error(e.to_string())),
         Ok(Err(e)) => e,
@@ -469,7 +502,10 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
         Chain::Fast(fast) => fast,
         Chain::Fallback(reason) => {
             log::info!("zarrs-nvcomp reader: reading through the zarrs pipeline: {reason}");
-            return read_with_zarrs(array, subset, engine, data_type).await;
+            let data = read_with_zarrs(array, subset, engine, data_type).await?;
+            let mut tracker = Tracker::start(options.progress.clone(), data.num_bytes() as u64);
+            tracker.decoded(data.num_bytes() as u64);
+            return Ok(data);
         }
     };
     let elem = elem.expect("fast chains have fixed-size elements");
@@ -480,6 +516,7 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
     let plan = Arc::new(plan::plan(array, subset, elem, max_decoded_size)?);
     let fill: Arc<[u8]> = array.fill_value().as_ne_bytes().into();
     let shape = plan.shape.clone();
+    let tracker = Tracker::start(options.progress.clone(), plan.out_len as u64);
 
     let (tx, mut rx) = mpsc::channel::<fetch::Wave>(1);
     let producer = fetch::fetch_waves(
@@ -503,7 +540,7 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
                 let (out, plan) = (out.clone(), plan.clone());
                 move |wave: fetch::Wave| assemble::decode_wave_cpu(&codec, &fast, &plan, &wave, &out, &fill)
             };
-            futures::future::try_join(producer, consume_waves(&mut rx, decode)).await?;
+            futures::future::try_join(producer, consume_waves(&mut rx, &plan, tracker, decode)).await?;
             Ok(ArrayData::Host {
                 bytes: unshare(out)?.into_vec(),
                 shape,
@@ -518,7 +555,7 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
                     assemble::decode_wave_gpu(&engine, &fast, &plan, &wave, &out, &fill, gpu_options)
                 }
             };
-            futures::future::try_join(producer, consume_waves(&mut rx, decode)).await?;
+            futures::future::try_join(producer, consume_waves(&mut rx, &plan, tracker, decode)).await?;
             Ok(ArrayData::Device {
                 buffer: unshare(out)?,
                 shape,
@@ -529,8 +566,13 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
 }
 
 /// Decodes the waves arriving on `rx` one after the other on the blocking
-/// pool, while the producer fetches the next.
-async fn consume_waves<F>(rx: &mut mpsc::Receiver<fetch::Wave>, decode: F) -> Result<(), ReadError>
+/// pool, while the producer fetches the next, and reports each to `tracker`.
+async fn consume_waves<F>(
+    rx: &mut mpsc::Receiver<fetch::Wave>,
+    plan: &plan::Plan,
+    mut tracker: Tracker,
+    decode: F,
+) -> Result<(), ReadError>
 where
     F: Fn(fetch::Wave) -> Result<(), ReadError> + Send + Sync + 'static,
 {
@@ -539,12 +581,19 @@ where
     while let Some(wave) = rx.recv().await {
         let decode = decode.clone();
         let (chunks, bytes) = (wave.items.len(), wave.compressed_bytes);
+        let placed: usize = wave.items.iter().map(|(i, _)| plan.chunks[*i].copy.bytes()).sum();
+        tracker.fetched(bytes as u64);
         let fetched = start.elapsed();
-        tokio::task::spawn_blocking(move || crate::fork::in_pool(|| decode(wave)))
-            .await
-            .map_err(|e| ReadError::Pipeline {
-                reason: format!("decoding task failed: {e}"),
-            })??;
+        tokio::task::spawn_blocking(move || {
+            crate::fork::in_pool(|| decode(wave))?;
+            log::debug!("zarrs-nvcomp reader: decoded a wave of {chunks} chunks, {bytes} compressed bytes");
+            Ok::<_, ReadError>(())
+        })
+        .await
+        .map_err(|e| ReadError::Pipeline {
+            reason: format!("decoding task failed: {e}"),
+        })??;
+        tracker.decoded(placed as u64);
         if crate::profiling() {
             eprintln!(
                 "zarrs_nvcomp reader profile: wave of {chunks} chunks, {bytes} bytes: fetched at {:.2} ms, decoded at {:.2} ms",
