@@ -205,6 +205,14 @@ pub enum Error {
         /// The limit ([`crate::BatchCodec::with_max_decoded_size`]).
         limit: u64,
     },
+    /// Decoding buffer `index` needs more memory than the allocator gives.
+    #[error("buffer {index} of the batch needs {size} bytes to decode, which cannot be allocated")]
+    OutOfMemory {
+        /// Position of the buffer in the batch.
+        index: usize,
+        /// The allocation that was refused, in bytes.
+        size: u64,
+    },
     /// A caller-supplied output buffer whose size differs from the decoded size.
     #[error("output buffer {index} holds {actual} bytes but buffer {index} decodes to {expected} bytes")]
     OutputSize {

@@ -257,6 +257,10 @@ pub struct ZstdFrame {
     pub range: std::ops::Range<usize>,
     /// The content size its header declares, `None` for streamed frames.
     pub content_size: Option<u64>,
+    /// Bytes its raw and RLE blocks decode to.
+    pub raw_and_rle_bytes: u64,
+    /// Number of its compressed blocks (each decodes to at most 128 KiB).
+    pub compressed_blocks: u64,
 }
 
 /// Walks a buffer of Zstandard frames back to back, as libzstd and numcodecs'
@@ -278,13 +282,15 @@ pub fn zstd_frames(buf: &[u8]) -> Result<Vec<ZstdFrame>, String> {
         let magic = rest.first_chunk::<4>().map(|m| u32::from_le_bytes(*m));
         let len = match magic {
             Some(MAGIC) => {
-                let len = zstd_frame_len(rest).map_err(|e| format!("{e} (frame at byte {at})"))?;
+                let walk = zstd_frame_blocks(rest).map_err(|e| format!("{e} (frame at byte {at})"))?;
                 let content_size = zstd_content_size(rest)?;
                 frames.push(ZstdFrame {
-                    range: at..at + len,
+                    range: at..at + walk.len,
                     content_size,
+                    raw_and_rle_bytes: walk.raw_and_rle_bytes,
+                    compressed_blocks: walk.compressed_blocks,
                 });
-                len
+                walk.len
             }
             Some(m) if m & SKIPPABLE_MASK == SKIPPABLE => {
                 let size = rest
@@ -303,9 +309,19 @@ pub fn zstd_frames(buf: &[u8]) -> Result<Vec<ZstdFrame>, String> {
     Ok(frames)
 }
 
-/// The length of the Zstandard frame at the start of `buf` (its magic number
-/// checked by the caller), from its frame header and block headers.
-fn zstd_frame_len(buf: &[u8]) -> Result<usize, String> {
+/// What the block headers of a Zstandard frame say.
+struct FrameBlocks {
+    /// Bytes of the frame, checksum included.
+    len: usize,
+    /// Bytes its raw and RLE blocks decode to.
+    raw_and_rle_bytes: u64,
+    /// Number of its compressed blocks.
+    compressed_blocks: u64,
+}
+
+/// The length and blocks of the Zstandard frame at the start of `buf` (its
+/// magic number checked by the caller), from its frame header and block headers.
+fn zstd_frame_blocks(buf: &[u8]) -> Result<FrameBlocks, String> {
     let descriptor = *buf.get(4).ok_or("Zstandard frame header truncated")?;
     let single_segment = descriptor & 0x20 != 0;
     let checksum = descriptor & 0x04 != 0;
@@ -318,6 +334,7 @@ fn zstd_frame_len(buf: &[u8]) -> Result<usize, String> {
         _ => 8,
     };
     let mut at = 5 + usize::from(!single_segment) + dict_bytes + size_bytes;
+    let (mut raw_and_rle_bytes, mut compressed_blocks) = (0u64, 0u64);
     loop {
         let header = buf
             .get(at..at + 3)
@@ -326,8 +343,18 @@ fn zstd_frame_len(buf: &[u8]) -> Result<usize, String> {
         at += 3;
         let size = (header >> 3) as usize;
         let body = match (header >> 1) & 3 {
-            0 | 2 => size,
-            1 => 1,
+            0 => {
+                raw_and_rle_bytes += size as u64;
+                size
+            }
+            1 => {
+                raw_and_rle_bytes += size as u64;
+                1
+            }
+            2 => {
+                compressed_blocks += 1;
+                size
+            }
             _ => return Err(format!("reserved Zstandard block type at byte {}", at - 3)),
         };
         if body > buf.len() - at.min(buf.len()) {
@@ -344,7 +371,11 @@ fn zstd_frame_len(buf: &[u8]) -> Result<usize, String> {
     if at > buf.len() {
         return Err("Zstandard checksum truncated".into());
     }
-    Ok(at)
+    Ok(FrameBlocks {
+        len: at,
+        raw_and_rle_bytes,
+        compressed_blocks,
+    })
 }
 
 #[cfg(test)]
@@ -373,12 +404,13 @@ mod validation_tests {
             std::io::Write::write_all(&mut enc, &data).unwrap();
             enc.finish().unwrap();
             let frames = zstd_frames(&frame).unwrap();
-            assert_eq!(
-                frames,
-                vec![ZstdFrame {
-                    range: 0..frame.len(),
-                    content_size: None
-                }]
+            let spans: Vec<_> = frames.iter().map(|f| (f.range.clone(), f.content_size)).collect();
+            assert_eq!(spans, vec![(0..frame.len(), None)]);
+            // 300,000 equal bytes: blocks of at most 128 KiB, raw, RLE or compressed.
+            let f = &frames[0];
+            assert!(
+                f.raw_and_rle_bytes + f.compressed_blocks * 128 * 1024 >= 300_000,
+                "{f:?}"
             );
             assert!(zstd_frames(&frame[..frame.len() - 1]).is_err());
             let mut padded = frame.clone();
@@ -401,18 +433,14 @@ mod validation_tests {
         let buf = [skippable.as_slice(), &a, &skippable, &b].concat();
         let at_a = skippable.len();
         let at_b = at_a + a.len() + skippable.len();
+        let spans: Vec<_> = zstd_frames(&buf)
+            .unwrap()
+            .into_iter()
+            .map(|f| (f.range, f.content_size))
+            .collect();
         assert_eq!(
-            zstd_frames(&buf).unwrap(),
-            vec![
-                ZstdFrame {
-                    range: at_a..at_a + a.len(),
-                    content_size: Some(1000)
-                },
-                ZstdFrame {
-                    range: at_b..buf.len(),
-                    content_size: Some(70_000)
-                },
-            ]
+            spans,
+            vec![(at_a..at_a + a.len(), Some(1000)), (at_b..buf.len(), Some(70_000))]
         );
         // A skippable frame that claims more bytes than there are.
         assert!(zstd_frames(&[&a[..], &skippable[..6]].concat()).is_err());

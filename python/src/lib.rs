@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 
 use pyo3::buffer::PyBuffer;
 use pyo3::create_exception;
-use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyValueError};
+use pyo3::exceptions::{PyBufferError, PyMemoryError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyList};
 use zarrs_nvcomp::cuda::{CudaEngine, DeviceRegion};
@@ -57,6 +57,7 @@ fn to_py_err(err: Error) -> PyErr {
         Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. } | Error::Worker { .. } => DecodeError::new_err(msg),
         Error::GpuUnavailable(_) | Error::NeedsGpu { .. } => GpuUnavailableError::new_err(msg),
         Error::Cuda { .. } | Error::Nvcomp { .. } => CudaError::new_err(msg),
+        Error::OutOfMemory { .. } => PyMemoryError::new_err(msg),
         Error::UnknownAlgorithm { .. }
         | Error::UnknownOption { .. }
         | Error::InvalidOption { .. }
@@ -129,6 +130,45 @@ impl HostInputs {
             })
             .collect()
     }
+}
+
+/// Checks that no output overlaps another output or an input, all given as
+/// `(address, length)`: buffers are decoded in parallel, so overlapping
+/// outputs would race.
+fn check_disjoint(inputs: &[(u64, usize)], outputs: &[(u64, usize)]) -> PyResult<()> {
+    // (start, end, is output, index), by start: a region overlaps an earlier
+    // one exactly when it starts before the furthest end among them.
+    let mut regions: Vec<(u64, u64, bool, usize)> = outputs
+        .iter()
+        .map(|r| (r, true))
+        .enumerate()
+        .chain(inputs.iter().map(|r| (r, false)).enumerate())
+        .filter(|(_, ((_, len), _))| *len > 0)
+        .map(|(i, ((ptr, len), out))| (*ptr, ptr.saturating_add(*len as u64), out, i))
+        .collect();
+    regions.sort_unstable();
+    let name = |(out, i): (bool, usize)| format!("{} buffer {i}", if out { "output" } else { "input" });
+    // (end, is output, index) of the region reaching furthest: among all
+    // regions seen, and among the outputs.
+    type Reach = Option<(u64, bool, usize)>;
+    let (mut furthest, mut furthest_output): (Reach, Reach) = (None, None);
+    for (start, end, out, i) in regions {
+        let against = if out { furthest } else { furthest_output };
+        if let Some((_, other_out, other)) = against.filter(|(reach, ..)| start < *reach) {
+            return Err(PyValueError::new_err(format!(
+                "{} overlaps {}: outputs are written in parallel and must not share memory with another buffer",
+                name((out, i)),
+                name((other_out, other))
+            )));
+        }
+        if furthest.is_none_or(|(reach, ..)| end > reach) {
+            furthest = Some((end, out, i));
+        }
+        if out && furthest_output.is_none_or(|(reach, ..)| end > reach) {
+            furthest_output = Some((end, out, i));
+        }
+    }
+    Ok(())
 }
 
 /// One batch codec of the engine on one backend.
@@ -247,6 +287,8 @@ impl Engine {
         }
         let host = HostInputs::new(&inputs)?;
         let out = HostInputs::new(&outputs)?;
+        let as_pairs = |h: &HostInputs| h.regions.iter().map(|&(p, l)| (p as u64, l)).collect::<Vec<_>>();
+        check_disjoint(&as_pairs(&host), &as_pairs(&out))?;
         py.detach(|| {
             // SAFETY: `inputs` and `outputs` hold the buffers for the whole call;
             // the outputs are writable (checked above).
@@ -308,12 +350,13 @@ impl Engine {
                 outputs: outputs.len(),
             }));
         }
+        check_disjoint(&inputs, &outputs)?;
         let engine = self.cuda()?.clone();
         let algorithm = *self.codec.algorithm();
         let options = self.codec.device_decode_options();
         let (inputs, outputs) = (regions(inputs), regions(outputs));
-        // SAFETY: as in `encode_device`; the Python side checks that the
-        // outputs are distinct writable arrays.
+        // SAFETY: as in `encode_device`; the outputs overlap no other buffer
+        // (checked above).
         py.detach(|| unsafe { engine.decode_device_into(&algorithm, &inputs, &outputs, options) })
             .map_err(to_py_err)
     }
@@ -583,6 +626,14 @@ fn nvcomp_library_path(py: Python<'_>) -> Option<String> {
     py.detach(|| nvcomp_sys::library_path().ok().map(|p| p.display().to_string()))
 }
 
+/// Raises ValueError when an output region overlaps another output or an
+/// input (`(address, length)` pairs), as the decoders would race.
+#[pyfunction]
+#[pyo3(name = "check_disjoint")]
+fn check_disjoint_py(inputs: Vec<(u64, usize)>, outputs: Vec<(u64, usize)>) -> PyResult<()> {
+    check_disjoint(&inputs, &outputs)
+}
+
 /// The default limit on the decoded size of a buffer decoded into host
 /// memory: the machine's physical memory.
 #[pyfunction]
@@ -629,6 +680,7 @@ fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(set_nvcomp_library_path, m)?)?;
     m.add_function(wrap_pyfunction!(nvcomp_library_candidates, m)?)?;
     m.add_function(wrap_pyfunction!(nvcomp_library_path, m)?)?;
+    m.add_function(wrap_pyfunction!(check_disjoint_py, m)?)?;
     m.add_function(wrap_pyfunction!(has_cpu_implementation, m)?)?;
     m.add_function(wrap_pyfunction!(_set_gpu_worker_command, m)?)?;
     m.add_function(wrap_pyfunction!(_serve_gpu_worker, m)?)?;

@@ -1,7 +1,7 @@
 //! The chunk-parallel reader (`zarrs_nvcomp.reader`): [`ReaderArray`] is an
 //! opened zarr array, whose `read` returns a [`HostBatch`] (host memory, one
 //! buffer) or a [`CudaArray`] (device memory). Python turns the selection
-//! into ranges and the bytes into NumPy or CuPy arrays.
+//! into strided ranges and the bytes into NumPy or CuPy arrays.
 
 use std::collections::HashMap;
 use std::ffi::{c_void, CStr};
@@ -10,14 +10,15 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use pyo3::create_exception;
-use pyo3::exceptions::{PyBufferError, PyIndexError, PyOSError, PyTimeoutError, PyTypeError, PyValueError};
+use pyo3::exceptions::{
+    PyBufferError, PyIndexError, PyMemoryError, PyOSError, PyTimeoutError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
-use zarrs::array::ArraySubset;
 use zarrs::plugin::{ExtensionName, ZarrVersion};
 use zarrs_nvcomp::reader::{
     batched_algorithm, block_on_checked, open_array, read_chunks_parallel, reopen_store, ArrayData, DeviceArray,
-    ObjectStoreArray, Progress, ProgressHook, ReadError, ReadOptions, StoreIo,
+    ObjectStoreArray, Progress, ProgressHook, ReadError, ReadOptions, Selection, StoreIo, StridedRange,
 };
 
 use crate::{dtype, logging, parse_device, to_py_err, DecodeError, HostBatch};
@@ -37,9 +38,11 @@ fn read_error(err: ReadError) -> PyErr {
         ReadError::Timeout { .. } => PyTimeoutError::new_err(msg),
         ReadError::InvalidSubset { .. } => PyIndexError::new_err(msg),
         ReadError::UnsupportedDataType { .. } => PyTypeError::new_err(msg),
+        ReadError::OutputTooLarge { .. } => PyMemoryError::new_err(msg),
         ReadError::Corrupt { .. }
         | ReadError::ChunkSize { .. }
         | ReadError::ChunkTooLarge { .. }
+        | ReadError::ChunkPipeline { .. }
         | ReadError::Pipeline { .. } => DecodeError::new_err(msg),
         ReadError::Engine(e) => to_py_err(e),
     }
@@ -73,7 +76,7 @@ fn read_reporting(
     py: Python<'_>,
     callback: &Py<PyAny>,
     array: &ObjectStoreArray,
-    subset: &ArraySubset,
+    selection: Selection,
     options: ReadOptions,
 ) -> PyResult<ArrayData> {
     // The hook runs on the read's threads: it only keeps the latest value.
@@ -95,7 +98,7 @@ fn read_reporting(
     let data = py
         .detach(|| {
             block_on_checked(
-                read_chunks_parallel(array, subset, &options),
+                read_chunks_parallel(array, selection, &options),
                 SIGNAL_CHECK_INTERVAL,
                 || {
                     Python::attach(|py| {
@@ -197,17 +200,18 @@ impl ReaderArray {
         batched_algorithm(&self.array).err()
     }
 
-    /// Reads the box `ranges` (`(start, stop)` per axis): a [`HostBatch`] of
-    /// one buffer, or a [`CudaArray`] where the result is on the GPU.
+    /// Reads `selection`, `(start, stop, step)` per axis with steps of at
+    /// least 1: a [`HostBatch`] of one buffer, or a [`CudaArray`] where the
+    /// result is on the GPU; the result has the selection's shape.
     /// `progress(decoded_bytes, total_bytes)` is called on this thread as the
     /// read advances, with the GIL; an exception it raises stops the read.
-    #[pyo3(signature = (ranges, device=None, max_concurrent_requests=None, wave_bytes=None, trusted_input=false, max_decoded_size=None, progress=None))]
+    #[pyo3(signature = (selection, device=None, max_concurrent_requests=None, wave_bytes=None, trusted_input=false, max_decoded_size=None, progress=None))]
     // One parameter per Python keyword argument of the read.
     #[allow(clippy::too_many_arguments)]
     fn read(
         &self,
         py: Python<'_>,
-        ranges: Vec<(u64, u64)>,
+        selection: Vec<(u64, u64, u64)>,
         device: Option<&str>,
         max_concurrent_requests: Option<usize>,
         wave_bytes: Option<usize>,
@@ -216,9 +220,6 @@ impl ReaderArray {
         progress: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         logging::refresh();
-        if let Some((start, stop)) = ranges.iter().find(|(start, stop)| start > stop) {
-            return Err(PyIndexError::new_err(format!("range {start}..{stop} is reversed")));
-        }
         let defaults = ReadOptions::default();
         let options = ReadOptions {
             device: parse_device(device)?,
@@ -229,13 +230,18 @@ impl ReaderArray {
             trusted_input,
             ..defaults
         };
-        let subset = ArraySubset::new_with_ranges(&ranges.iter().map(|&(a, b)| a..b).collect::<Vec<_>>());
+        let selection = Selection::new(
+            selection
+                .into_iter()
+                .map(|(start, stop, step)| StridedRange { start, stop, step })
+                .collect(),
+        );
         let typestr = self.typestr();
         let reopened = self.in_this_process()?;
         let array = reopened.as_ref().unwrap_or(&self.array);
         let data = match progress {
-            None => interruptible(py, || read_chunks_parallel(array, &subset, &options))?,
-            Some(callback) => read_reporting(py, &callback, array, &subset, options)?,
+            None => interruptible(py, || read_chunks_parallel(array, selection, &options))?,
+            Some(callback) => read_reporting(py, &callback, array, selection, options)?,
         };
         match data {
             ArrayData::Host { bytes, .. } => Ok(Py::new(py, HostBatch::from_vec(bytes))?.into_any()),

@@ -39,6 +39,8 @@ def normalize_config(config_json: str, stored: bool = False) -> str:
     """
 
 def has_cpu_implementation(config_json: str) -> bool: ...
+def check_disjoint(inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]]) -> None:
+    """Raises ValueError when an output ``(address, length)`` overlaps another buffer."""
 
 class HostBatch(Buffer):
     """Host buffers in one allocation (writable buffer protocol, ``uint8``)."""
@@ -110,7 +112,7 @@ class ReaderArray:
     def fallback_reason(self) -> str | None: ...
     def read(
         self,
-        ranges: Sequence[tuple[int, int]],
+        selection: Sequence[tuple[int, int, int]],
         device: str | None = None,
         max_concurrent_requests: int | None = None,
         wave_bytes: int | None = None,

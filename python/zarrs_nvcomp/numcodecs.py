@@ -12,7 +12,7 @@ import numpy as np
 from numcodecs.abc import Codec
 
 from zarrs_nvcomp import _buffers
-from zarrs_nvcomp._zarrs_nvcomp import Engine, normalize_config
+from zarrs_nvcomp._zarrs_nvcomp import Engine, check_disjoint, normalize_config
 
 __all__ = ["NvCompBatchCodec"]
 
@@ -164,9 +164,10 @@ class NvCompBatchCodec(Codec):
 
         Without ``out``: host inputs give ``uint8`` NumPy arrays (views of one
         allocation), device inputs device arrays. With ``out`` (one buffer per
-        input, each exactly the decoded size, all on the inputs' side): fills
-        them and returns them; ``None`` entries of ``out`` are allocated, as
-        without ``out``.
+        input, each exactly the decoded size, all on the inputs' side, none
+        sharing memory with another buffer, as they are written in parallel:
+        ``ValueError`` otherwise): fills them and returns them; ``None`` entries
+        of ``out`` are allocated, as without ``out``.
         """
         bufs = list(bufs)
         if out is not None:
@@ -230,6 +231,10 @@ class NvCompBatchCodec(Codec):
 
     def _decode_device_on_cpu(self, bufs: list[Any], out: list[Any] | None) -> list[Any]:
         """Device inputs on the CPU backend: through host memory, results back on the device."""
+        if out is not None:
+            check_disjoint(
+                _buffers.device_pairs(bufs, "input")[0], _buffers.device_pairs(out, "output")[0]
+            )
         host = [_buffers.to_host(b) for b in bufs]
         decoded = _buffers.host_outputs(self._engine.decode(host))
         if out is None:

@@ -27,9 +27,11 @@ is the prefix ``a%20b.zarr`` (as in fsspec), and ``file://`` paths are not
 percent-decoded either. Ctrl-C (``KeyboardInterrupt``) cancels a read or an open.
 
 Selections are NumPy basic indexing: integers (an integer drops its axis),
-slices with any step, and one ``...``. The reader reads the bounding box of the
-selection; steps are applied afterwards, as a strided copy (with CuPy on the
-GPU).
+slices with any step, and one ``...``. Only the chunks that hold selected
+elements are read, and only the selection's elements are allocated (a
+negative step reads the ascending selection and flips it, with CuPy on the
+GPU). A selection larger than the machine's memory (the GPU's for device
+results) raises :class:`MemoryError` naming its size.
 """
 
 from __future__ import annotations
@@ -176,11 +178,11 @@ class Array:
         the read takes more than a second; a callable is called as
         ``progress(done_bytes, total_bytes)`` on this thread as the read
         advances, the last time with ``done_bytes == total_bytes`` (the bytes
-        of the selection's bounding box); an exception it raises stops the
+        of the selection); an exception it raises stops the
         read."""
         dtype = self.dtype
         requested, device = device, _resolve_device(device, dtype)
-        ranges, local, out_shape, steps = _normalize(selection, self.shape)
+        strided, flips, out_shape = _normalize(selection, self.shape)
         if math.prod(out_shape) == 0:
             run_with_progress(progress, self.url, lambda report: report and report(0, 0))
             return _empty(out_shape, dtype, device)
@@ -188,7 +190,7 @@ class Array:
             progress,
             self.url,
             lambda report: self._inner.read(
-                ranges,
+                strided,
                 device,
                 max_concurrent_requests,
                 trusted_input=trusted_input,
@@ -197,14 +199,14 @@ class Array:
             ),
         )
         self._warn_cpu_path(requested, device)
-        box = tuple(b - a for a, b in ranges)
+        shape = tuple(len(range(*s)) for s in strided)
         if isinstance(data, CudaArray):
-            return _device_result(data, box, dtype, local, out_shape, steps)
+            return _device_result(data, shape, dtype, flips, out_shape)
         if device not in ("cpu", "auto"):
             raise RuntimeError("the reader returned host memory for a device read")
-        arr = np.frombuffer(data, dtype=dtype).reshape(box)
-        if steps:
-            return np.ascontiguousarray(arr[local])
+        arr = np.frombuffer(data, dtype=dtype).reshape(shape)
+        if flips:
+            arr = np.ascontiguousarray(arr[_flip_index(flips, len(shape))])
         return arr.reshape(out_shape)
 
     def __getitem__(self, selection: Any) -> Any:
@@ -339,10 +341,10 @@ def _cpu_path_reason(requested: str | None, device: str, fallback_reason: str | 
 
 def _normalize(
     selection: Any, shape: tuple[int, ...]
-) -> tuple[list[tuple[int, int]], tuple[Any, ...], tuple[int, ...], bool]:
-    """The bounding box (``(start, stop)`` per axis) of a basic-indexing
-    selection, the index that takes the selection out of the box, the
-    selection's shape, and whether that index has steps other than 1."""
+) -> tuple[list[tuple[int, int, int]], tuple[int, ...], tuple[int, ...]]:
+    """The ascending ``(start, stop, step)`` per axis of a basic-indexing
+    selection (integers select one index), the axes whose slices step
+    backwards (read ascending, then flipped), and the selection's shape."""
     if not isinstance(selection, tuple):
         selection = (selection,)
     ellipses = [i for i, s in enumerate(selection) if s is Ellipsis]
@@ -358,23 +360,20 @@ def _normalize(
             f"but {len(selection)} were indexed"
         )
     selection = (*selection, *(slice(None),) * (len(shape) - len(selection)))
-    ranges: list[tuple[int, int]] = []
-    local: list[Any] = []
+    strided: list[tuple[int, int, int]] = []
+    flips: list[int] = []
     out_shape: list[int] = []
-    steps = False
     for axis, (sel, n) in enumerate(zip(selection, shape, strict=True)):
         if isinstance(sel, slice):
-            start, stop, step = sel.indices(n)
-            indices = range(start, stop, step)
+            indices = range(*sel.indices(n))
             out_shape.append(len(indices))
             if len(indices) == 0:
-                ranges.append((0, 0))
-                local.append(slice(0, 0))
-                continue
-            lo, hi = min(indices[0], indices[-1]), max(indices[0], indices[-1])
-            ranges.append((lo, hi + 1))
-            local.append(slice(None, None, step))
-            steps = steps or step != 1
+                strided.append((0, 0, 1))
+            elif indices.step > 0:
+                strided.append((indices.start, indices[-1] + 1, indices.step))
+            else:
+                strided.append((indices[-1], indices.start + 1, -indices.step))
+                flips.append(axis)
             continue
         if isinstance(sel, bool | np.bool_) or sel is None:
             raise IndexError(
@@ -390,10 +389,13 @@ def _normalize(
         if not -n <= index < n:
             raise IndexError(f"index {index} is out of bounds for axis {axis} with size {n}")
         index %= n
-        ranges.append((index, index + 1))
-        local.append(0)
-    # Integers alone need no copy: the box is reshaped.
-    return ranges, tuple(local), tuple(out_shape), steps
+        strided.append((index, index + 1, 1))
+    return strided, tuple(flips), tuple(out_shape)
+
+
+def _flip_index(flips: tuple[int, ...], ndim: int) -> tuple[slice, ...]:
+    """The index that reverses the axes ``flips``."""
+    return tuple(slice(None, None, -1) if axis in flips else slice(None) for axis in range(ndim))
 
 
 def _empty(shape: tuple[int, ...], dtype: np.dtype, device: str) -> Any:
@@ -412,23 +414,22 @@ def _ordinal(device: str) -> int:
 
 def _device_result(
     data: CudaArray,
-    box: tuple[int, ...],
+    shape: tuple[int, ...],
     dtype: np.dtype,
-    local: tuple[Any, ...],
+    flips: tuple[int, ...],
     out_shape: tuple[int, ...],
-    steps: bool,
 ) -> Any:
     """A CuPy array over the reader's device memory (kept alive by the CuPy
-    array), stepped on the GPU; without CuPy the :class:`CudaArray` itself,
+    array), flipped on the GPU; without CuPy the :class:`CudaArray` itself,
     reshaped."""
     cp = cupy_module()
     if cp is None:
-        if steps:
-            raise TypeError("steps on device results need CuPy; read with device='cpu'")
-        return data if out_shape == box else data.reshape(list(out_shape))
+        if flips:
+            raise TypeError("negative steps on device results need CuPy; read with device='cpu'")
+        return data if out_shape == shape else data.reshape(list(out_shape))
     with cp.cuda.Device(data.device):
         memory = cp.cuda.UnownedMemory(data.ptr, max(data.nbytes, 1), data, data.device)
-        arr = cp.ndarray(box, dtype=dtype, memptr=cp.cuda.MemoryPointer(memory, 0))
-        if steps:
-            return cp.ascontiguousarray(arr[local])
+        arr = cp.ndarray(shape, dtype=dtype, memptr=cp.cuda.MemoryPointer(memory, 0))
+        if flips:
+            arr = cp.ascontiguousarray(arr[_flip_index(flips, len(shape))])
         return arr.reshape(out_shape)

@@ -10,7 +10,7 @@ use std::cell::RefCell;
 
 use flate2::{Compress, Compression, Crc, Decompress, FlushCompress, FlushDecompress, Status};
 
-use super::{DecodeResult, Fill};
+use super::{DecodeResult, Fill, GrowError};
 use crate::error::{Error, Result};
 use crate::format;
 
@@ -91,6 +91,36 @@ fn inflate(input: &[u8], out: &mut [u8]) -> DecodeResult<(Fill, usize)> {
             // Output full before the end: a larger buffer may hold it.
             _ if used_out == out.len() => Ok((Fill::NeedsMore, used_in)),
             _ => Err("truncated deflate stream".into()),
+        }
+    })
+}
+
+/// Inflates a raw deflate stream into a buffer that grows as it fills, from
+/// `first` bytes, never past `bound` ([`GrowError::Full`] when the stream
+/// needs more): the decoder resumes where it stopped, nothing is decoded twice.
+pub fn inflate_growing(input: &[u8], first: usize, bound: usize) -> std::result::Result<Vec<u8>, GrowError> {
+    INFLATE.with(|d| {
+        let mut d = d.borrow_mut();
+        d.reset(false);
+        let mut out = Vec::new();
+        loop {
+            if out.len() == out.capacity() {
+                super::grow(&mut out, first, bound)?;
+            }
+            let used = d.total_in() as usize;
+            let status = d
+                .decompress_vec(&input[used..], &mut out, FlushDecompress::Finish)
+                .map_err(|e| GrowError::Corrupt(format!("bad deflate data: {e}")))?;
+            match status {
+                Status::StreamEnd => {
+                    // flate2 zeroes the spare capacity it offers: give it back.
+                    out.shrink_to_fit();
+                    return Ok(out);
+                }
+                // Stopped with room left: the input ran out.
+                _ if out.len() < out.capacity() => return Err(GrowError::Corrupt("truncated deflate stream".into())),
+                _ => {}
+            }
         }
     })
 }
@@ -194,5 +224,13 @@ mod tests {
         let mut out = vec![0; 200_000];
         assert_eq!(deflate_decode_to(&enc, &mut out), Ok(Fill::Done(100_000)));
         assert!(deflate_decode_to(&enc[..enc.len() / 2], &mut out).is_err());
+        // Growing: from a small start, resumed, never decoded twice.
+        assert_eq!(inflate_growing(&enc, 1000, 200_000).unwrap(), data);
+        assert_eq!(inflate_growing(&enc, 1000, 100_001).unwrap(), data);
+        assert_eq!(inflate_growing(&enc, 1000, 99_999), Err(GrowError::Full));
+        assert!(matches!(
+            inflate_growing(&enc[..enc.len() / 2], 1000, 200_000),
+            Err(GrowError::Corrupt(_))
+        ));
     }
 }

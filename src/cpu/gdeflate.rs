@@ -57,7 +57,14 @@ thread_local! {
     // and how many leading bytes of it may be non-zero: everything after is
     // zero, so only the stream itself is copied in each time, not the padding.
     static SCRATCH: RefCell<(Vec<u8>, usize)> = const { RefCell::new((Vec::new(), 0)) };
+    // What the compressor writes one page into, copied out at its exact size:
+    // libdeflate asks for room well beyond a small page's compressed size.
+    static COMPRESSED: RefCell<Vec<u8>> = const { RefCell::new(Vec::new()) };
 }
+
+/// The most a bare GDeflate stream decodes to: one page, as nvCOMP's batched
+/// GDeflate compresses chunks of at most 64 KiB.
+pub const MAX_BARE_DECODED_LEN: u64 = GDEFLATE_PAGE_SIZE as u64;
 
 /// Compresses one page of at most 64 KiB into a single GDeflate stream.
 fn compress_page(page: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
@@ -87,19 +94,25 @@ fn compress_page(page: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
         if npages != 1 {
             return Err(failed("page split unexpectedly"));
         }
-        let mut out = vec![0u8; bound];
-        let mut out_page = sys::libdeflate_gdeflate_out_page {
-            data: out.as_mut_ptr().cast(),
-            nbytes: out.len(),
-        };
-        // SAFETY: input and output pointers and lengths describe live slices;
-        // out_page.nbytes is the bound libdeflate asks for; one page for <= 64 KiB.
-        let n = unsafe { sys::libdeflate_gdeflate_compress(comp, page.as_ptr().cast(), page.len(), &mut out_page, 1) };
-        if n == 0 || out_page.nbytes > out.len() {
-            return Err(failed("no output"));
-        }
-        out.truncate(out_page.nbytes);
-        Ok(out)
+        COMPRESSED.with(|out| {
+            let mut out = out.borrow_mut();
+            if out.len() < bound {
+                out.resize(bound, 0);
+            }
+            let mut out_page = sys::libdeflate_gdeflate_out_page {
+                data: out.as_mut_ptr().cast(),
+                nbytes: bound,
+            };
+            // SAFETY: input and output pointers and lengths describe live
+            // slices; out_page.nbytes is the bound libdeflate asks for; one
+            // page for <= 64 KiB.
+            let n =
+                unsafe { sys::libdeflate_gdeflate_compress(comp, page.as_ptr().cast(), page.len(), &mut out_page, 1) };
+            if n == 0 || out_page.nbytes > bound {
+                return Err(failed("no output"));
+            }
+            Ok(out[..out_page.nbytes].to_vec())
+        })
     })
 }
 
@@ -141,20 +154,19 @@ pub fn declared_len(input: &[u8]) -> DecodeResult<u64> {
         .ok_or_else(|| format!("{} bytes is shorter than the gdeflate header", input.len()))
 }
 
-/// The most `encoded_len` bytes decode to: in the paged layout, each 64 KiB
-/// page costs at least its 8-byte size entry; a bare stream is deflate-like
-/// (1032:1) and is allowed one page of slack.
+/// The most `encoded_len` bytes of the paged layout decode to: each 64 KiB
+/// page costs at least its 8-byte size entry (bare streams:
+/// [`MAX_BARE_DECODED_LEN`]).
 pub fn max_decoded_len(encoded_len: u64) -> u64 {
-    let paged = encoded_len.saturating_sub(GDEFLATE_STATIC_HEADER_LEN as u64) / 8 * GDEFLATE_PAGE_SIZE as u64;
-    paged.max(
-        encoded_len
-            .saturating_mul(1032)
-            .saturating_add(GDEFLATE_PAGE_SIZE as u64),
-    )
+    encoded_len.saturating_sub(GDEFLATE_STATIC_HEADER_LEN as u64) / 8 * GDEFLATE_PAGE_SIZE as u64
 }
 
-/// Decodes one GDeflate stream into `out` (any capacity) from a padded copy.
+/// Decodes one GDeflate stream, one page of at most 64 KiB, into `out` (any
+/// capacity; at most 64 KiB of it is offered, which bounds the padding) from
+/// a padded copy.
 fn decode_stream(stream: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
+    let capacity = out.len().min(GDEFLATE_PAGE_SIZE);
+    let out = &mut out[..capacity];
     let padding = out.len().saturating_mul(2).saturating_add(64 * 1024);
     SCRATCH.with(|s| {
         let (scratch, dirty) = &mut *s.borrow_mut();
@@ -167,7 +179,7 @@ fn decode_stream(stream: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
             scratch[stream.len()..*dirty].fill(0);
         }
         *dirty = stream.len();
-        DECOMPRESSOR.with(|d| {
+        let result = DECOMPRESSOR.with(|d| {
             let mut d = d.borrow_mut();
             if d.is_none() {
                 // SAFETY: plain allocation.
@@ -202,7 +214,13 @@ fn decode_stream(stream: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
                 sys::libdeflate_result_LIBDEFLATE_INSUFFICIENT_SPACE => Ok(Fill::NeedsMore),
                 _ => Err("bad GDeflate data".to_string()),
             }
-        })
+        });
+        if scratch.capacity() > super::SCRATCH_KEEP_BYTES {
+            // An unusually long stream: its copy is not kept for the thread's life.
+            *scratch = Vec::new();
+            *dirty = 0;
+        }
+        result
     })
 }
 
@@ -275,5 +293,13 @@ mod tests {
         let bare = encode_bare(&data[..1000], 1, 0).unwrap();
         assert_eq!(decode_bare_to(&bare, &mut [0; 10]), Ok(Fill::NeedsMore));
         assert!(decode_bare_to(&[0xff; 7], &mut [0; 100]).is_err());
+        // A bare stream is one page: more than 64 KiB of room is not offered.
+        let page = encode_bare(&data[..GDEFLATE_PAGE_SIZE], 1, 0).unwrap();
+        let mut big = vec![0; 4 * GDEFLATE_PAGE_SIZE];
+        assert_eq!(decode_bare_to(&page, &mut big), Ok(Fill::Done(GDEFLATE_PAGE_SIZE)));
+        assert_eq!(&big[..GDEFLATE_PAGE_SIZE], &data[..GDEFLATE_PAGE_SIZE]);
+        // Compressed pages are returned at their size, not libdeflate's bound.
+        let tiny = encode_bare(b"12345678", 6, 0).unwrap();
+        assert_eq!(tiny.capacity(), tiny.len());
     }
 }

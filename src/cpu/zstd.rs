@@ -4,11 +4,10 @@
 //! as numcodecs' `Zstd` reads them.
 
 use std::cell::RefCell;
-use std::io::Read;
 
 use zstd::zstd_safe::{self, zstd_sys};
 
-use super::{DecodeResult, Fill};
+use super::{DecodeResult, Fill, GrowError};
 use crate::error::{Error, Result};
 use crate::format;
 
@@ -71,29 +70,67 @@ pub fn decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
     }
 }
 
-/// Why a streamed frame could not be decoded.
-#[derive(Debug)]
-pub enum StreamError {
-    /// It decodes to more than the limit.
-    TooLarge,
-    /// It is malformed or truncated.
-    Corrupt(String),
+/// The most a compressed block decodes to (Zstandard's `Block_Maximum_Size`).
+const MAX_BLOCK_DECODED_LEN: u64 = 128 * 1024;
+
+/// Bounds of what `input` decodes to, read from block headers alone: at
+/// least the bytes of its raw and RLE blocks (a 4-byte RLE block writes up to
+/// 128 KiB, so this is most of what a frame built to exhaust memory decodes
+/// to); at most that plus 128 KiB per compressed block. `(0, None)` when the
+/// frames cannot be walked (the decoder reports why).
+fn decoded_len_bounds(input: &[u8]) -> (u64, Option<u64>) {
+    let Ok(frames) = format::zstd_frames(input) else {
+        return (0, None);
+    };
+    let least = frames.iter().fold(0u64, |n, f| n.saturating_add(f.raw_and_rle_bytes));
+    let blocks = frames.iter().fold(0u64, |n, f| n.saturating_add(f.compressed_blocks));
+    (
+        least,
+        Some(least.saturating_add(blocks.saturating_mul(MAX_BLOCK_DECODED_LEN))),
+    )
 }
 
-/// Decodes frames that declare no size with the streaming decoder, stopping
-/// one byte past `limit` so that an endless stream costs at most that much.
-pub fn decode_streamed(input: &[u8], limit: u64) -> std::result::Result<Vec<u8>, StreamError> {
-    let decoder = zstd::stream::read::Decoder::with_buffer(input)
-        .map_err(|e| StreamError::Corrupt(format!("Zstandard decoder: {e}")))?;
-    let mut out = Vec::new();
-    decoder
-        .take(limit.saturating_add(1))
-        .read_to_end(&mut out)
-        .map_err(|e| StreamError::Corrupt(format!("bad Zstandard frame: {e}")))?;
-    if out.len() as u64 > limit {
-        return Err(StreamError::TooLarge);
+/// Decodes frames that declare no size with the streaming decoder into a
+/// buffer that grows as it fills, never past `bound` bytes
+/// ([`GrowError::Full`] when the frames need more). Frames whose raw and RLE
+/// blocks alone exceed `bound` are refused before any decoding.
+pub fn decode_streamed(input: &[u8], bound: usize) -> std::result::Result<Vec<u8>, GrowError> {
+    let (least, most) = decoded_len_bounds(input);
+    if least >= bound as u64 {
+        return Err(GrowError::Full);
     }
-    Ok(out)
+    // Room for all the frames can hold, where the headers say: one
+    // allocation, whose untouched part costs no memory.
+    let first = most.map_or(input.len().saturating_mul(4).max(64 * 1024), |most| {
+        usize::try_from(most).unwrap_or(usize::MAX).max(1)
+    });
+    let zstd_error = |code| GrowError::Corrupt(format!("bad Zstandard frame: {}", zstd_safe::get_error_name(code)));
+    DCTX.with(|d| {
+        let mut d = d.borrow_mut();
+        let dctx = d.get_or_insert_with(zstd_safe::DCtx::create);
+        dctx.reset(zstd_safe::ResetDirective::SessionOnly).map_err(zstd_error)?;
+        let mut out = Vec::new();
+        let mut src = zstd_safe::InBuffer::around(input);
+        loop {
+            if out.len() == out.capacity() {
+                super::grow(&mut out, first, bound)?;
+            }
+            let pos = out.len();
+            // The output buffer sets the vector's length as the decoder writes.
+            let (hint, room_left) = {
+                let mut dst = zstd_safe::OutBuffer::around_pos(&mut out, pos);
+                let hint = dctx.decompress_stream(&mut dst, &mut src).map_err(zstd_error)?;
+                (hint, dst.pos() < dst.capacity())
+            };
+            let consumed = src.pos() == input.len();
+            if hint == 0 && consumed {
+                return Ok(out);
+            }
+            if consumed && room_left {
+                return Err(GrowError::Corrupt("truncated Zstandard frame".into()));
+            }
+        }
+    })
 }
 
 #[cfg(test)]
@@ -111,6 +148,38 @@ mod tests {
         assert_eq!(decode_to(&enc, &mut [0; 10]), Ok(Fill::NeedsMore));
         assert!(decode_to(&enc[..enc.len() - 1], &mut out).is_err());
         assert!(decode_streamed(&enc[..enc.len() - 1], 1 << 20).is_err());
-        assert!(matches!(decode_streamed(&enc, 10), Err(StreamError::TooLarge)));
+        assert_eq!(decode_streamed(&enc, 10), Err(GrowError::Full));
+        assert_eq!(decode_streamed(&enc, data.len() + 1).unwrap(), data);
+    }
+
+    /// A frame of `blocks` RLE blocks of 128 KiB each, without a content size.
+    fn rle_frame(blocks: usize) -> Vec<u8> {
+        // Magic, descriptor (no content size, not single segment), window 128 KiB.
+        let mut frame = vec![0x28, 0xB5, 0x2F, 0xFD, 0x00, 0x38];
+        for i in 0..blocks {
+            let last = u32::from(i + 1 == blocks);
+            let header = (128 * 1024) << 3 | 1 << 1 | last;
+            frame.extend_from_slice(&header.to_le_bytes()[..3]);
+            frame.push(b'z');
+        }
+        frame
+    }
+
+    #[test]
+    fn the_limit_is_checked_on_block_headers_before_decoding() {
+        // 64 KiB of input that decodes to 2 GiB: refused from its headers.
+        let frame = rle_frame(16 * 1024);
+        assert_eq!(declared_len(&frame).unwrap(), None);
+        assert_eq!(decoded_len_bounds(&frame), (2 << 30, Some(2 << 30)));
+        assert_eq!(decode_streamed(&frame, 1 << 30), Err(GrowError::Full));
+        // Small enough frames of the same kind decode.
+        let frame = rle_frame(3);
+        assert_eq!(decode_streamed(&frame, 1 << 20).unwrap(), vec![b'z'; 3 * 128 * 1024]);
+        // Two frames back to back, and a skippable frame between them, count together.
+        let mut two = rle_frame(2);
+        two.extend_from_slice(&[0x50, 0x2A, 0x4D, 0x18, 2, 0, 0, 0, 9, 9]);
+        two.extend_from_slice(&rle_frame(2));
+        assert_eq!(decoded_len_bounds(&two), (4 * 128 * 1024, Some(4 * 128 * 1024)));
+        assert_eq!(decode_streamed(&two, 1 << 20).unwrap().len(), 4 * 128 * 1024);
     }
 }

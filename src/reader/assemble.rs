@@ -10,7 +10,7 @@ use rayon::prelude::*;
 
 use super::chain::FastChain;
 use super::fetch::Wave;
-use super::plan::{BoxCopy, Dim, Plan};
+use super::plan::{BoxCopy, Plan};
 use super::ReadError;
 use crate::codec::BatchCodec;
 use crate::cuda::CudaEngine;
@@ -90,17 +90,6 @@ impl BoxCopy {
             })
         });
     }
-
-    /// The same destination, every row read from the start of the source.
-    fn repeated_row_source(&self) -> Self {
-        let outer = self.outer.iter().map(|d| Dim { src_stride: 0, ..*d }).collect();
-        Self {
-            src_offset: 0,
-            dst_offset: self.dst_offset,
-            width: self.width,
-            outer,
-        }
-    }
 }
 
 /// Host memory that chunk tasks write in disjoint parts, in parallel.
@@ -118,16 +107,16 @@ unsafe impl Sync for HostOutput {}
 impl HostOutput {
     /// `len` zero bytes, backed by huge pages where the kernel allows: a
     /// fresh output is faulted in as the chunks are decoded into it, and
-    /// 4 KiB pages cost a fault each.
-    pub fn new(len: usize) -> Self {
-        let mut data = vec![0u8; len];
+    /// 4 KiB pages cost a fault each. `None` when the allocator refuses.
+    pub fn try_new(len: usize) -> Option<Self> {
+        let mut data = super::limits::try_zeroed(len)?;
         crate::cpu::advise_huge_pages(&mut data);
         let ptr = data.as_mut_ptr();
-        Self {
+        Some(Self {
             data: std::cell::UnsafeCell::new(data),
             ptr,
             len,
-        }
+        })
     }
 
     /// The bytes.
@@ -139,7 +128,7 @@ impl HostOutput {
     ///
     /// # Safety
     /// No other thread may touch the destination rows meanwhile.
-    unsafe fn copy_from(&self, src: &[u8], copy: &BoxCopy) {
+    pub(crate) unsafe fn copy_from(&self, src: &[u8], copy: &BoxCopy) {
         copy.for_each_row(|s, d| {
             assert!(
                 s + copy.width <= src.len() && d + copy.width <= self.len,
@@ -147,6 +136,24 @@ impl HostOutput {
             );
             // SAFETY: bounds checked above; the caller guarantees exclusivity.
             unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(s), self.ptr.add(d), copy.width) };
+        });
+    }
+
+    /// Fills the destination rows of `copy` with repetitions of `pattern`
+    /// (one element), in place: nothing is allocated, and a zero pattern
+    /// writes nothing, as the output starts zeroed (its untouched pages stay
+    /// unmapped).
+    ///
+    /// # Safety
+    /// As [`Self::copy_from`].
+    unsafe fn fill(&self, copy: &BoxCopy, pattern: &[u8]) {
+        if pattern.iter().all(|b| *b == 0) || pattern.is_empty() {
+            return;
+        }
+        copy.for_each_row(|_, d| {
+            // SAFETY: the caller guarantees exclusivity of the rows.
+            let row = unsafe { self.slice_mut(d, copy.width) };
+            fill_pattern(row, pattern);
         });
     }
 
@@ -159,6 +166,19 @@ impl HostOutput {
         assert!(offset + len <= self.len);
         // SAFETY: in bounds; exclusivity is the caller's.
         unsafe { std::slice::from_raw_parts_mut(self.ptr.add(offset), len) }
+    }
+}
+
+/// Fills `row` with repetitions of `pattern`: one copy, then doubling copies
+/// of what is written.
+fn fill_pattern(row: &mut [u8], pattern: &[u8]) {
+    let first = pattern.len().min(row.len());
+    row[..first].copy_from_slice(&pattern[..first]);
+    let mut done = first;
+    while done < row.len() {
+        let n = done.min(row.len() - done);
+        row.copy_within(..n, done);
+        done += n;
     }
 }
 
@@ -177,9 +197,8 @@ pub(crate) fn decode_wave_cpu(
         .try_for_each_init(Vec::new, |scratch: &mut Vec<u8>, (i, bytes)| {
             let chunk = &plan.chunks[*i];
             let Some(bytes) = bytes else {
-                let row: Vec<u8> = fill.repeat(chunk.copy.width / fill.len().max(1));
                 // SAFETY: chunk boxes are disjoint.
-                unsafe { out.copy_from(&row, &chunk.copy.repeated_row_source()) };
+                unsafe { out.fill(&chunk.copy, fill) };
                 return Ok(());
             };
             let key = || chunk.key.clone();
@@ -373,6 +392,30 @@ mod tests {
     use super::*;
 
     #[test]
+    fn fills_repeat_the_element_in_place() {
+        let mut row = [0u8; 11];
+        fill_pattern(&mut row, &[1, 2, 3, 4]);
+        assert_eq!(row, [1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3]);
+        let out = HostOutput::try_new(48).unwrap();
+        // Rows 1..3 of a 4x6 output of 2-byte elements, columns 2..5.
+        let copy = BoxCopy::new(&[4, 6], &[0, 0], &[4, 6], &[1, 2], &[2, 3], 2);
+        // SAFETY: no other thread uses the output.
+        unsafe { out.fill(&copy, &[7, 9]) };
+        let expected: Vec<u8> = (0..48)
+            .map(|i| {
+                let (r, c) = (i / 12, (i % 12) / 2);
+                let inside = (1..3).contains(&r) && (2..5).contains(&c);
+                if inside {
+                    [7, 9][i % 2]
+                } else {
+                    0
+                }
+            })
+            .collect();
+        assert_eq!(out.into_vec(), expected);
+    }
+
+    #[test]
     fn fill_sources_address_the_same_destination() {
         let copy = BoxCopy::new(&[4, 5, 6], &[1, 1, 1], &[8, 8, 8], &[0, 2, 3], &[2, 3, 4], 2);
         let packed = copy.packed_source();
@@ -384,8 +427,5 @@ mod tests {
             b.iter().map(|x| x.0).collect::<Vec<_>>(),
             (0..6).map(|r| r * 8).collect::<Vec<_>>()
         );
-        let mut rows = Vec::new();
-        copy.repeated_row_source().for_each_row(|s, _| rows.push(s));
-        assert!(rows.iter().all(|s| *s == 0));
     }
 }

@@ -34,8 +34,11 @@
 //!    decodes in batches (`nvcomp_batch`, `zstd`, `gzip`, numcodecs `lz4` and
 //!    `zlib`, optionally followed by `crc32c`) takes the fast path; every other
 //!    chain (blosc, filters, transpose, sharding, big endian, ...) is read by
-//!    the ordinary zarrs pipeline, with the reason logged at `info` level.
-//! 2. The chunks that intersect the subset are fetched concurrently (at most
+//!    the ordinary zarrs pipeline, chunk by chunk, with the reason logged at
+//!    `info` level.
+//! 2. The output's size is checked against the memory that must hold it
+//!    ([`ReadError::OutputTooLarge`]); the chunks that hold selected elements
+//!    (a [`Selection`] may step over most of them) are fetched concurrently (at most
 //!    [`ReadOptions::max_concurrent_requests`] at a time, or on rayon's
 //!    threads with [`StoreIo::Blocking`]) and grouped in waves
 //!    of about [`ReadOptions::wave_bytes`] compressed bytes (on the CPU, at
@@ -68,21 +71,25 @@
 mod assemble;
 mod chain;
 mod fetch;
+mod limits;
 mod plan;
 mod progress;
+mod selection;
 pub mod store;
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::{StreamExt, TryStreamExt};
 use tokio::sync::mpsc;
-use zarrs::array::{Array, ArrayBytes, ArrayCreateError, ArraySubset, DataType};
+use zarrs::array::{Array, ArrayBytes, ArrayCreateError, DataType};
 use zarrs::storage::AsyncReadableStorageTraits;
 use zarrs_object_store::AsyncObjectStore;
 
 pub use assemble::DeviceArray;
 pub use progress::{Progress, ProgressHook};
+pub use selection::{Selection, StridedRange};
 pub use store::{open_store, StoreIo};
 
 use crate::codec::{Backend, BatchCodec};
@@ -190,10 +197,30 @@ pub enum ReadError {
         /// The limit.
         limit: u64,
     },
-    /// The zarrs pipeline (used for chains without a batched decoder) failed.
-    #[error("zarrs failed to read the subset: {reason}")]
-    Pipeline {
+    /// The output of a read cannot be allocated: larger than the machine's
+    /// (or the GPU's) memory, or refused by the allocator.
+    #[error("the output of shape {shape:?} needs {bytes} bytes: {reason}")]
+    OutputTooLarge {
+        /// The output's shape.
+        shape: Vec<u64>,
+        /// Its size in bytes (saturated where it overflows).
+        bytes: u128,
+        /// Why it cannot be allocated.
+        reason: String,
+    },
+    /// The zarrs pipeline (used for chains without a batched decoder) failed
+    /// on a chunk.
+    #[error("zarrs failed to read chunk {key}: {reason}")]
+    ChunkPipeline {
+        /// The chunk's key.
+        key: String,
         /// zarrs' error.
+        reason: String,
+    },
+    /// The reader's own machinery failed (a task panicked or was cancelled).
+    #[error("the read failed: {reason}")]
+    Pipeline {
+        /// Why.
         reason: String,
     },
     /// The batch codec or the GPU failed.
@@ -457,10 +484,10 @@ pub fn open_array_blocking(
 /// [`read_chunks_parallel`] on the shared runtime; must not be called from within a tokio runtime.
 pub fn read_chunks_parallel_blocking<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     array: &Array<S>,
-    subset: &ArraySubset,
+    selection: impl Into<Selection>,
     options: &ReadOptions,
 ) -> Result<ArrayData, ReadError> {
-    runtime().block_on(read_chunks_parallel(array, subset, options))
+    runtime().block_on(read_chunks_parallel(array, selection, options))
 }
 
 /// How [`read_chunks_parallel`] decodes `array`: `Ok(algorithm)` when its
@@ -484,16 +511,30 @@ fn resolve_device(device: Backend) -> Result<Option<Arc<CudaEngine>>, ReadError>
     }
 }
 
-/// Reads `subset` of `array` (see the [module documentation](self)).
+/// Reads `selection` of `array`: a [`zarrs::array::ArraySubset`] (a box) or a
+/// [`Selection`] (steps per dimension); see the [module documentation](self).
+///
+/// The output's size is checked before anything is planned or allocated: an
+/// output larger than the machine's memory (the GPU's for device outputs),
+/// or one the allocator refuses, is [`ReadError::OutputTooLarge`]. Only the
+/// chunks that hold selected elements are fetched.
 pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     array: &Array<S>,
-    subset: &ArraySubset,
+    selection: impl Into<Selection>,
     options: &ReadOptions,
 ) -> Result<ArrayData, ReadError> {
+    let selection = selection.into();
     let engine = resolve_device(options.device)?;
     let data_type = array.data_type().clone();
-    let elem = data_type.fixed_size();
-    let fast = match chain::classify(array.metadata(), elem) {
+    selection
+        .check_within(array.shape())
+        .map_err(|reason| ReadError::InvalidSubset { reason })?;
+    let elem = data_type.fixed_size().ok_or_else(|| ReadError::Pipeline {
+        reason: format!("data type {data_type:?} has no fixed size; the reader reads fixed-size types"),
+    })?;
+    let shape = selection.shape();
+    let out_len = limits::checked_output_len(&shape, elem, engine.as_deref())?;
+    let fast = match chain::classify(array.metadata(), Some(elem)) {
         Chain::Fast(fast) if engine.is_none() && !fast.algorithm.has_cpu_implementation() => {
             return Err(ReadError::Engine(crate::Error::NeedsGpu {
                 algorithm: fast.algorithm.name(),
@@ -502,20 +543,23 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
         Chain::Fast(fast) => fast,
         Chain::Fallback(reason) => {
             log::info!("zarrs-nvcomp reader: reading through the zarrs pipeline: {reason}");
-            let data = read_with_zarrs(array, subset, engine, data_type).await?;
-            let mut tracker = Tracker::start(options.progress.clone(), data.num_bytes() as u64);
-            tracker.decoded(data.num_bytes() as u64);
+            if engine.is_some() {
+                // The pipeline decodes to host memory first.
+                limits::checked_output_len(&shape, elem, None)?;
+            }
+            let plan = plan::plan(array, &selection, elem, out_len, None)?;
+            let data = read_with_zarrs(array, &plan, elem, options, engine, data_type).await?;
+            let mut tracker = Tracker::start(options.progress.clone(), plan.out_len as u64);
+            tracker.decoded(plan.out_len as u64);
             return Ok(data);
         }
     };
-    let elem = elem.expect("fast chains have fixed-size elements");
     let max_decoded_size = options.max_decoded_size.unwrap_or_else(|| match &engine {
         Some(engine) => engine.total_memory(),
         None => crate::limits::default_max_decoded_size(),
     });
-    let plan = Arc::new(plan::plan(array, subset, elem, max_decoded_size)?);
+    let plan = Arc::new(plan::plan(array, &selection, elem, out_len, Some(max_decoded_size))?);
     let fill: Arc<[u8]> = array.fill_value().as_ne_bytes().into();
-    let shape = plan.shape.clone();
     let tracker = Tracker::start(options.progress.clone(), plan.out_len as u64);
 
     let (tx, mut rx) = mpsc::channel::<fetch::Wave>(1);
@@ -535,7 +579,7 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
     match engine {
         None => {
             let codec = BatchCodec::new(fast.algorithm, Backend::Cpu)?.with_max_decoded_size(max_decoded_size);
-            let out = Arc::new(assemble::HostOutput::new(plan.out_len));
+            let out = Arc::new(host_output(&shape, out_len)?);
             let decode = {
                 let (out, plan) = (out.clone(), plan.clone());
                 move |wave: fetch::Wave| assemble::decode_wave_cpu(&codec, &fast, &plan, &wave, &out, &fill)
@@ -548,7 +592,7 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
             })
         }
         Some(engine) => {
-            let out = Arc::new(DeviceArray::alloc(engine.clone(), plan.out_len)?);
+            let out = Arc::new(device_output(&engine, &shape, out_len)?);
             let decode = {
                 let (out, plan) = (out.clone(), plan.clone());
                 move |wave: fetch::Wave| {
@@ -563,6 +607,26 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
             })
         }
     }
+}
+
+/// The host output of a read, or [`ReadError::OutputTooLarge`] when the
+/// allocator refuses it.
+fn host_output(shape: &[u64], len: usize) -> Result<assemble::HostOutput, ReadError> {
+    assemble::HostOutput::try_new(len).ok_or_else(|| ReadError::OutputTooLarge {
+        shape: shape.to_vec(),
+        bytes: len as u128,
+        reason: "the allocator refused it".into(),
+    })
+}
+
+/// The device output of a read, or [`ReadError::OutputTooLarge`] when the
+/// device cannot allocate it.
+fn device_output(engine: &Arc<CudaEngine>, shape: &[u64], len: usize) -> Result<DeviceArray, ReadError> {
+    DeviceArray::alloc(engine.clone(), len).map_err(|e| ReadError::OutputTooLarge {
+        shape: shape.to_vec(),
+        bytes: len as u128,
+        reason: format!("the GPU cannot allocate it: {e}"),
+    })
 }
 
 /// Decodes the waves arriving on `rx` one after the other on the blocking
@@ -612,29 +676,50 @@ fn unshare<T>(out: Arc<T>) -> Result<T, ReadError> {
     })
 }
 
-/// Reads through the ordinary zarrs pipeline, uploading to the GPU for a device result.
+/// Reads the plan's chunks through the ordinary zarrs pipeline, each
+/// chunk's part of the selection on its own (so errors name the chunk's key,
+/// and sharded chunks are read partially), straight into the output;
+/// uploaded to the GPU for a device result.
 async fn read_with_zarrs<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     array: &Array<S>,
-    subset: &ArraySubset,
+    plan: &plan::Plan,
+    elem: usize,
+    options: &ReadOptions,
     engine: Option<Arc<CudaEngine>>,
     data_type: DataType,
 ) -> Result<ArrayData, ReadError> {
-    if subset.dimensionality() != array.dimensionality() || !subset.inbounds_shape(array.shape()) {
-        return Err(ReadError::InvalidSubset {
-            reason: format!(
-                "subset {:?} is not within the array of shape {:?}",
-                subset.to_ranges(),
-                array.shape()
-            ),
-        });
-    }
-    let pipeline = |e: &dyn std::fmt::Display| ReadError::Pipeline { reason: e.to_string() };
-    let bytes: ArrayBytes<'static> = array
-        .async_retrieve_array_subset(subset)
-        .await
-        .map_err(|e| pipeline(&e))?;
-    let bytes = bytes.into_fixed().map_err(|e| pipeline(&e))?.into_owned();
-    let shape = subset.shape().to_vec();
+    let out = host_output(&plan.shape, plan.out_len)?;
+    futures::stream::iter(&plan.chunks)
+        .map(|chunk| {
+            let out = &out;
+            async move {
+                let failed = |e: &dyn std::fmt::Display| ReadError::ChunkPipeline {
+                    key: chunk.key.clone(),
+                    reason: e.to_string(),
+                };
+                let bytes: ArrayBytes<'static> = array
+                    .async_retrieve_chunk_subset(&chunk.indices, &chunk.local_box)
+                    .await
+                    .map_err(|e| failed(&e))?;
+                let bytes = bytes.into_fixed().map_err(|e| failed(&e))?;
+                let expected = chunk.local_box.num_elements_usize() * elem;
+                if bytes.len() != expected {
+                    return Err(failed(&format!(
+                        "zarrs returned {} bytes for a box of {expected} bytes",
+                        bytes.len()
+                    )));
+                }
+                let copy = plan.copy_from_box(chunk, elem);
+                // SAFETY: chunk boxes are disjoint.
+                unsafe { out.copy_from(&bytes, &copy) };
+                Ok(())
+            }
+        })
+        .buffer_unordered(options.max_concurrent_requests.max(1))
+        .try_collect::<()>()
+        .await?;
+    let bytes = out.into_vec();
+    let shape = plan.shape.clone();
     match engine {
         None => Ok(ArrayData::Host {
             bytes,

@@ -3,6 +3,7 @@
 
 use zarrs::array::{Array, ArraySubset};
 
+use super::selection::{Selection, StridedRange};
 use super::ReadError;
 
 /// One dimension of a box copy, outside the contiguous row.
@@ -36,9 +37,27 @@ impl BoxCopy {
     /// The copy of the box `extent` at `src_start` of a C-order source of
     /// shape `src_shape` to `dst_start` of a C-order destination of shape
     /// `dst_shape`, with elements of `elem` bytes.
+    #[cfg(test)]
     pub fn new(
         src_shape: &[u64],
         src_start: &[u64],
+        dst_shape: &[u64],
+        dst_start: &[u64],
+        extent: &[u64],
+        elem: usize,
+    ) -> Self {
+        let steps = vec![1; extent.len()];
+        Self::strided(src_shape, src_start, &steps, dst_shape, dst_start, extent, elem)
+    }
+
+    /// The copy of `extent` elements per dimension, taken `steps` apart from
+    /// `src_start` of a C-order source of shape `src_shape`, to the box at
+    /// `dst_start` of a C-order destination of shape `dst_shape`, with
+    /// elements of `elem` bytes.
+    pub fn strided(
+        src_shape: &[u64],
+        src_start: &[u64],
+        steps: &[u64],
         dst_shape: &[u64],
         dst_start: &[u64],
         extent: &[u64],
@@ -67,7 +86,8 @@ impl BoxCopy {
         // Inner dimensions join the row while the row is contiguous in both.
         let mut d = n;
         while d > 0 {
-            let (count, ss, ds) = (extent[d - 1] as usize, src_strides[d - 1], dst_strides[d - 1]);
+            let (count, ds) = (extent[d - 1] as usize, dst_strides[d - 1]);
+            let ss = src_strides[d - 1] * steps[d - 1] as usize;
             if copy.outer.is_empty() && ss == copy.width && ds == copy.width {
                 copy.width *= count;
             } else if let Some(first) = copy
@@ -137,6 +157,10 @@ pub(crate) struct ChunkPlan {
     pub decoded_len: usize,
     /// The copy from the decoded chunk into the output.
     pub copy: BoxCopy,
+    /// The chunk-local box that holds the chunk's selected elements.
+    pub local_box: ArraySubset,
+    /// Where the chunk's first selected element goes in the output.
+    pub dst_start: Vec<u64>,
 }
 
 impl ChunkPlan {
@@ -149,77 +173,166 @@ impl ChunkPlan {
 /// The chunks of a read and the output they fill.
 #[derive(Debug, Clone)]
 pub(crate) struct Plan {
-    /// Shape of the output (the subset's).
+    /// Shape of the output (the selection's).
     pub shape: Vec<u64>,
+    /// The selection's step per dimension.
+    pub steps: Vec<u64>,
     /// Output bytes.
     pub out_len: usize,
-    /// Every chunk that intersects the subset.
+    /// Every chunk that holds a selected element.
     pub chunks: Vec<ChunkPlan>,
 }
 
-/// Plans the read of `subset` from `array`, whose elements have `elem` bytes.
+impl Plan {
+    /// The copy of `chunk`'s selected elements from a source that holds
+    /// exactly its [`ChunkPlan::local_box`] (C order) into the output.
+    pub fn copy_from_box(&self, chunk: &ChunkPlan, elem: usize) -> BoxCopy {
+        let shape = chunk.local_box.shape();
+        let counts: Vec<u64> = shape.iter().zip(&self.steps).map(|(n, s)| (n - 1) / s + 1).collect();
+        BoxCopy::strided(
+            shape,
+            &vec![0; shape.len()],
+            &self.steps,
+            &self.shape,
+            &chunk.dst_start,
+            &counts,
+            elem,
+        )
+    }
+}
+
+/// The part of one dimension's selection that lies in one chunk.
+#[derive(Debug, Clone, Copy)]
+struct DimPart {
+    /// The chunk's index along the dimension.
+    chunk: u64,
+    /// The chunk's length along the dimension.
+    chunk_len: u64,
+    /// The first selected index, relative to the chunk's start.
+    local_start: u64,
+    /// Selected indices in the chunk.
+    count: u64,
+    /// Output index of the first selected index.
+    dst_start: u64,
+}
+
+/// The chunks along dimension `d` that hold indices of `sel`: one entry per
+/// such chunk, found by jumping from chunk to chunk (never per index).
+fn dim_parts<S: ?Sized>(array: &Array<S>, d: usize, sel: &StridedRange) -> Result<Vec<DimPart>, ReadError> {
+    let invalid = |reason: String| ReadError::InvalidSubset { reason };
+    let (total, n) = (sel.count(), array.dimensionality());
+    let mut parts = Vec::new();
+    let mut point = vec![0u64; n];
+    let mut done = 0u64;
+    while done < total {
+        let index = sel.start + done * sel.step;
+        point[d] = index;
+        let chunk = array
+            .chunk_grid()
+            .chunk_indices(&point)
+            .map_err(|e| invalid(e.to_string()))?
+            .ok_or_else(|| invalid(format!("index {index} of dimension {d} is in no chunk")))?;
+        let subset = array.chunk_subset(&chunk).map_err(|e| invalid(e.to_string()))?;
+        let (chunk_start, chunk_len) = (subset.start()[d], subset.shape()[d]);
+        let local_start = index - chunk_start;
+        let count = ((chunk_len - local_start - 1) / sel.step + 1).min(total - done);
+        parts.push(DimPart {
+            chunk: chunk[d],
+            chunk_len,
+            local_start,
+            count,
+            dst_start: done,
+        });
+        done += count;
+    }
+    Ok(parts)
+}
+
+/// Plans the read of `selection` from `array`, whose elements have `elem`
+/// bytes: the chunks that hold selected elements, found dimension by
+/// dimension, so planning costs memory in proportion to those chunks, never
+/// to the array. `out_len` is the output's size in bytes, checked by the
+/// caller; chunks that decode to more than `max_decoded_size` (when given)
+/// are errors.
 pub(crate) fn plan<S: ?Sized>(
     array: &Array<S>,
-    subset: &ArraySubset,
+    selection: &Selection,
     elem: usize,
-    max_decoded_size: u64,
+    out_len: usize,
+    max_decoded_size: Option<u64>,
 ) -> Result<Plan, ReadError> {
-    let invalid = |reason: String| ReadError::InvalidSubset { reason };
-    if subset.dimensionality() != array.dimensionality() || !subset.inbounds_shape(array.shape()) {
-        return Err(invalid(format!(
-            "subset {:?} is not within the array of shape {:?}",
-            subset.to_ranges(),
-            array.shape()
-        )));
-    }
-    let out_len = usize::try_from(subset.num_elements())
-        .ok()
-        .and_then(|n| n.checked_mul(elem))
-        .ok_or_else(|| invalid("the subset's size overflows".into()))?;
+    selection
+        .check_within(array.shape())
+        .map_err(|reason| ReadError::InvalidSubset { reason })?;
+    let shape = selection.shape();
+    let steps: Vec<u64> = selection.dims().iter().map(|d| d.step).collect();
     let mut chunks = Vec::new();
     if out_len > 0 {
-        let grid = array
-            .chunks_in_array_subset(subset)
-            .map_err(|e| invalid(e.to_string()))?
-            .ok_or_else(|| invalid("the chunks of the subset cannot be determined".into()))?;
-        for indices in &grid.indices() {
-            let indices: Vec<u64> = indices.to_vec();
-            let chunk = array.chunk_subset(&indices).map_err(|e| invalid(e.to_string()))?;
-            let overlap = chunk.overlap(subset).map_err(|e| invalid(e.to_string()))?;
-            if overlap.num_elements() == 0 {
-                continue;
-            }
-            let decoded = chunk.num_elements().saturating_mul(elem as u64);
-            let key = array.chunk_key(&indices).to_string();
-            if decoded > max_decoded_size {
-                return Err(ReadError::ChunkTooLarge {
-                    key,
-                    size: decoded,
-                    limit: max_decoded_size,
-                });
-            }
-            let src_start: Vec<u64> = overlap.start().iter().zip(chunk.start()).map(|(o, c)| o - c).collect();
-            let dst_start: Vec<u64> = overlap.start().iter().zip(subset.start()).map(|(o, s)| o - s).collect();
-            let copy = BoxCopy::new(
-                chunk.shape(),
-                &src_start,
-                subset.shape(),
-                &dst_start,
-                overlap.shape(),
-                elem,
-            );
-            chunks.push(ChunkPlan {
-                indices,
-                key,
-                decoded_len: decoded as usize,
-                copy,
-            });
+        let parts = selection
+            .dims()
+            .iter()
+            .enumerate()
+            .map(|(d, sel)| dim_parts(array, d, sel))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut at = vec![0usize; parts.len()];
+        loop {
+            let part: Vec<DimPart> = at.iter().zip(&parts).map(|(i, p)| p[*i]).collect();
+            chunks.push(chunk_plan(array, &part, &steps, &shape, elem, max_decoded_size)?);
+            // Odometer over the per-dimension parts, innermost fastest.
+            let Some(d) = (0..at.len()).rev().find(|&d| at[d] + 1 < parts[d].len()) else {
+                break;
+            };
+            at[d] += 1;
+            at[d + 1..].fill(0);
         }
     }
     Ok(Plan {
-        shape: subset.shape().to_vec(),
+        shape,
+        steps,
         out_len,
         chunks,
+    })
+}
+
+/// The plan of the chunk where the per-dimension `parts` meet.
+fn chunk_plan<S: ?Sized>(
+    array: &Array<S>,
+    parts: &[DimPart],
+    steps: &[u64],
+    out_shape: &[u64],
+    elem: usize,
+    max_decoded_size: Option<u64>,
+) -> Result<ChunkPlan, ReadError> {
+    let indices: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
+    let key = array.chunk_key(&indices).to_string();
+    let chunk_shape: Vec<u64> = parts.iter().map(|p| p.chunk_len).collect();
+    let decoded = chunk_shape.iter().product::<u64>().saturating_mul(elem as u64);
+    if let Some(limit) = max_decoded_size.filter(|limit| decoded > *limit) {
+        return Err(ReadError::ChunkTooLarge {
+            key,
+            size: decoded,
+            limit,
+        });
+    }
+    let decoded_len = usize::try_from(decoded).map_err(|_| ReadError::ChunkTooLarge {
+        key: key.clone(),
+        size: decoded,
+        limit: usize::MAX as u64,
+    })?;
+    let local_start: Vec<u64> = parts.iter().map(|p| p.local_start).collect();
+    let counts: Vec<u64> = parts.iter().map(|p| p.count).collect();
+    let dst_start: Vec<u64> = parts.iter().map(|p| p.dst_start).collect();
+    let box_shape: Vec<u64> = counts.iter().zip(steps).map(|(c, s)| (c - 1) * s + 1).collect();
+    let copy = BoxCopy::strided(&chunk_shape, &local_start, steps, out_shape, &dst_start, &counts, elem);
+    let local_box = ArraySubset::new_with_start_shape(local_start, box_shape)
+        .map_err(|e| ReadError::InvalidSubset { reason: e.to_string() })?;
+    Ok(ChunkPlan {
+        indices,
+        key,
+        decoded_len,
+        copy,
+        local_box,
+        dst_start,
     })
 }
 
@@ -268,5 +381,17 @@ mod tests {
         );
         assert_eq!(rows(&c).len(), 6);
         assert_eq!(BoxCopy::new(&[2], &[0], &[2], &[0], &[0], 4).bytes(), 0);
+    }
+
+    #[test]
+    fn steps_become_source_strides() {
+        // Every third element of rows 1, 3 of a 5x9 chunk (1-byte elements),
+        // from column 2, into rows 0..2 of a 2x3 output.
+        let c = BoxCopy::strided(&[5, 9], &[1, 2], &[2, 3], &[2, 3], &[0, 0], &[2, 3], 1);
+        assert_eq!(rows(&c), vec![(11, 0), (14, 1), (17, 2), (29, 3), (32, 4), (35, 5)]);
+        assert_eq!(c.bytes(), 6);
+        // A step along the outer dimension only keeps whole rows contiguous.
+        let c = BoxCopy::strided(&[6, 4], &[0, 0], &[3, 1], &[2, 4], &[0, 0], &[2, 4], 2);
+        assert_eq!((c.width, rows(&c)), (8, vec![(0, 0), (24, 8)]));
     }
 }
