@@ -19,26 +19,13 @@ pub(crate) fn checked_output_len(shape: &[u64], elem: usize, engine: Option<&Cud
     };
     let len = usize::try_from(bytes).map_err(|_| too_large("more than this machine can address".into()))?;
     let (memory, what) = match engine {
-        None => (host_memory(), "this machine's memory"),
-        Some(engine) => (engine.context().total_mem().ok().map(|n| n as u64), "the GPU's memory"),
+        None => (crate::limits::host_memory(), "this machine's memory"),
+        Some(engine) => (Some(engine.total_memory()), "the GPU's memory"),
     };
     if let Some(memory) = memory.filter(|m| bytes > u128::from(*m)) {
         return Err(too_large(format!("more than {what} ({memory} bytes)")));
     }
     Ok(len)
-}
-
-/// The machine's physical memory in bytes, where the system says.
-fn host_memory() -> Option<u64> {
-    #[cfg(target_os = "linux")]
-    {
-        // SAFETY: sysconf has no preconditions.
-        let (pages, page) = unsafe { (libc::sysconf(libc::_SC_PHYS_PAGES), libc::sysconf(libc::_SC_PAGESIZE)) };
-        let (pages, page) = (u64::try_from(pages).ok()?, u64::try_from(page).ok()?);
-        pages.checked_mul(page)
-    }
-    #[cfg(not(target_os = "linux"))]
-    None
 }
 
 /// `len` zero bytes, or `None` when the allocator refuses them. The memory
