@@ -923,24 +923,29 @@ impl CudaEngine {
         if !algorithm.has_cpu_implementation() {
             return worker;
         }
-        let host: Vec<Vec<u8>> = match inputs {
-            Inputs::Host(bufs) => bufs.iter().map(|b| b.to_vec()).collect(),
+        // Device buffers are copied to the host; host buffers are used as they are.
+        let copied: Vec<Vec<u8>> = match inputs {
+            Inputs::Host(_) => Vec::new(),
             Inputs::Device(regions) => {
-                let copied = regions.iter().map(|r| {
+                let copies = regions.iter().map(|r| {
                     let mut bytes = vec![0u8; r.len];
                     // SAFETY: the caller vouched for the regions.
                     unsafe { result::memcpy_dtoh_sync(&mut bytes, r.ptr) }.map(|()| bytes)
                 });
-                match copied.collect() {
-                    Ok(host) => host,
+                match copies.collect() {
+                    Ok(copied) => copied,
                     Err(_) => return worker,
                 }
             }
         };
+        let host: Vec<&[u8]> = match inputs {
+            Inputs::Host(bufs) => bufs.to_vec(),
+            Inputs::Device(_) => copied.iter().map(Vec::as_slice).collect(),
+        };
         let rejected = host
             .par_iter()
             .enumerate()
-            .find_map_first(|(i, b)| cpu::decode_batch(algorithm, &[b.as_slice()], max).err().map(|e| (i, e)));
+            .find_map_first(|(i, b)| cpu::decode_batch(algorithm, &[*b], max).err().map(|e| (i, e)));
         match rejected {
             Some((index, Error::Corrupt { reason, .. })) => Error::Corrupt {
                 index,
