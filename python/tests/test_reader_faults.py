@@ -175,13 +175,7 @@ def interrupt_read(url: str, options: dict[str, str]) -> float:
 
 
 def test_ctrl_c_interrupts_an_open_of_a_silent_server(silent_server):
-    options = {
-        "endpoint": f"http://127.0.0.1:{silent_server.port}",
-        "allow_http": "true",
-        "access_key_id": "x",
-        "secret_access_key": "x",
-        "region": "us-east-1",
-    }
+    options = s3_options(f"http://127.0.0.1:{silent_server.port}")
     assert interrupt_read("s3://bucket/a.zarr", options) < 1.0
 
 
@@ -190,14 +184,7 @@ def test_ctrl_c_interrupts_a_read_of_stalled_chunks(stalling_http):
 
 
 def test_open_of_a_silent_server_takes_one_budget_and_names_the_request(silent_server):
-    options = {
-        "endpoint": f"http://127.0.0.1:{silent_server.port}",
-        "allow_http": "true",
-        "access_key_id": "x",
-        "secret_access_key": "x",
-        "region": "us-east-1",
-        "timeout": "2s",
-    }
+    options = {**s3_options(f"http://127.0.0.1:{silent_server.port}"), "timeout": "2s"}
     start = time.monotonic()
     with pytest.raises(StoreError) as info:
         open_array("s3://bucket/stalled.zarr", storage_options=options)
