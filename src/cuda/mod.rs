@@ -6,11 +6,18 @@
 
 mod api;
 mod copies;
+mod decode;
+mod decode_pass;
+mod decode_results;
 mod device_batch;
+mod encode;
+mod encoded;
 mod engine;
+mod framing;
 pub mod isolation;
 mod memory;
 mod plan;
+mod staging;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

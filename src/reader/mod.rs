@@ -658,7 +658,7 @@ where
             reason: format!("decoding task failed: {e}"),
         })??;
         tracker.decoded(placed as u64);
-        if crate::profiling() {
+        if crate::profile::enabled() {
             eprintln!(
                 "zarrs_nvcomp reader profile: wave of {chunks} chunks, {bytes} bytes: fetched at {:.2} ms, decoded at {:.2} ms",
                 fetched.as_secs_f64() * 1e3,
