@@ -38,6 +38,7 @@ use crate::profile::Profile;
 /// What every phase after framing reads.
 struct Pass<'a> {
     algorithm: &'a Algorithm,
+    /// nvCOMP's calls for the algorithm.
     api: Box<dyn NvcompApi>,
     /// Whether the worker decodes (untrusted input).
     isolated: bool,

@@ -34,7 +34,9 @@ const STAGED: u64 = 1 << 63;
 /// Where a batch's compressed bytes are.
 #[derive(Clone, Copy)]
 pub(super) enum Inputs<'a> {
+    /// Host buffers.
     Host(&'a [&'a [u8]]),
+    /// Regions of this engine's device memory.
     Device(&'a [DeviceRegion]),
 }
 
