@@ -11,6 +11,7 @@ mod engine;
 pub mod isolation;
 mod memory;
 mod plan;
+mod scatter;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -21,6 +22,7 @@ use cudarc::driver::{result, sys};
 pub(crate) use copies::Rows;
 pub use device_batch::DeviceBatch;
 pub use engine::CudaEngine;
+pub use scatter::{RowCopy, Scatter};
 
 use crate::error::GpuUnavailable;
 
