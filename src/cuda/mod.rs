@@ -19,7 +19,6 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use cudarc::driver::{result, sys};
 
-pub(crate) use copies::Rows;
 pub use device_batch::DeviceBatch;
 pub use engine::CudaEngine;
 pub use scatter::{RowCopy, Scatter};

@@ -163,13 +163,6 @@ pub(crate) struct ChunkPlan {
     pub dst_start: Vec<u64>,
 }
 
-impl ChunkPlan {
-    /// Whether the decoded chunk is, whole, one contiguous run of the output.
-    pub fn is_whole_run(&self) -> bool {
-        self.copy.outer.is_empty() && self.copy.src_offset == 0 && self.copy.width == self.decoded_len
-    }
-}
-
 /// The chunks of a read and the output they fill.
 #[derive(Debug, Clone)]
 pub(crate) struct Plan {
