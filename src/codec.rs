@@ -251,9 +251,9 @@ impl BatchCodec {
     }
 
     /// Decompresses `inputs[i]` into `outputs[i]`, whose size must equal the
-    /// decoded size ([`Error::OutputSize`] otherwise).
+    /// decoded size ([`Error::OutputSize`] otherwise; [`Error::BatchLength`]
+    /// where the lists differ in length, checked by either backend).
     pub fn decode_batch_into<B: AsRef<[u8]> + Sync>(&self, inputs: &[B], outputs: &mut [&mut [u8]]) -> Result<()> {
-        crate::batch::check_batch_length(inputs.len(), outputs.len())?;
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
         crate::fork::in_pool(|| match self.cuda() {
             Some(engine) => engine.decode_batch_into(&self.algorithm, &inputs, outputs, self.decode_options()),
