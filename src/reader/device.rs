@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, DevicePtrMut};
 
-use super::plan::BoxCopy;
 use super::wave::{fill_is_zero, item_error, WaveDecoder, WaveItem};
 use super::ReadError;
 use crate::algorithm::Algorithm;
@@ -107,40 +106,6 @@ fn cuda_error<E: std::fmt::Display>(call: &'static str) -> impl Fn(E) -> ReadErr
     }
 }
 
-impl BoxCopy {
-    /// The copy as strided rows relative to the decoded item and the output:
-    /// one per index of the dimensions outside the innermost outer one.
-    fn row_copies(&self, mut f: impl FnMut(RowCopy)) {
-        if self.width == 0 {
-            return;
-        }
-        let Some((inner, planes)) = self.outer.split_last() else {
-            return f(RowCopy {
-                src_offset: self.src_offset,
-                dst_offset: self.dst_offset,
-                width: self.width,
-                rows: 1,
-                src_pitch: 0,
-                dst_pitch: 0,
-            });
-        };
-        let planes = Self {
-            outer: planes.to_vec(),
-            ..self.clone()
-        };
-        planes.for_each_row(|src_offset, dst_offset| {
-            f(RowCopy {
-                src_offset,
-                dst_offset,
-                width: self.width,
-                rows: inner.count,
-                src_pitch: inner.src_stride,
-                dst_pitch: inner.dst_stride,
-            })
-        });
-    }
-}
-
 /// The GPU's [`WaveDecoder`]: each wave is one nvCOMP batch call (in a
 /// worker process unless the input is trusted) whose decoded buffers are
 /// scattered into the output, with the fill value where items are missing,
@@ -211,44 +176,5 @@ impl WaveDecoder for DeviceWaves {
         // overlap, and waves are decoded one after the other.
         unsafe { engine.decode_scatter(&self.algorithm, &streams, &scatter, self.out.region(), self.options) }
             .map_err(|e| item_error(e, |i| keys[i].to_string()))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// `(source offset, destination offset)` of every row of `copies`.
-    fn expand(copies: &[RowCopy]) -> Vec<(usize, usize)> {
-        let mut rows = Vec::new();
-        for c in copies {
-            rows.extend((0..c.rows).map(|r| (c.src_offset + r * c.src_pitch, c.dst_offset + r * c.dst_pitch)));
-        }
-        rows
-    }
-
-    #[test]
-    fn device_rows_copy_what_host_rows_copy() {
-        let boxes = [
-            // A whole chunk, one run of the output.
-            BoxCopy::new(&[4, 5], &[0, 0], &[8, 5], &[4, 0], &[4, 5], 2),
-            // A 2-D box: rows at pitches.
-            BoxCopy::new(&[4, 5], &[1, 1], &[3, 6], &[0, 2], &[2, 3], 1),
-            // A 3-D box: planes of rows.
-            BoxCopy::new(&[4, 5, 6], &[1, 1, 1], &[8, 8, 8], &[0, 2, 3], &[2, 3, 4], 2),
-            // Steps along both dimensions.
-            BoxCopy::strided(&[5, 9], &[1, 2], &[2, 3], &[2, 3], &[0, 0], &[2, 3], 1),
-        ];
-        for copy in boxes {
-            let mut host = Vec::new();
-            copy.for_each_row(|s, d| host.push((s, d)));
-            let mut device = Vec::new();
-            copy.row_copies(|rows| device.push(rows));
-            assert!(device.iter().all(|rows| rows.width == copy.width), "{copy:?}");
-            assert_eq!(expand(&device), host, "{copy:?}");
-        }
-        let mut none = Vec::new();
-        BoxCopy::new(&[2], &[0], &[2], &[0], &[0], 4).row_copies(|rows| none.push(rows));
-        assert!(none.is_empty());
     }
 }
