@@ -114,6 +114,7 @@ impl CudaEngine {
         outputs: &mut [&mut [u8]],
         options: impl Into<DecodeOptions>,
     ) -> Result<()> {
+        crate::batch::check_batch_length(inputs.len(), outputs.len())?;
         let mut deliver = |ranges: &[Range<usize>], group: Range<usize>, pinned: &[u8]| {
             if group.start == 0 {
                 for (i, (r, out)) in ranges.iter().zip(outputs.iter()).enumerate() {
@@ -185,12 +186,7 @@ impl CudaEngine {
         outputs: &[DeviceRegion],
         options: impl Into<DecodeOptions>,
     ) -> Result<()> {
-        if inputs.len() != outputs.len() {
-            return Err(Error::BatchLength {
-                inputs: inputs.len(),
-                outputs: outputs.len(),
-            });
-        }
+        crate::batch::check_batch_length(inputs.len(), outputs.len())?;
         let mut s = self.lock()?;
         self.decode_core(
             &mut s,

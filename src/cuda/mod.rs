@@ -15,7 +15,8 @@
 //! - `decode`: the decode calls, their destinations, the ANS retry;
 //! - `framing`: the framing of a batch's inputs, device ones included;
 //! - `decode_pass`, `decode_results`: one decode, phase by phase;
-//! - `copies`: the copy kernel; `memory`: pinned and device buffers;
+//! - `copies`: the copy kernel; `scatter`: decoding a batch and placing its
+//!   rows in one device buffer; `memory`: pinned and device buffers;
 //! - [`isolation`]: untrusted batches decoded in a worker process;
 //! - `device_batch`: [`DeviceBatch`], decoded or encoded buffers on the device.
 
@@ -33,11 +34,12 @@ mod framing;
 pub mod isolation;
 mod memory;
 mod plan;
+mod scatter;
 mod staging;
 
-pub(crate) use copies::Rows;
 pub use device_batch::DeviceBatch;
 pub use engine::CudaEngine;
+pub use scatter::{RowCopy, Scatter};
 
 /// How a batch is decoded on the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
