@@ -382,7 +382,7 @@ pub fn decode_batch_in(
     let sizes: Vec<usize> = sizes.collect();
     let (mut batch, reused) = Batch::in_storage(sizes.iter().copied(), storage(sizes.iter().sum()));
     if !reused {
-        advise_huge_pages(batch.data_mut());
+        crate::host_memory::advise_huge_pages(batch.data_mut());
     }
     let results: Vec<Result<()>> = batch
         .buffers_mut()
@@ -400,25 +400,6 @@ pub fn decode_batch_in(
         .collect();
     in_order(results)?;
     Ok(batch)
-}
-
-/// Asks Linux to back a large, still untouched output with transparent huge
-/// pages: faulting in fresh 4 KiB pages costs as much as decoding LZ4 into
-/// them, 2 MiB pages a fraction of it. Only advice: failure changes nothing.
-pub(crate) fn advise_huge_pages(data: &mut [u8]) {
-    #[cfg(target_os = "linux")]
-    {
-        const HUGE: usize = 2 << 20;
-        let start = (data.as_mut_ptr() as usize).next_multiple_of(HUGE);
-        let end = (data.as_mut_ptr() as usize + data.len()) / HUGE * HUGE;
-        if data.len() >= 4 * HUGE && end > start {
-            // SAFETY: [start, end) lies within `data`, which we own; madvise
-            // with MADV_HUGEPAGE does not change its contents.
-            unsafe { libc::madvise(start as *mut libc::c_void, end - start, libc::MADV_HUGEPAGE) };
-        }
-    }
-    #[cfg(not(target_os = "linux"))]
-    let _ = data;
 }
 
 /// Decompresses `inputs[i]` into `outputs[i]`, which must be exactly the decoded size.

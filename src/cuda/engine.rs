@@ -14,16 +14,17 @@ use cudarc::driver::{result, CudaContext, CudaStream};
 use rayon::prelude::*;
 
 use super::api::{self, BatchArgs};
+use super::chunking::{self, DecodePiece, EncodeRoute, Pieces};
 use super::copies::{Copy, CopyKernel, Rows};
 use super::device_batch::DeviceBatch;
 use super::isolation::{self, Layout, Request, Shared};
 use super::memory::{cuda_err, ensure_device, ensure_pinned, DeviceBuffer, MemoryPool, PinnedBuffer};
-use super::plan::{self, DecodePiece, EncodeRoute, Framing, Pieces};
 use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
 use crate::batch::Batch;
+use crate::cpu;
 use crate::error::{Error, Result};
-use crate::{cpu, format};
+use crate::format::{gdeflate, lz4, BufferEnds};
 
 const TABLE_ALIGN: usize = 256;
 
@@ -133,7 +134,7 @@ impl Table<'_> {
     const OUT_BYTES: usize = 3;
 
     fn bytes(n: usize) -> usize {
-        plan::align_up(4 * 8 * n, TABLE_ALIGN)
+        chunking::align_up(4 * 8 * n, TABLE_ALIGN)
     }
 
     fn set(&mut self, array: usize, k: usize, value: u64) {
@@ -173,7 +174,7 @@ fn copy_out(outputs: &mut [&mut [u8]], ranges: &[Range<usize>], pinned: &[u8]) {
 
 /// The per-chunk results nvCOMP writes: sizes then statuses.
 fn results_bytes(n: usize) -> usize {
-    plan::align_up(12 * n, TABLE_ALIGN)
+    chunking::align_up(12 * n, TABLE_ALIGN)
 }
 
 impl CudaEngine {
@@ -318,7 +319,7 @@ impl CudaEngine {
         let mut ranges = Vec::with_capacity(inputs.len());
         let mut total = 0;
         for &size in &encoded.sizes {
-            let start = plan::align_up(total, align);
+            let start = chunking::align_up(total, align);
             ranges.push(start..start + size);
             total = start + size;
         }
@@ -367,7 +368,7 @@ impl CudaEngine {
         };
         let mut routes = Vec::with_capacity(count);
         for (i, &len) in lens.iter().enumerate() {
-            routes.push(plan::encode_route(algorithm, i, len)?);
+            routes.push(chunking::encode_route(algorithm, i, len)?);
         }
         let chunks: Vec<(usize, Range<usize>)> = routes
             .iter()
@@ -387,7 +388,7 @@ impl CudaEngine {
         for (i, r) in &chunks {
             match inputs {
                 Inputs::Host(_) => {
-                    at = plan::align_up(at, align.input);
+                    at = chunking::align_up(at, align.input);
                     staged.push(at);
                     in_addrs.push(at as u64);
                     at += r.len();
@@ -397,7 +398,7 @@ impl CudaEngine {
                     if addr % align.input as u64 == 0 {
                         in_addrs.push(addr);
                     } else {
-                        at = plan::align_up(at, align.input);
+                        at = chunking::align_up(at, align.input);
                         staged.push(at);
                         in_addrs.push(at as u64 | STAGED);
                         at += r.len();
@@ -405,14 +406,14 @@ impl CudaEngine {
                 }
             }
         }
-        let results_at = plan::align_up(at, TABLE_ALIGN);
+        let results_at = chunking::align_up(at, TABLE_ALIGN);
         let dev_in_len = results_at + results_bytes(n);
         // Output slots, one per chunk, each as large as nvCOMP may write.
         let mut out_offsets = Vec::with_capacity(n);
         let mut out_at = 0;
         let mut max_chunk = 0;
         for (_, r) in &chunks {
-            out_at = plan::align_up(out_at, align.output);
+            out_at = chunking::align_up(out_at, align.output);
             out_offsets.push(out_at);
             out_at += api.max_compressed_bytes(r.len())?;
             max_chunk = max_chunk.max(r.len());
@@ -593,8 +594,8 @@ const STAGED: u64 = 1 << 63;
 
 fn frame_len(algorithm: &Algorithm, pages: usize) -> usize {
     match algorithm {
-        Algorithm::Lz4 { has_header: true, .. } => format::LZ4_HEADER_LEN,
-        Algorithm::Gdeflate { has_header: true, .. } => format::GDEFLATE_STATIC_HEADER_LEN + 8 * pages,
+        Algorithm::Lz4 { has_header: true, .. } => lz4::HEADER_LEN,
+        Algorithm::Gdeflate { has_header: true, .. } => gdeflate::header_len(pages),
         _ => 0,
     }
 }
@@ -622,17 +623,11 @@ impl Encoded {
             return bytes.clone();
         }
         match self.algorithm {
-            Algorithm::Lz4 { has_header: true, .. } => format::lz4_header(self.lens[i])
+            Algorithm::Lz4 { has_header: true, .. } => lz4::write_header(self.lens[i])
                 .expect("GPU LZ4 chunks are below 16 MiB")
                 .to_vec(),
             Algorithm::Gdeflate { has_header: true, .. } => {
-                let mut header = Vec::with_capacity(frame_len(&self.algorithm, self.payloads[i].len()));
-                header.extend_from_slice(&(self.lens[i] as u64).to_le_bytes());
-                header.extend_from_slice(&(self.payloads[i].len() as u64).to_le_bytes());
-                for (_, size) in &self.payloads[i] {
-                    header.extend_from_slice(&(*size as u64).to_le_bytes());
-                }
-                header
+                gdeflate::write_header(self.lens[i], self.payloads[i].iter().map(|&(_, size)| size))
             }
             _ => Vec::new(),
         }
@@ -816,7 +811,7 @@ impl CudaEngine {
         regions: &[DeviceRegion],
         max: u64,
     ) -> Result<Vec<DecodePiece>> {
-        let (head_bytes, tail_bytes) = plan::framing_bytes(algorithm);
+        let (head_bytes, tail_bytes) = chunking::framing_bytes(algorithm);
         let mut heads: Vec<usize> = regions.iter().map(|r| r.len.min(head_bytes)).collect();
         let tails: Vec<usize> = regions.iter().map(|r| r.len.min(tail_bytes)).collect();
         if head_bytes + tail_bytes == 0 {
@@ -878,12 +873,12 @@ impl CudaEngine {
         let mut pieces = Vec::new();
         let mut needs = Vec::new();
         for (i, r) in regions.iter().enumerate() {
-            let framing = Framing {
+            let framing = BufferEnds {
                 head: &bytes[offs[i]..offs[i] + heads[i]],
                 tail: &bytes[offs[count + i]..offs[count + i] + tails[i]],
                 len: r.len,
             };
-            match plan::decode_pieces(algorithm, i, framing, max)? {
+            match chunking::decode_pieces(algorithm, i, framing, max)? {
                 Pieces::Ready(p) => pieces.extend(p),
                 Pieces::NeedHead(n) => needs.push((i, n)),
             }
@@ -892,7 +887,7 @@ impl CudaEngine {
     }
 
     /// Decodes a batch. ANS sizes are first read from the stream's leading
-    /// word (see [`plan::framing_bytes`]), which nvCOMP does not document; if
+    /// word (see [`chunking::framing_bytes`]), which nvCOMP does not document; if
     /// that fails, the batch is decoded again with nvCOMP's size query.
     fn decode_core(
         &self,
@@ -980,7 +975,7 @@ impl CudaEngine {
                 let per_buffer: Vec<Vec<DecodePiece>> = bufs
                     .par_iter()
                     .enumerate()
-                    .map(|(i, b)| plan::decode_pieces_of(algorithm, i, b, hinted_max))
+                    .map(|(i, b)| chunking::decode_pieces_of(algorithm, i, b, hinted_max))
                     .collect::<Result<_>>()?;
                 per_buffer.into_iter().flatten().collect()
             }
@@ -1006,14 +1001,14 @@ impl CudaEngine {
             match direct {
                 Some(addr) if !isolated && addr % align.input as u64 == 0 => in_addrs.push(addr),
                 _ => {
-                    at = plan::align_up(at, align.input);
+                    at = chunking::align_up(at, align.input);
                     staged.push(at);
                     in_addrs.push(at as u64 | STAGED);
                     at += p.input.len();
                 }
             }
         }
-        let results_at = plan::align_up(at, TABLE_ALIGN);
+        let results_at = chunking::align_up(at, TABLE_ALIGN);
         let dev_in = ensure_device(&self.ctx, &mut s.dev_in, results_at + results_bytes(n))?.ptr();
         let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, at)?;
         let resolve = |a: u64| if a & STAGED != 0 { dev_in + (a & !STAGED) } else { a };
@@ -1125,7 +1120,7 @@ impl CudaEngine {
         let mut ranges = Vec::with_capacity(count);
         let mut out_at = 0;
         for &size in &sizes {
-            out_at = plan::align_up(out_at, align.output);
+            out_at = chunking::align_up(out_at, align.output);
             ranges.push(out_at..out_at + size);
             out_at += size;
         }

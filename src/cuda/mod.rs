@@ -5,12 +5,12 @@
 //! for both and reports why the backend is unusable instead of panicking.
 
 mod api;
+mod chunking;
 mod copies;
 mod device_batch;
 mod engine;
 pub mod isolation;
 mod memory;
-mod plan;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};

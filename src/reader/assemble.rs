@@ -110,7 +110,7 @@ impl HostOutput {
     /// 4 KiB pages cost a fault each. `None` when the allocator refuses.
     pub fn try_new(len: usize) -> Option<Self> {
         let mut data = super::limits::try_zeroed(len)?;
-        crate::cpu::advise_huge_pages(&mut data);
+        crate::host_memory::advise_huge_pages(&mut data);
         let ptr = data.as_mut_ptr();
         Some(Self {
             data: std::cell::UnsafeCell::new(data),
