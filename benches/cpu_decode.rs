@@ -61,7 +61,7 @@ fn main() {
         // as numcodecs does.
         let reference = best_gbps(|| match name {
             "lz4" => encoded.iter().for_each(|b| {
-                let (size, block) = zarrs_nvcomp::format::split_lz4_header(b).unwrap();
+                let (size, block) = zarrs_nvcomp::format::lz4::split_header(b).unwrap();
                 // C liblz4 into a fresh, uninitialised vector, as numcodecs' LZ4 does.
                 let mut out = Vec::<u8>::with_capacity(size);
                 // SAFETY: the C decoder writes at most `size` bytes, the

@@ -43,9 +43,9 @@ fn best<F: FnMut()>(reps: usize, mut f: F) -> f64 {
 /// The raw nvCOMP streams inside one of our buffers, with their decoded sizes.
 fn raw_streams<'a>(algorithm: &Algorithm, buf: &'a [u8], decoded: usize) -> Vec<(&'a [u8], usize)> {
     match algorithm {
-        Algorithm::Lz4 { has_header: true, .. } => vec![(&buf[format::LZ4_HEADER_LEN..], decoded)],
+        Algorithm::Lz4 { has_header: true, .. } => vec![(&buf[format::lz4::HEADER_LEN..], decoded)],
         Algorithm::Gdeflate { has_header: true, .. } => {
-            let pages = format::parse_gdeflate(buf).unwrap();
+            let pages = format::gdeflate::parse(buf).unwrap();
             (0..pages.pages.len())
                 .map(|i| (pages.pages[i], pages.page_decoded_len(i)))
                 .collect()

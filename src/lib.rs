@@ -43,6 +43,7 @@ pub mod data_types;
 pub mod error;
 pub mod fork;
 pub mod format;
+mod host_memory;
 pub mod limits;
 mod profile;
 pub mod reader;

@@ -247,7 +247,7 @@ fn gdeflate_layout_is_zarrs() {
     })
     .encode_batch(&[&data])
     .unwrap();
-    let parsed = zarrs_nvcomp::format::parse_gdeflate(ours.get(0)).unwrap();
+    let parsed = zarrs_nvcomp::format::gdeflate::parse(ours.get(0)).unwrap();
     assert_eq!(parsed.decoded_len, data.len());
     assert_eq!(parsed.pages.len(), 3);
     // Each page is one bare stream: the has_header=false decoder reads it alone.

@@ -8,18 +8,12 @@
 
 use std::cell::RefCell;
 
-use flate2::{Compress, Compression, Crc, Decompress, FlushCompress, FlushDecompress, Status};
+use flate2::{Compress, Compression, Decompress, FlushCompress, FlushDecompress, Status};
 
 use super::{DecodeResult, Fill, GrowError};
 use crate::error::{Error, Result};
-use crate::format;
-
-/// The gzip header this encoder writes: magic, CM = deflate, no flags, no
-/// mtime, no extra flags, OS = unknown (as zlib and flate2 write it).
-const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
-
-/// Bytes of a gzip trailer (CRC32, ISIZE).
-const GZIP_TRAILER_LEN: usize = 8;
+use crate::format::gzip::{self, Trailer};
+use crate::format::BufferEnds;
 
 thread_local! {
     // Inflate state and window are reused between buffers on a thread.
@@ -55,19 +49,16 @@ pub fn deflate_encode(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>>
 
 /// Encodes one buffer as one gzip member at zlib level `level`.
 pub fn gzip_encode(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
-    let mut out = Vec::with_capacity(input.len() + input.len() / 1000 + 64 + GZIP_HEADER.len());
-    out.extend_from_slice(&GZIP_HEADER);
+    let mut out = Vec::with_capacity(input.len() + input.len() / 1000 + 64 + gzip::MIN_LEN);
+    out.extend_from_slice(&gzip::HEADER);
     deflate_into(input, level, &mut out, index)?;
-    let mut crc = Crc::new();
-    crc.update(input);
-    out.extend_from_slice(&crc.sum().to_le_bytes());
-    out.extend_from_slice(&(input.len() as u32).to_le_bytes());
+    out.extend_from_slice(&Trailer::of(input).to_bytes());
     Ok(out)
 }
 
 /// The decoded length a gzip member declares (ISIZE, exact below 4 GiB).
 pub fn gzip_declared_len(input: &[u8]) -> DecodeResult<u64> {
-    format::gzip_isize(input).map(u64::from)
+    gzip::trailer(BufferEnds::of(input)).map(|t| u64::from(t.isize))
 }
 
 /// The most a deflate stream of `encoded_len` bytes decodes to: a 258-byte
@@ -130,48 +121,11 @@ pub fn deflate_decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
     inflate(input, out).map(|(fill, _)| fill)
 }
 
-/// Length of the gzip header of `input` (RFC 1952 section 2.3).
-fn gzip_header_len(input: &[u8]) -> DecodeResult<usize> {
-    const FHCRC: u8 = 2;
-    const FEXTRA: u8 = 4;
-    const FNAME: u8 = 8;
-    const FCOMMENT: u8 = 16;
-    let bad = |why: &str| format!("bad gzip header: {why}");
-    if input.len() < 10 || input[0] != 0x1f || input[1] != 0x8b {
-        return Err(bad("no magic"));
-    }
-    if input[2] != 8 {
-        return Err(bad("compression method is not deflate"));
-    }
-    let flags = input[3];
-    let mut at = 10;
-    if flags & FEXTRA != 0 {
-        let len = input.get(at..at + 2).ok_or_else(|| bad("truncated extra field"))?;
-        at += 2 + u16::from_le_bytes([len[0], len[1]]) as usize;
-    }
-    for flag in [FNAME, FCOMMENT] {
-        if flags & flag != 0 {
-            let rest = input.get(at..).ok_or_else(|| bad("truncated"))?;
-            at += 1 + rest
-                .iter()
-                .position(|b| *b == 0)
-                .ok_or_else(|| bad("unterminated name or comment"))?;
-        }
-    }
-    if flags & FHCRC != 0 {
-        at += 2;
-    }
-    if at + GZIP_TRAILER_LEN > input.len() {
-        return Err(bad("truncated"));
-    }
-    Ok(at)
-}
-
 /// Decodes a gzip member into `out`, which has the size ISIZE declares, and
 /// checks its CRC32 and ISIZE.
 pub fn gzip_decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
-    let start = gzip_header_len(input)?;
-    let end = input.len() - GZIP_TRAILER_LEN;
+    let start = gzip::header_len(input)?;
+    let end = input.len() - gzip::TRAILER_LEN;
     let (fill, used) = inflate(&input[start..end], out)?;
     let Fill::Done(n) = fill else { return Ok(fill) };
     if used != end - start {
@@ -180,13 +134,12 @@ pub fn gzip_decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
             end - start - used
         ));
     }
-    let trailer = &input[end..];
-    let mut crc = Crc::new();
-    crc.update(&out[..n]);
-    if trailer[..4] != crc.sum().to_le_bytes() {
+    let stored = gzip::trailer(BufferEnds::of(input))?;
+    let computed = Trailer::of(&out[..n]);
+    if stored.crc32 != computed.crc32 {
         return Err("gzip CRC32 mismatch".into());
     }
-    if trailer[4..] != (n as u32).to_le_bytes() {
+    if stored.isize != computed.isize {
         return Err("gzip ISIZE does not match the decoded length".into());
     }
     Ok(Fill::Done(n))

@@ -24,7 +24,7 @@ use rayon::prelude::*;
 
 use super::{DecodeResult, Fill};
 use crate::error::{Error, Result};
-use crate::format::{self, GDEFLATE_PAGE_SIZE, GDEFLATE_STATIC_HEADER_LEN};
+use crate::format::{self, gdeflate::PAGE_SIZE};
 
 /// A libdeflate GDeflate compressor at one level, freed on drop.
 struct GCompressor {
@@ -64,11 +64,11 @@ thread_local! {
 
 /// The most a bare GDeflate stream decodes to: one page, as nvCOMP's batched
 /// GDeflate compresses chunks of at most 64 KiB.
-pub const MAX_BARE_DECODED_LEN: u64 = GDEFLATE_PAGE_SIZE as u64;
+pub const MAX_BARE_DECODED_LEN: u64 = PAGE_SIZE as u64;
 
 /// Compresses one page of at most 64 KiB into a single GDeflate stream.
 fn compress_page(page: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
-    debug_assert!(!page.is_empty() && page.len() <= GDEFLATE_PAGE_SIZE);
+    debug_assert!(!page.is_empty() && page.len() <= PAGE_SIZE);
     let failed = |reason: &str| Error::Corrupt {
         index,
         reason: format!("GDeflate compression failed: {reason}"),
@@ -119,23 +119,23 @@ fn compress_page(page: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
 /// Encodes one buffer in zarrs' `gdeflate` layout, pages compressed in parallel.
 pub fn encode_paged(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
     let pages: Vec<Vec<u8>> = input
-        .par_chunks(GDEFLATE_PAGE_SIZE)
+        .par_chunks(PAGE_SIZE)
         .map(|page| compress_page(page, level, index))
         .collect::<Vec<_>>()
         .into_iter()
         .collect::<Result<_>>()?;
-    Ok(format::write_gdeflate(input.len(), pages.iter().map(Vec::as_slice)))
+    Ok(format::gdeflate::write(input.len(), pages.iter().map(Vec::as_slice)))
 }
 
 /// Encodes one buffer of at most 64 KiB as one bare GDeflate stream, as
 /// nvCOMP's batched GDeflate does with its 64 KiB chunk limit. An empty buffer
 /// encodes to an empty stream (libdeflate cannot write a zero-page stream).
 pub fn encode_bare(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
-    if input.len() > GDEFLATE_PAGE_SIZE {
+    if input.len() > PAGE_SIZE {
         return Err(Error::InputTooLarge {
             index,
             size: input.len() as u64,
-            limit: GDEFLATE_PAGE_SIZE as u64,
+            limit: PAGE_SIZE as u64,
             algorithm: "gdeflate (has_header: false)",
         });
     }
@@ -148,24 +148,21 @@ pub fn encode_bare(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
 /// The decoded length in the zarrs header, read before the page table so
 /// that a huge claim is refused before any parsing or allocation.
 pub fn declared_len(input: &[u8]) -> DecodeResult<u64> {
-    input
-        .first_chunk::<8>()
-        .map(|b| u64::from_le_bytes(*b))
-        .ok_or_else(|| format!("{} bytes is shorter than the gdeflate header", input.len()))
+    format::gdeflate::sizes(input).map(|(decoded_len, _)| decoded_len)
 }
 
 /// The most `encoded_len` bytes of the paged layout decode to: each 64 KiB
 /// page costs at least its 8-byte size entry (bare streams:
 /// [`MAX_BARE_DECODED_LEN`]).
 pub fn max_decoded_len(encoded_len: u64) -> u64 {
-    encoded_len.saturating_sub(GDEFLATE_STATIC_HEADER_LEN as u64) / 8 * GDEFLATE_PAGE_SIZE as u64
+    encoded_len.saturating_sub(format::gdeflate::STATIC_HEADER_LEN as u64) / 8 * PAGE_SIZE as u64
 }
 
 /// Decodes one GDeflate stream, one page of at most 64 KiB, into `out` (any
 /// capacity; at most 64 KiB of it is offered, which bounds the padding) from
 /// a padded copy.
 fn decode_stream(stream: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
-    let capacity = out.len().min(GDEFLATE_PAGE_SIZE);
+    let capacity = out.len().min(PAGE_SIZE);
     let out = &mut out[..capacity];
     let padding = out.len().saturating_mul(2).saturating_add(64 * 1024);
     SCRATCH.with(|s| {
@@ -227,7 +224,7 @@ fn decode_stream(stream: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
 /// Decodes a zarrs `gdeflate` buffer into `out`, which has the declared size;
 /// pages decode in parallel into their own 64 KiB slices.
 pub fn decode_paged_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
-    let parsed = format::parse_gdeflate(input)?;
+    let parsed = format::gdeflate::parse(input)?;
     if parsed.decoded_len != out.len() {
         return Err(format!(
             "gdeflate header declares {} bytes, output holds {}",
@@ -243,14 +240,14 @@ pub fn decode_paged_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
         parsed
             .pages
             .par_iter()
-            .zip(out.par_chunks_mut(GDEFLATE_PAGE_SIZE))
+            .zip(out.par_chunks_mut(PAGE_SIZE))
             .enumerate()
             .try_for_each(decode_page)?;
     } else {
         parsed
             .pages
             .iter()
-            .zip(out.chunks_mut(GDEFLATE_PAGE_SIZE))
+            .zip(out.chunks_mut(PAGE_SIZE))
             .enumerate()
             .try_for_each(decode_page)?;
     }
@@ -274,15 +271,12 @@ mod tests {
     fn pages_decode_alone_and_bare_streams_are_bounded() {
         let data: Vec<u8> = (0..200_000u32).map(|i| (i % 251) as u8 ^ (i / 1000) as u8).collect();
         let enc = encode_paged(&data, 6, 0).unwrap();
-        let parsed = format::parse_gdeflate(&enc).unwrap();
+        let parsed = format::gdeflate::parse(&enc).unwrap();
         assert_eq!(parsed.pages.len(), 4);
         // The third page decodes on its own.
-        let mut page = vec![0; GDEFLATE_PAGE_SIZE];
-        assert_eq!(
-            decode_stream(parsed.pages[2], &mut page),
-            Ok(Fill::Done(GDEFLATE_PAGE_SIZE))
-        );
-        assert_eq!(page, data[2 * GDEFLATE_PAGE_SIZE..3 * GDEFLATE_PAGE_SIZE]);
+        let mut page = vec![0; PAGE_SIZE];
+        assert_eq!(decode_stream(parsed.pages[2], &mut page), Ok(Fill::Done(PAGE_SIZE)));
+        assert_eq!(page, data[2 * PAGE_SIZE..3 * PAGE_SIZE]);
         let mut out = vec![0; data.len()];
         assert_eq!(decode_paged_to(&enc, &mut out), Ok(Fill::Done(data.len())));
         assert_eq!(out, data);
@@ -294,10 +288,10 @@ mod tests {
         assert_eq!(decode_bare_to(&bare, &mut [0; 10]), Ok(Fill::NeedsMore));
         assert!(decode_bare_to(&[0xff; 7], &mut [0; 100]).is_err());
         // A bare stream is one page: more than 64 KiB of room is not offered.
-        let page = encode_bare(&data[..GDEFLATE_PAGE_SIZE], 1, 0).unwrap();
-        let mut big = vec![0; 4 * GDEFLATE_PAGE_SIZE];
-        assert_eq!(decode_bare_to(&page, &mut big), Ok(Fill::Done(GDEFLATE_PAGE_SIZE)));
-        assert_eq!(&big[..GDEFLATE_PAGE_SIZE], &data[..GDEFLATE_PAGE_SIZE]);
+        let page = encode_bare(&data[..PAGE_SIZE], 1, 0).unwrap();
+        let mut big = vec![0; 4 * PAGE_SIZE];
+        assert_eq!(decode_bare_to(&page, &mut big), Ok(Fill::Done(PAGE_SIZE)));
+        assert_eq!(&big[..PAGE_SIZE], &data[..PAGE_SIZE]);
         // Compressed pages are returned at their size, not libdeflate's bound.
         let tiny = encode_bare(b"12345678", 6, 0).unwrap();
         assert_eq!(tiny.capacity(), tiny.len());

@@ -22,11 +22,11 @@ pub fn encode(input: &[u8], header: bool, index: usize) -> Result<Vec<u8>> {
             algorithm: "lz4",
         });
     }
-    let prefix = if header { format::LZ4_HEADER_LEN } else { 0 };
+    let prefix = if header { format::lz4::HEADER_LEN } else { 0 };
     let mut out = vec![0u8; prefix + lz4_flex::block::get_maximum_output_size(input.len())];
     if header {
         // Cannot fail: the length is below MAX_INPUT_SIZE.
-        let bytes = format::lz4_header(input.len()).map_err(|reason| Error::Corrupt { index, reason })?;
+        let bytes = format::lz4::write_header(input.len()).map_err(|reason| Error::Corrupt { index, reason })?;
         out[..prefix].copy_from_slice(&bytes);
     }
     let n = lz4_flex::block::compress_into(input, &mut out[prefix..]).map_err(|e| Error::Corrupt {
@@ -39,7 +39,7 @@ pub fn encode(input: &[u8], header: bool, index: usize) -> Result<Vec<u8>> {
 
 /// The decoded length the numcodecs header declares.
 pub fn declared_len(input: &[u8]) -> DecodeResult<u64> {
-    format::split_lz4_header(input).map(|(len, _)| len as u64)
+    format::lz4::split_header(input).map(|(len, _)| len as u64)
 }
 
 /// The most an LZ4 block of `encoded_len` bytes decodes to: every sequence
@@ -51,7 +51,7 @@ pub fn max_decoded_len(encoded_len: u64) -> u64 {
 /// Decodes into `out`: exactly the declared size with `header`, any capacity without.
 pub fn decode_to(input: &[u8], out: &mut [u8], header: bool) -> DecodeResult<Fill> {
     let block = if header {
-        format::split_lz4_header(input)?.1
+        format::lz4::split_header(input)?.1
     } else {
         input
     };

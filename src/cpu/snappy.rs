@@ -37,7 +37,7 @@ pub fn encode(input: &[u8], index: usize) -> Result<Vec<u8>> {
 
 /// The decoded length in the varint preamble.
 pub fn declared_len(input: &[u8]) -> DecodeResult<u64> {
-    format::snappy_decoded_len(input).map(|n| n as u64)
+    format::snappy::declared_len(input).map(|n| n as u64)
 }
 
 /// The most `encoded_len` bytes of Snappy decode to: the densest element, a

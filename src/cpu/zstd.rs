@@ -39,7 +39,7 @@ pub fn encode(input: &[u8], index: usize) -> Result<Vec<u8>> {
 /// The content size of all frames together, `None` when one of them is
 /// streamed (declares none).
 pub fn declared_len(input: &[u8]) -> DecodeResult<Option<u64>> {
-    let frames = format::zstd_frames(input)?;
+    let frames = format::zstd::frames(input)?;
     Ok(frames
         .iter()
         .map(|f| f.content_size)
@@ -79,7 +79,7 @@ const MAX_BLOCK_DECODED_LEN: u64 = 128 * 1024;
 /// to); at most that plus 128 KiB per compressed block. `(0, None)` when the
 /// frames cannot be walked (the decoder reports why).
 fn decoded_len_bounds(input: &[u8]) -> (u64, Option<u64>) {
-    let Ok(frames) = format::zstd_frames(input) else {
+    let Ok(frames) = format::zstd::frames(input) else {
         return (0, None);
     };
     let least = frames.iter().fold(0u64, |n, f| n.saturating_add(f.raw_and_rle_bytes));

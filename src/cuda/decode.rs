@@ -199,7 +199,7 @@ impl CudaEngine {
     }
 
     /// Decodes a batch. ANS sizes are first read from the stream's leading
-    /// word (see [`super::plan::framing_bytes`]), which nvCOMP does not
+    /// word (see [`super::chunking::framing_bytes`]), which nvCOMP does not
     /// document; if that fails, the batch is decoded again with nvCOMP's size
     /// query.
     fn decode_core(

@@ -23,12 +23,12 @@
 use std::ops::Range;
 
 use super::api::{self, BatchArgs, NvcompApi};
+use super::chunking::{self, DecodePiece};
 use super::copies::Copy;
 use super::decode::{Decoded, Dest};
 use super::engine::{CudaEngine, Scratch};
 use super::isolation::{self, Request, Shared};
 use super::memory::{ensure_device, ensure_pinned, DeviceBuffer, PinnedBuffer};
-use super::plan::{self, DecodePiece};
 use super::staging::{results_bytes, scatter_into, transfer_groups, InputArea, Inputs, Staging, Table};
 use super::DecodeOptions;
 use crate::algorithm::Algorithm;
@@ -388,7 +388,7 @@ fn output_ranges(pieces: &[DecodePiece], count: usize, align: usize) -> (Vec<Ran
     let mut ranges = Vec::with_capacity(count);
     let mut len = 0;
     for &size in &sizes {
-        len = plan::align_up(len, align);
+        len = chunking::align_up(len, align);
         ranges.push(len..len + size);
         len += size;
     }

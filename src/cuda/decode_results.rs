@@ -12,11 +12,11 @@ use std::ops::Range;
 use cudarc::driver::{result, CudaEvent};
 
 use super::api::{self, BatchArgs};
+use super::chunking::DecodePiece;
 use super::decode::Deliver;
 use super::decode_pass::Outputs;
 use super::engine::{CudaEngine, Scratch};
 use super::memory::{cuda_err, ensure_device, ensure_pinned};
-use super::plan::DecodePiece;
 use super::staging::{results_bytes, transfer_groups, InputArea, Table};
 use crate::error::{Error, Result};
 

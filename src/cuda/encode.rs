@@ -1,7 +1,7 @@
 //! GPU compression: [`CudaEngine::encode_batch`] and
 //! [`CudaEngine::encode_device`].
 //!
-//! Each buffer is routed ([`plan::encode_route`]): nvCOMP compresses it as
+//! Each buffer is routed ([`chunking::encode_route`]): nvCOMP compresses it as
 //! one or more chunks (gdeflate pages), or, where nvCOMP cannot (empty
 //! buffers, LZ4 and Snappy above its 16 MiB chunk limit), the CPU writes the
 //! same bitstream while the GPU works. The GPU's chunks are staged behind the
@@ -15,12 +15,12 @@ use cudarc::driver::result;
 use rayon::prelude::*;
 
 use super::api::{self, BatchArgs, NvcompApi};
+use super::chunking::{self, EncodeRoute};
 use super::copies::Copy;
 use super::device_batch::DeviceBatch;
 use super::encoded::Encoded;
 use super::engine::{CudaEngine, Scratch};
 use super::memory::{cuda_err, ensure_device, ensure_pinned, DeviceBuffer, PinnedBuffer};
-use super::plan::{self, EncodeRoute};
 use super::staging::{results_bytes, scatter_into, InputArea, Inputs, Staging, Table};
 use super::DeviceRegion;
 use crate::algorithm::Algorithm;
@@ -47,7 +47,7 @@ impl OutputSlots {
         let mut len = 0;
         let mut max_chunk = 0;
         for (_, r) in chunks {
-            len = plan::align_up(len, align);
+            len = chunking::align_up(len, align);
             offsets.push(len);
             len += api.max_compressed_bytes(r.len())?;
             max_chunk = max_chunk.max(r.len());
@@ -64,7 +64,7 @@ impl OutputSlots {
 fn route(algorithm: &Algorithm, lens: &[usize]) -> Result<(Vec<EncodeRoute>, Vec<Chunk>)> {
     let mut routes = Vec::with_capacity(lens.len());
     for (i, &len) in lens.iter().enumerate() {
-        routes.push(plan::encode_route(algorithm, i, len)?);
+        routes.push(chunking::encode_route(algorithm, i, len)?);
     }
     let chunks = routes
         .iter()
@@ -106,7 +106,7 @@ impl CudaEngine {
         let mut ranges = Vec::with_capacity(inputs.len());
         let mut total = 0;
         for &size in &encoded.sizes {
-            let start = plan::align_up(total, align);
+            let start = chunking::align_up(total, align);
             ranges.push(start..start + size);
             total = start + size;
         }

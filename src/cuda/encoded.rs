@@ -9,13 +9,13 @@ use std::ops::Range;
 
 use super::staging::results_bytes;
 use crate::algorithm::Algorithm;
-use crate::format;
+use crate::format::{gdeflate, lz4};
 
 /// Bytes of framing in front of a GPU-encoded buffer of `pages` chunks.
 fn frame_len(algorithm: &Algorithm, pages: usize) -> usize {
     match algorithm {
-        Algorithm::Lz4 { has_header: true, .. } => format::LZ4_HEADER_LEN,
-        Algorithm::Gdeflate { has_header: true, .. } => format::GDEFLATE_STATIC_HEADER_LEN + 8 * pages,
+        Algorithm::Lz4 { has_header: true, .. } => lz4::HEADER_LEN,
+        Algorithm::Gdeflate { has_header: true, .. } => gdeflate::header_len(pages),
         _ => 0,
     }
 }
@@ -78,17 +78,11 @@ impl Encoded {
             return bytes.clone();
         }
         match self.algorithm {
-            Algorithm::Lz4 { has_header: true, .. } => format::lz4_header(self.lens[i])
+            Algorithm::Lz4 { has_header: true, .. } => lz4::write_header(self.lens[i])
                 .expect("GPU LZ4 chunks are below 16 MiB")
                 .to_vec(),
             Algorithm::Gdeflate { has_header: true, .. } => {
-                let mut header = Vec::with_capacity(frame_len(&self.algorithm, self.payloads[i].len()));
-                header.extend_from_slice(&(self.lens[i] as u64).to_le_bytes());
-                header.extend_from_slice(&(self.payloads[i].len() as u64).to_le_bytes());
-                for (_, size) in &self.payloads[i] {
-                    header.extend_from_slice(&(*size as u64).to_le_bytes());
-                }
-                header
+                gdeflate::write_header(self.lens[i], self.payloads[i].iter().map(|&(_, size)| size))
             }
             _ => Vec::new(),
         }
@@ -127,7 +121,7 @@ mod tests {
             vec![0, 256],
             vec![None, Some(vec![9, 9, 9])],
         );
-        let header_len = format::GDEFLATE_STATIC_HEADER_LEN + 16;
+        let header_len = gdeflate::header_len(2);
         assert_eq!(encoded.sizes, [header_len + 6, 3]);
         let frame = encoded.frame(0);
         let words: Vec<u64> = frame

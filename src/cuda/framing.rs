@@ -2,21 +2,22 @@
 //! ([`DecodePiece`]s) before a decode.
 //!
 //! Host buffers are read in place, in parallel. Of device buffers only the
-//! bytes the framing needs are read ([`plan::framing_bytes`]: their first
+//! bytes the framing needs are read ([`chunking::framing_bytes`]: their first
 //! bytes, and last bytes for gzip), gathered by one copy-kernel launch into
 //! the input scratch and brought to the host by one copy, per round; gdeflate
 //! page tables longer than the first guess take a second round.
 
 use rayon::prelude::*;
 
+use super::chunking::{self, DecodePiece, Pieces};
 use super::copies::Copy;
 use super::engine::{CudaEngine, Scratch};
 use super::memory::{ensure_device, ensure_pinned, PinnedBuffer};
-use super::plan::{self, DecodePiece, Framing, Pieces};
 use super::staging::Inputs;
 use super::DeviceRegion;
 use crate::algorithm::Algorithm;
 use crate::error::Result;
+use crate::format::BufferEnds;
 
 /// Buffer `.0` needs its first `.1` bytes to be framed.
 type HeadRequest = (usize, usize);
@@ -36,7 +37,7 @@ impl CudaEngine {
                 let per_buffer: Vec<Vec<DecodePiece>> = bufs
                     .par_iter()
                     .enumerate()
-                    .map(|(i, b)| plan::decode_pieces_of(algorithm, i, b, max))
+                    .map(|(i, b)| chunking::decode_pieces_of(algorithm, i, b, max))
                     .collect::<Result<_>>()?;
                 Ok(per_buffer.into_iter().flatten().collect())
             }
@@ -54,7 +55,7 @@ impl CudaEngine {
         regions: &[DeviceRegion],
         max: u64,
     ) -> Result<Vec<DecodePiece>> {
-        let (head_bytes, tail_bytes) = plan::framing_bytes(algorithm);
+        let (head_bytes, tail_bytes) = chunking::framing_bytes(algorithm);
         let mut heads: Vec<usize> = regions.iter().map(|r| r.len.min(head_bytes)).collect();
         let tails: Vec<usize> = regions.iter().map(|r| r.len.min(tail_bytes)).collect();
         if head_bytes + tail_bytes == 0 {
@@ -115,12 +116,12 @@ impl CudaEngine {
         let mut pieces = Vec::new();
         let mut needs = Vec::new();
         for (i, r) in regions.iter().enumerate() {
-            let framing = Framing {
+            let framing = BufferEnds {
                 head: &bytes[offs[i]..offs[i] + heads[i]],
                 tail: &bytes[offs[count + i]..offs[count + i] + tails[i]],
                 len: r.len,
             };
-            match plan::decode_pieces(algorithm, i, framing, max)? {
+            match chunking::decode_pieces(algorithm, i, framing, max)? {
                 Pieces::Ready(p) => pieces.extend(p),
                 Pieces::NeedHead(n) => needs.push((i, n)),
             }

@@ -9,7 +9,7 @@
 //! - `driver`: opening the driver and nvCOMP, one engine per device;
 //! - `engine`: [`CudaEngine`], its context, stream and scratch memory;
 //! - `api`: nvCOMP's batched calls, one interface for every algorithm;
-//! - `plan`: how buffers map onto nvCOMP chunks (host logic only);
+//! - `chunking`: how buffers map onto nvCOMP chunks (host logic only);
 //! - `staging`: the table nvCOMP reads and the input scratch around it;
 //! - `encode`, `encoded`: compression, and the framing of its output;
 //! - `decode`: the decode calls, their destinations, the ANS retry;
@@ -21,6 +21,7 @@
 //! - `device_batch`: [`DeviceBatch`], decoded or encoded buffers on the device.
 
 mod api;
+mod chunking;
 mod copies;
 mod decode;
 mod decode_pass;
@@ -33,7 +34,6 @@ mod engine;
 mod framing;
 pub mod isolation;
 mod memory;
-mod plan;
 mod scatter;
 mod staging;
 

@@ -14,10 +14,10 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::chunking;
 use super::copies::Copy;
 use super::isolation::Layout;
 use super::memory::PinnedBuffer;
-use super::plan;
 use super::DeviceRegion;
 
 /// Alignment of the table and of the per-chunk results.
@@ -82,7 +82,7 @@ impl Table<'_> {
 
     /// Bytes the table of `n` chunks takes, aligned.
     pub(super) fn bytes(n: usize) -> usize {
-        plan::align_up(4 * 8 * n, TABLE_ALIGN)
+        chunking::align_up(4 * 8 * n, TABLE_ALIGN)
     }
 
     /// The table of `n` chunks at the start of `pinned`.
@@ -101,7 +101,7 @@ impl Table<'_> {
 
 /// The per-chunk results nvCOMP writes: sizes then statuses.
 pub(super) fn results_bytes(n: usize) -> usize {
-    plan::align_up(12 * n, TABLE_ALIGN)
+    chunking::align_up(12 * n, TABLE_ALIGN)
 }
 
 /// Where each chunk's compressed bytes are read from: in place on the device,
@@ -129,7 +129,7 @@ impl Staging {
             match direct {
                 Some(addr) if addr % align as u64 == 0 => addrs.push(addr),
                 _ => {
-                    end = plan::align_up(end, align);
+                    end = chunking::align_up(end, align);
                     offsets.push(end);
                     addrs.push(end as u64 | STAGED);
                     end += len;
@@ -151,7 +151,7 @@ impl Staging {
 
     /// Where the per-chunk results start in the input scratch.
     pub(super) fn results_at(&self) -> usize {
-        plan::align_up(self.end, TABLE_ALIGN)
+        chunking::align_up(self.end, TABLE_ALIGN)
     }
 
     /// The device copies that stage device chunks, `sources[k]` being chunk
@@ -246,7 +246,7 @@ mod tests {
         let table = Table::bytes(4);
         assert_eq!(staging.offsets, vec![table, table + 16, table + 32]);
         assert_eq!(staging.end, table + 33);
-        assert_eq!(staging.results_at(), plan::align_up(table + 33, TABLE_ALIGN));
+        assert_eq!(staging.results_at(), chunking::align_up(table + 33, TABLE_ALIGN));
         let dev_in = 0x10_0000;
         let addresses: Vec<u64> = (0..4).map(|k| staging.address(k, dev_in)).collect();
         let staged = |offset: usize| dev_in + offset as u64;

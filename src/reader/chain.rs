@@ -23,6 +23,7 @@ use zarrs::metadata::v3::MetadataV3;
 use zarrs::metadata::ArrayMetadata;
 
 use crate::algorithm::{Algorithm, DataType};
+use crate::format::deflate;
 
 /// How to get the compressed stream out of one stored chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -60,10 +61,8 @@ impl Framing {
                 body.len()
             ));
         }
-        if self.adler32
-            && (body[0] & 0x0f != 8 || body[1] & 0x20 != 0 || u16::from_be_bytes([body[0], body[1]]) % 31 != 0)
-        {
-            return Err("not a zlib stream (bad header, or a preset dictionary)".into());
+        if self.adler32 {
+            deflate::check_zlib_header(body)?;
         }
         Ok(&body[self.strip_front..body.len() - self.strip_back])
     }
@@ -78,7 +77,7 @@ impl Framing {
         } else {
             chunk
         };
-        body.last_chunk::<4>().map(|t| u32::from_be_bytes(*t))
+        deflate::zlib_adler32(body)
     }
 }
 
@@ -109,8 +108,8 @@ fn fast(algorithm: Algorithm) -> Chain {
 
 const ZLIB: Framing = Framing {
     crc32c: false,
-    strip_front: 2,
-    strip_back: 4,
+    strip_front: deflate::ZLIB_HEADER_LEN,
+    strip_back: deflate::ZLIB_TRAILER_LEN,
     adler32: true,
 };
 

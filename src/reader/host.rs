@@ -33,7 +33,7 @@ impl HostOutput {
             bytes: len as u128,
             reason: "the allocator refused it".into(),
         })?;
-        crate::cpu::advise_huge_pages(&mut data);
+        crate::host_memory::advise_huge_pages(&mut data);
         let ptr = data.as_mut_ptr();
         Ok(Self {
             data: std::cell::UnsafeCell::new(data),

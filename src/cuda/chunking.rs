@@ -1,14 +1,14 @@
 //! How the buffers of a batch map onto nvCOMP chunks.
 //!
-//! This part is pure host logic: it reads the framing of each buffer (see
-//! [`crate::format`]) and decides which byte ranges nvCOMP decodes, how large
+//! This part is pure host logic: it reads the framing of each buffer through
+//! [`crate::format`] and decides which byte ranges nvCOMP decodes, how large
 //! each decodes, and which buffers the GPU cannot take.
 
 use std::ops::Range;
 
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
-use crate::format::{self, GDEFLATE_PAGE_SIZE};
+use crate::format::{self, ans, gdeflate, gzip, lz4, snappy, BufferEnds};
 
 /// nvCOMP's per-chunk compression limit for LZ4, Snappy, cascaded, bitcomp and ANS.
 pub(crate) const SMALL_CHUNK_LIMIT: usize = 1 << 24;
@@ -27,9 +27,6 @@ pub(crate) struct DecodePiece {
     pub crc32: Option<u32>,
 }
 
-/// A gzip member ends with the CRC-32 and the size (mod 2^32) of its data.
-const GZIP_TRAILER_LEN: usize = 8;
-
 fn declared(index: usize, size: u64, max: u64) -> Result<usize> {
     if size > max {
         return Err(Error::DecodedSizeTooLarge {
@@ -45,44 +42,16 @@ fn corrupt(index: usize) -> impl Fn(String) -> Error {
     move |reason| Error::Corrupt { index, reason }
 }
 
-/// The first and last bytes of an encoded buffer: enough to read its framing
-/// without the whole buffer on the host (device inputs copy only these).
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Framing<'a> {
-    /// The buffer's first bytes (all of it for host inputs).
-    pub head: &'a [u8],
-    /// The buffer's last `min(len, 4)` bytes.
-    pub tail: &'a [u8],
-    /// The buffer's length.
-    pub len: usize,
-}
-
-impl<'a> Framing<'a> {
-    /// Whether the head is the whole buffer.
-    pub fn is_whole(&self) -> bool {
-        self.head.len() == self.len
-    }
-
-    /// The framing of a buffer held on the host.
-    pub fn of(buf: &'a [u8]) -> Self {
-        Self {
-            head: buf,
-            tail: &buf[buf.len().saturating_sub(GZIP_TRAILER_LEN)..],
-            len: buf.len(),
-        }
-    }
-}
-
 /// How many leading and trailing bytes of a device buffer [`decode_pieces`]
 /// reads first (gdeflate may then ask for more with [`Pieces::NeedHead`]);
 /// none for formats whose sizes nvCOMP's size query reads from the device.
 pub(crate) fn framing_bytes(algorithm: &Algorithm) -> (usize, usize) {
     match algorithm {
-        Algorithm::Lz4 { has_header: true, .. } => (format::LZ4_HEADER_LEN, 0),
-        Algorithm::Gzip { .. } => (2, GZIP_TRAILER_LEN),
-        Algorithm::Ans { .. } => (4, 0),
+        Algorithm::Lz4 { has_header: true, .. } => (lz4::HEADER_LEN, 0),
+        Algorithm::Gzip { .. } => (gzip::MAGIC_LEN, gzip::TRAILER_LEN),
+        Algorithm::Ans { .. } => (ans::HEADER_LEN, 0),
         // Enough for the page table of buffers up to 1 MiB, so most need one round.
-        Algorithm::Gdeflate { has_header: true, .. } => (format::GDEFLATE_STATIC_HEADER_LEN + 8 * 16, 0),
+        Algorithm::Gdeflate { has_header: true, .. } => (gdeflate::header_len(16), 0),
         _ => (0, 0),
     }
 }
@@ -97,7 +66,8 @@ pub(crate) enum Pieces {
 }
 
 /// The nvCOMP chunks of buffer `index`.
-pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: Framing<'_>, max: u64) -> Result<Pieces> {
+pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: BufferEnds<'_>, max: u64) -> Result<Pieces> {
+    let corrupt = corrupt(index);
     let whole = |decoded: Option<usize>| {
         vec![DecodePiece {
             buffer: index,
@@ -108,18 +78,11 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: Framing<'_>,
     };
     let pieces = match *algorithm {
         Algorithm::Lz4 { has_header: true, .. } => {
-            if f.len < format::LZ4_HEADER_LEN {
-                return Err(corrupt(index)(format!(
-                    "{} bytes is shorter than the 4-byte LZ4 length header",
-                    f.len
-                )));
-            }
-            let (size, _) = format::split_lz4_header(f.head).map_err(corrupt(index))?;
-            let size = declared(index, size as u64, max)?;
+            let (size, _) = lz4::split_header(f.head).map_err(corrupt)?;
             vec![DecodePiece {
                 buffer: index,
-                input: format::LZ4_HEADER_LEN..f.len,
-                decoded: Some(size),
+                input: lz4::HEADER_LEN..f.len,
+                decoded: Some(declared(index, size as u64, max)?),
                 crc32: None,
             }]
         }
@@ -127,13 +90,13 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: Framing<'_>,
         // host buffers are walked first; device buffers get nvCOMP's size query
         // and are decoded as one frame.
         Algorithm::Snappy if f.is_whole() => {
-            let size = format::validate_snappy(f.head).map_err(corrupt(index))?;
+            let size = snappy::validate(f.head).map_err(corrupt)?;
             whole(Some(declared(index, size as u64, max)?))
         }
         // Concatenated frames (as libzstd and numcodecs write and read them)
         // become one piece each, decoded back to back; skippable frames none.
         Algorithm::Zstd if f.is_whole() => {
-            let frames = format::zstd_frames(f.head).map_err(corrupt(index))?;
+            let frames = format::zstd::frames(f.head).map_err(corrupt)?;
             let total = frames
                 .iter()
                 .filter_map(|fr| fr.content_size)
@@ -151,30 +114,22 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: Framing<'_>,
         }
         Algorithm::Snappy | Algorithm::Zstd => whole(None),
         Algorithm::Gzip { .. } => {
-            if f.len < 18 || f.head.get(..2) != Some(&[0x1f, 0x8b][..]) {
-                return Err(corrupt(index)(
-                    "not a gzip member (bad magic or shorter than 18 bytes)".into(),
-                ));
-            }
-            let trailer: [u8; GZIP_TRAILER_LEN] = f.tail.try_into().expect("the gzip trailer");
-            let (crc32, isize) = trailer.split_at(4);
-            let isize = u32::from_le_bytes(isize.try_into().unwrap());
+            let trailer = gzip::trailer(f).map_err(corrupt)?;
             vec![DecodePiece {
                 buffer: index,
                 input: 0..f.len,
-                decoded: Some(declared(index, isize.into(), max)?),
-                crc32: Some(u32::from_le_bytes(crc32.try_into().unwrap())),
+                decoded: Some(declared(index, trailer.isize.into(), max)?),
+                crc32: Some(trailer.crc32),
             }]
         }
         Algorithm::Gdeflate { has_header: true, .. } => return gdeflate_pieces(index, f, max),
-        // nvCOMP's ANS chunks start with their decoded size (u32 LE), as seen
-        // with nvCOMP 6.0. nvCOMP's size query is slow for many small ANS
-        // chunks, so the word is used, and the engine falls back to the query
-        // when a decode with it fails.
-        Algorithm::Ans { .. } if f.len >= 4 && f.head.len() >= 4 => {
-            let size = u32::from_le_bytes(f.head[..4].try_into().unwrap());
-            whole(Some(declared(index, size.into(), max)?))
-        }
+        // nvCOMP's ANS chunks start with their decoded size (see
+        // `format::ans`); the engine falls back to nvCOMP's size query when a
+        // decode with it fails.
+        Algorithm::Ans { .. } if f.len >= ans::HEADER_LEN => match ans::declared_len(f.head) {
+            Some(size) => whole(Some(declared(index, size.into(), max)?)),
+            None => whole(None),
+        },
         Algorithm::Lz4 { has_header: false, .. }
         | Algorithm::Deflate { .. }
         | Algorithm::Gdeflate { has_header: false, .. }
@@ -187,64 +142,34 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: Framing<'_>,
     ))
 }
 
-fn gdeflate_pieces(index: usize, f: Framing<'_>, max: u64) -> Result<Pieces> {
-    let err = corrupt(index);
-    if f.len < format::GDEFLATE_STATIC_HEADER_LEN {
-        return Err(err(format!(
-            "{} bytes is shorter than the 16-byte gdeflate header",
-            f.len
-        )));
-    }
-    let (decoded_len, page_count) = format::gdeflate_sizes(f.head).map_err(&err)?;
+/// One piece per page; the decoded length is checked against `max` before
+/// the page table is read.
+fn gdeflate_pieces(index: usize, f: BufferEnds<'_>, max: u64) -> Result<Pieces> {
+    let corrupt = corrupt(index);
+    let (decoded_len, _) = gdeflate::sizes(f.head).map_err(&corrupt)?;
     let decoded_len = declared(index, decoded_len, max)?;
-    if page_count != decoded_len.div_ceil(GDEFLATE_PAGE_SIZE) as u64 {
-        return Err(err(format!(
-            "gdeflate header declares {page_count} pages for {decoded_len} decoded bytes"
-        )));
+    let header_len = gdeflate::declared_header_len(f.head, f.len).map_err(&corrupt)?;
+    if f.head.len() < header_len {
+        return Ok(Pieces::NeedHead(header_len));
     }
-    let table_end = format::GDEFLATE_STATIC_HEADER_LEN + 8 * page_count as usize;
-    if table_end > f.len {
-        return Err(err(format!(
-            "gdeflate page table of {page_count} pages does not fit {} bytes",
-            f.len
-        )));
-    }
-    if f.head.len() < table_end {
-        return Ok(Pieces::NeedHead(table_end));
-    }
-    let mut start = table_end;
-    let mut pieces = Vec::with_capacity(page_count as usize);
-    for (page, size) in f.head[format::GDEFLATE_STATIC_HEADER_LEN..table_end]
-        .chunks_exact(8)
+    let table = gdeflate::page_table(f).map_err(corrupt)?;
+    let pieces = table
+        .pages
+        .into_iter()
         .enumerate()
-    {
-        let size = u64::from_le_bytes(size.try_into().unwrap());
-        let end = usize::try_from(size)
-            .ok()
-            .and_then(|s| start.checked_add(s))
-            .filter(|end| *end <= f.len)
-            .ok_or_else(|| err(format!("gdeflate page {page} of {size} bytes runs past the buffer end")))?;
-        let decoded = (decoded_len - page * GDEFLATE_PAGE_SIZE).min(GDEFLATE_PAGE_SIZE);
-        pieces.push(DecodePiece {
+        .map(|(page, input)| DecodePiece {
             buffer: index,
-            input: start..end,
-            decoded: Some(decoded),
+            input,
+            decoded: Some(gdeflate::page_decoded_len(decoded_len, page)),
             crc32: None,
-        });
-        start = end;
-    }
-    if start != f.len {
-        return Err(err(format!(
-            "{} trailing bytes after the last gdeflate page",
-            f.len - start
-        )));
-    }
+        })
+        .collect();
     Ok(Pieces::Ready(pieces))
 }
 
 /// The nvCOMP chunks of buffer `index`, held whole on the host.
 pub(crate) fn decode_pieces_of(algorithm: &Algorithm, index: usize, buf: &[u8], max: u64) -> Result<Vec<DecodePiece>> {
-    match decode_pieces(algorithm, index, Framing::of(buf), max)? {
+    match decode_pieces(algorithm, index, BufferEnds::of(buf), max)? {
         Pieces::Ready(pieces) => Ok(pieces),
         Pieces::NeedHead(_) => unreachable!("the whole buffer is its head"),
     }
@@ -270,8 +195,8 @@ pub(crate) fn encode_route(algorithm: &Algorithm, index: usize, len: usize) -> R
     };
     Ok(match *algorithm {
         Algorithm::Gdeflate { has_header: true, .. } => EncodeRoute::Gpu(
-            (0..len.div_ceil(GDEFLATE_PAGE_SIZE))
-                .map(|p| p * GDEFLATE_PAGE_SIZE..((p + 1) * GDEFLATE_PAGE_SIZE).min(len))
+            (0..len.div_ceil(gdeflate::PAGE_SIZE))
+                .map(|p| p * gdeflate::PAGE_SIZE..((p + 1) * gdeflate::PAGE_SIZE).min(len))
                 .collect(),
         ),
         _ if len == 0 && algorithm.has_cpu_implementation() => EncodeRoute::Cpu,
@@ -369,10 +294,10 @@ mod tests {
             algorithm: 0,
             has_header: true,
         };
-        let buf = format::write_gdeflate(GDEFLATE_PAGE_SIZE + 5, [&b"abc"[..], b"de"].into_iter());
+        let buf = gdeflate::write(gdeflate::PAGE_SIZE + 5, [&b"abc"[..], b"de"].into_iter());
         let pieces = decode_pieces_of(&alg, 0, &buf, 1 << 30).unwrap();
         let head = &buf[..20];
-        let partial = Framing {
+        let partial = BufferEnds {
             head,
             tail: &buf[buf.len() - 4..],
             len: buf.len(),
@@ -382,7 +307,7 @@ mod tests {
         assert!(decode_pieces_of(&alg, 0, &buf[..buf.len() - 1], 1 << 30).is_err());
         assert_eq!(pieces.len(), 2);
         assert_eq!(&buf[pieces[0].input.clone()], b"abc");
-        assert_eq!(pieces[0].decoded, Some(GDEFLATE_PAGE_SIZE));
+        assert_eq!(pieces[0].decoded, Some(gdeflate::PAGE_SIZE));
         assert_eq!(&buf[pieces[1].input.clone()], b"de");
         assert_eq!(pieces[1].decoded, Some(5));
     }
@@ -407,8 +332,11 @@ mod tests {
             has_header: true,
         };
         assert_eq!(
-            encode_route(&gd, 0, GDEFLATE_PAGE_SIZE + 1).unwrap(),
-            EncodeRoute::Gpu(vec![0..GDEFLATE_PAGE_SIZE, GDEFLATE_PAGE_SIZE..GDEFLATE_PAGE_SIZE + 1])
+            encode_route(&gd, 0, gdeflate::PAGE_SIZE + 1).unwrap(),
+            EncodeRoute::Gpu(vec![
+                0..gdeflate::PAGE_SIZE,
+                gdeflate::PAGE_SIZE..gdeflate::PAGE_SIZE + 1
+            ])
         );
         assert_eq!(encode_route(&gd, 0, 0).unwrap(), EncodeRoute::Gpu(vec![]));
     }

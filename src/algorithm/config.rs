@@ -1,10 +1,5 @@
-//! Algorithms, their options, and the JSON configuration
-//! `{"algorithm": "lz4", "options": {...}}` that zarr metadata stores.
-//!
-//! Option names are nvCOMP's: LZ4 `data_type` and `has_header`; deflate, gzip and
-//! gdeflate `algorithm` (0-5, nvCOMP's speed/ratio trade-off); gdeflate
-//! `has_header`; cascaded, bitcomp and ANS `data_type`, bitcomp `algorithm`.
-//! Unknown options are errors that list the valid ones.
+//! Reading and writing an [`Algorithm`]'s configuration,
+//! `{"algorithm": "lz4", "options": {...}}`.
 //!
 //! kvikio's `NvCompBatchCodec` wrote the same codec id, so its configurations
 //! are read too: algorithm names in any case, `algo` for `algorithm` (at the
@@ -17,194 +12,28 @@
 
 use serde_json::{Map, Value};
 
+use super::{Algorithm, DataType};
 use crate::error::{Error, Result};
 
-/// Element type hint passed to nvCOMP (`nvcompType_t`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum DataType {
-    /// 1-byte signed (`NVCOMP_TYPE_CHAR`), the default.
-    #[default]
-    Char,
-    /// 1-byte unsigned.
-    Uchar,
-    /// 2-byte signed.
-    Short,
-    /// 2-byte unsigned.
-    Ushort,
-    /// 4-byte signed.
-    Int,
-    /// 4-byte unsigned.
-    Uint,
-    /// 8-byte signed.
-    Longlong,
-    /// 8-byte unsigned.
-    Ulonglong,
-    /// IEEE half precision.
-    Float16,
-    /// IEEE single precision.
-    Float32,
-    /// IEEE double precision.
-    Float64,
-    /// Bits (`NVCOMP_TYPE_BITS`).
-    Bits,
-}
+/// Other spellings of options (kvikio's, nvCOMP's C fields) and the option they mean.
+const ALIASES: [(&str, &str); 2] = [("algo", "algorithm"), ("type", "data_type")];
 
-impl DataType {
-    const ALL: [(DataType, &'static str, i64); 12] = [
-        (Self::Char, "char", 0),
-        (Self::Uchar, "uchar", 1),
-        (Self::Short, "short", 2),
-        (Self::Ushort, "ushort", 3),
-        (Self::Int, "int", 4),
-        (Self::Uint, "uint", 5),
-        (Self::Longlong, "longlong", 6),
-        (Self::Ulonglong, "ulonglong", 7),
-        (Self::Float16, "float16", 10),
-        (Self::Float32, "float32", 11),
-        (Self::Float64, "float64", 12),
-        (Self::Bits, "bits", 0xff),
-    ];
+/// Options that select the device, not the bitstream: accepted and ignored.
+const IGNORED: [&str; 2] = ["device_ordinal", "device_id"];
 
-    /// The name written into configurations.
-    pub fn name(self) -> &'static str {
-        Self::ALL.iter().find(|(t, ..)| *t == self).map(|(_, n, _)| *n).unwrap()
+/// The options the algorithm `name` takes.
+fn valid_options(name: &str) -> &'static [&'static str] {
+    match name {
+        "lz4" => &["data_type", "has_header"],
+        "deflate" | "gzip" => &["algorithm"],
+        "gdeflate" => &["algorithm", "has_header"],
+        "cascaded" | "ans" => &["data_type"],
+        "bitcomp" => &["algorithm", "data_type"],
+        _ => &[],
     }
-
-    /// nvCOMP's `nvcompType_t` value.
-    pub fn nvcomp_value(self) -> i64 {
-        Self::ALL.iter().find(|(t, ..)| *t == self).map(|(.., v)| *v).unwrap()
-    }
-
-    /// Parses a name (`"uint"`, also NumPy's `"uint32"`, `"int8"`, ...) or an
-    /// `nvcompType_t` integer.
-    fn parse(algorithm: &'static str, option: &str, value: &Value) -> Result<Self> {
-        let found = match value {
-            Value::Number(n) => n.as_i64().and_then(|v| Self::ALL.iter().find(|(.., x)| *x == v)),
-            Value::String(s) => {
-                let s = s.to_ascii_lowercase();
-                let s = match s.trim_start_matches(['<', '>', '|', '=']) {
-                    "int8" | "i1" | "b" => "char",
-                    "uint8" | "u1" | "bool" => "uchar",
-                    "int16" | "i2" => "short",
-                    "uint16" | "u2" => "ushort",
-                    "int32" | "i4" => "int",
-                    "uint32" | "u4" => "uint",
-                    "int64" | "i8" => "longlong",
-                    "uint64" | "u8" => "ulonglong",
-                    "f2" | "half" => "float16",
-                    "f4" | "float" => "float32",
-                    "f8" | "double" => "float64",
-                    other => other,
-                }
-                .to_string();
-                Self::ALL.iter().find(|(_, n, _)| *n == s)
-            }
-            _ => None,
-        };
-        found.map(|(t, ..)| *t).ok_or_else(|| Error::InvalidOption {
-            algorithm,
-            option: option.to_string(),
-            reason: format!(
-                "{value} is not a data type; valid: {} or their nvcompType_t integers",
-                Self::ALL.map(|(_, n, _)| n).join(", ")
-            ),
-        })
-    }
-}
-
-/// An algorithm with its options.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Algorithm {
-    /// LZ4 blocks; with `has_header` (default) each buffer is the numcodecs `LZ4` layout.
-    Lz4 {
-        /// Element type hint for nvCOMP's compressor.
-        data_type: DataType,
-        /// Whether each buffer starts with its decoded length (4 bytes, little endian).
-        has_header: bool,
-    },
-    /// Raw Snappy (not framed).
-    Snappy,
-    /// One Zstandard frame per buffer.
-    Zstd,
-    /// Raw DEFLATE (RFC 1951).
-    Deflate {
-        /// nvCOMP's compression algorithm, 0 (fastest) to 5 (best ratio).
-        algorithm: u8,
-    },
-    /// One gzip member (RFC 1952).
-    Gzip {
-        /// nvCOMP's compression algorithm, 0 (fastest) to 5 (best ratio).
-        algorithm: u8,
-    },
-    /// GDeflate pages behind zarrs' `gdeflate` header, or one bare stream.
-    Gdeflate {
-        /// nvCOMP's compression algorithm, 0 (fastest) to 5 (best ratio).
-        algorithm: u8,
-        /// Whether buffers carry the zarrs `gdeflate` page header (default).
-        has_header: bool,
-    },
-    /// nvCOMP's cascaded format (GPU only).
-    Cascaded {
-        /// Element type of the data.
-        data_type: DataType,
-    },
-    /// nvCOMP's bitcomp format (GPU only).
-    Bitcomp {
-        /// Bitcomp algorithm: 0 (default) or 1 (sparse).
-        algorithm: u8,
-        /// Element type of the data.
-        data_type: DataType,
-    },
-    /// nvCOMP's ANS format (GPU only).
-    Ans {
-        /// Element type of the data (`char` or `float16`).
-        data_type: DataType,
-    },
 }
 
 impl Algorithm {
-    /// Names of all algorithms, as written in configurations.
-    pub const NAMES: [&'static str; 9] = [
-        "lz4", "snappy", "zstd", "deflate", "gzip", "gdeflate", "cascaded", "bitcomp", "ans",
-    ];
-
-    /// The algorithm's name.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Lz4 { .. } => "lz4",
-            Self::Snappy => "snappy",
-            Self::Zstd => "zstd",
-            Self::Deflate { .. } => "deflate",
-            Self::Gzip { .. } => "gzip",
-            Self::Gdeflate { .. } => "gdeflate",
-            Self::Cascaded { .. } => "cascaded",
-            Self::Bitcomp { .. } => "bitcomp",
-            Self::Ans { .. } => "ans",
-        }
-    }
-
-    /// Whether the CPU backend implements the algorithm.
-    pub fn has_cpu_implementation(&self) -> bool {
-        !matches!(self, Self::Cascaded { .. } | Self::Bitcomp { .. } | Self::Ans { .. })
-    }
-
-    /// Other spellings of options (kvikio's, nvCOMP's C fields) and the option they mean.
-    const ALIASES: [(&'static str, &'static str); 2] = [("algo", "algorithm"), ("type", "data_type")];
-
-    /// Options that select the device, not the bitstream: accepted and ignored.
-    const IGNORED: [&'static str; 2] = ["device_ordinal", "device_id"];
-
-    fn valid_options(name: &str) -> &'static [&'static str] {
-        match name {
-            "lz4" => &["data_type", "has_header"],
-            "deflate" | "gzip" => &["algorithm"],
-            "gdeflate" => &["algorithm", "has_header"],
-            "cascaded" | "ans" => &["data_type"],
-            "bitcomp" => &["algorithm", "data_type"],
-            _ => &[],
-        }
-    }
-
     /// Builds an algorithm from its name and options (a JSON object or `null`),
     /// for a new codec: options left out take this project's defaults
     /// (GDeflate with zarrs' page header).
@@ -223,7 +52,7 @@ impl Algorithm {
             Value::Object(map) => canonical_options(name, map)?,
             other => return Err(Error::InvalidConfig(format!("options must be an object, got {other}"))),
         };
-        let valid = Self::valid_options(name);
+        let valid = valid_options(name);
         if let Some(unknown) = options.keys().find(|k| !valid.contains(&k.as_str())) {
             return Err(Error::UnknownOption {
                 algorithm: name,
@@ -368,10 +197,10 @@ enum Origin {
 fn canonical_options(algorithm: &'static str, options: &Map<String, Value>) -> Result<Map<String, Value>> {
     let mut canonical = Map::new();
     for (key, value) in options {
-        if Algorithm::IGNORED.contains(&key.as_str()) || value.is_null() {
+        if IGNORED.contains(&key.as_str()) || value.is_null() {
             continue;
         }
-        let name = Algorithm::ALIASES
+        let name = ALIASES
             .iter()
             .find(|(alias, _)| alias == key)
             .map_or(key.as_str(), |(_, name)| name);

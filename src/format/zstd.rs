@@ -1,0 +1,216 @@
+//! Zstandard frames (RFC 8878), back to back as libzstd and numcodecs'
+//! `Zstd` read them.
+//!
+//! ```text
+//! data frame:      magic 0xFD2FB528 (u32 LE), frame header, blocks, optional checksum
+//!   frame header:  descriptor byte (bits 7-6 size field width, 5 single segment,
+//!                  2 checksum, 1-0 dictionary id width), window byte unless single
+//!                  segment, dictionary id (0/1/2/4 bytes), content size (0/1/2/4/8)
+//!   block:         3-byte LE header (bit 0 last, bits 2-1 type: raw, RLE,
+//!                  compressed, reserved; bits 23-3 size), then its body
+//!                  (RLE: one byte; otherwise `size` bytes)
+//!   checksum:      4 bytes when the descriptor says so
+//! skippable frame: magic 0x184D2A50-0x184D2A5F, u32 LE length, payload
+//! ```
+//!
+//! Only frame and block headers are read (not block contents), so truncated
+//! or padded buffers are caught before a decoder sees them.
+
+/// The content size the Zstandard frame at the start of `buf` declares,
+/// `None` when the frame omits it (streamed frames).
+pub fn content_size(buf: &[u8]) -> Result<Option<u64>, String> {
+    ::zstd::zstd_safe::get_frame_content_size(buf).map_err(|_| "not a Zstandard frame".to_string())
+}
+
+/// One data frame of a Zstandard buffer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    /// Its bytes within the buffer.
+    pub range: std::ops::Range<usize>,
+    /// The content size its header declares, `None` for streamed frames.
+    pub content_size: Option<u64>,
+    /// Bytes its raw and RLE blocks decode to.
+    pub raw_and_rle_bytes: u64,
+    /// Number of its compressed blocks (each decodes to at most 128 KiB).
+    pub compressed_blocks: u64,
+}
+
+/// Walks a buffer of Zstandard frames back to back: the data frames in
+/// order, skippable frames left out.
+pub fn frames(buf: &[u8]) -> Result<Vec<Frame>, String> {
+    const MAGIC: u32 = 0xFD2F_B528;
+    // Skippable frames: magic 0x184D2A50 to 0x184D2A5F, u32 LE length, payload.
+    const SKIPPABLE_MASK: u32 = 0xFFFF_FFF0;
+    const SKIPPABLE: u32 = 0x184D_2A50;
+    if buf.is_empty() {
+        return Err("an empty buffer is not a Zstandard frame".into());
+    }
+    let mut frames = Vec::new();
+    let mut at = 0;
+    while at < buf.len() {
+        let rest = &buf[at..];
+        let magic = rest.first_chunk::<4>().map(|m| u32::from_le_bytes(*m));
+        let len = match magic {
+            Some(MAGIC) => {
+                let walk = frame_blocks(rest).map_err(|e| format!("{e} (frame at byte {at})"))?;
+                let content_size = content_size(rest)?;
+                frames.push(Frame {
+                    range: at..at + walk.len,
+                    content_size,
+                    raw_and_rle_bytes: walk.raw_and_rle_bytes,
+                    compressed_blocks: walk.compressed_blocks,
+                });
+                walk.len
+            }
+            Some(m) if m & SKIPPABLE_MASK == SKIPPABLE => {
+                let size = rest
+                    .get(4..8)
+                    .map(|s| u32::from_le_bytes(s.try_into().expect("4 bytes")) as usize)
+                    .ok_or_else(|| format!("Zstandard skippable frame header truncated at byte {at}"))?;
+                if size > rest.len() - 8 {
+                    return Err(format!("Zstandard skippable frame at byte {at} runs past the end"));
+                }
+                8 + size
+            }
+            _ => return Err(format!("not a Zstandard frame (bad magic number) at byte {at}")),
+        };
+        at += len;
+    }
+    Ok(frames)
+}
+
+/// What the block headers of a Zstandard frame say.
+struct FrameBlocks {
+    /// Bytes of the frame, checksum included.
+    len: usize,
+    /// Bytes its raw and RLE blocks decode to.
+    raw_and_rle_bytes: u64,
+    /// Number of its compressed blocks.
+    compressed_blocks: u64,
+}
+
+/// The length and blocks of the Zstandard frame at the start of `buf` (its
+/// magic number checked by the caller), from its frame header and block headers.
+fn frame_blocks(buf: &[u8]) -> Result<FrameBlocks, String> {
+    let descriptor = *buf.get(4).ok_or("Zstandard frame header truncated")?;
+    let single_segment = descriptor & 0x20 != 0;
+    let checksum = descriptor & 0x04 != 0;
+    let dict_bytes = [0, 1, 2, 4][(descriptor & 3) as usize];
+    let size_bytes = match descriptor >> 6 {
+        0 if single_segment => 1,
+        0 => 0,
+        1 => 2,
+        2 => 4,
+        _ => 8,
+    };
+    let mut at = 5 + usize::from(!single_segment) + dict_bytes + size_bytes;
+    let (mut raw_and_rle_bytes, mut compressed_blocks) = (0u64, 0u64);
+    loop {
+        let header = buf
+            .get(at..at + 3)
+            .ok_or_else(|| format!("Zstandard block header truncated at byte {at}"))?;
+        let header = u32::from(header[0]) | u32::from(header[1]) << 8 | u32::from(header[2]) << 16;
+        at += 3;
+        let size = (header >> 3) as usize;
+        let body = match (header >> 1) & 3 {
+            0 => {
+                raw_and_rle_bytes += size as u64;
+                size
+            }
+            1 => {
+                raw_and_rle_bytes += size as u64;
+                1
+            }
+            2 => {
+                compressed_blocks += 1;
+                size
+            }
+            _ => return Err(format!("reserved Zstandard block type at byte {}", at - 3)),
+        };
+        if body > buf.len() - at.min(buf.len()) {
+            return Err(format!(
+                "Zstandard block of {body} bytes runs past the end at byte {at}"
+            ));
+        }
+        at += body;
+        if header & 1 == 1 {
+            break;
+        }
+    }
+    at += if checksum { 4 } else { 0 };
+    if at > buf.len() {
+        return Err("Zstandard checksum truncated".into());
+    }
+    Ok(FrameBlocks {
+        len: at,
+        raw_and_rle_bytes,
+        compressed_blocks,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn walk_accepts_frames_and_rejects_truncation_and_padding() {
+        let data = vec![3u8; 300_000];
+        for checksum in [false, true] {
+            let mut frame = Vec::new();
+            let mut enc = ::zstd::stream::Encoder::new(&mut frame, 1).unwrap();
+            enc.include_checksum(checksum).unwrap();
+            std::io::Write::write_all(&mut enc, &data).unwrap();
+            enc.finish().unwrap();
+            let walked = frames(&frame).unwrap();
+            let spans: Vec<_> = walked.iter().map(|f| (f.range.clone(), f.content_size)).collect();
+            assert_eq!(spans, vec![(0..frame.len(), None)]);
+            // 300,000 equal bytes: blocks of at most 128 KiB, raw, RLE or compressed.
+            let f = &walked[0];
+            assert!(
+                f.raw_and_rle_bytes + f.compressed_blocks * 128 * 1024 >= 300_000,
+                "{f:?}"
+            );
+            assert!(frames(&frame[..frame.len() - 1]).is_err());
+            let mut padded = frame.clone();
+            padded.push(0);
+            assert!(frames(&padded).is_err());
+        }
+        let empty = ::zstd::bulk::compress(&[], 1).unwrap();
+        assert_eq!(frames(&empty).unwrap()[0].content_size, Some(0));
+        assert!(frames(b"garbage!").is_err());
+        assert!(frames(b"").is_err());
+    }
+
+    #[test]
+    fn walk_splits_concatenated_and_skips_skippable_frames() {
+        let a = ::zstd::bulk::compress(&[1u8; 1000], 1).unwrap();
+        let b = ::zstd::bulk::compress(&[2u8; 70_000], 3).unwrap();
+        let mut skippable = 0x184D_2A5Bu32.to_le_bytes().to_vec();
+        skippable.extend(5u32.to_le_bytes());
+        skippable.extend(b"notes");
+        let buf = [skippable.as_slice(), &a, &skippable, &b].concat();
+        let at_a = skippable.len();
+        let at_b = at_a + a.len() + skippable.len();
+        let spans: Vec<_> = frames(&buf)
+            .unwrap()
+            .into_iter()
+            .map(|f| (f.range, f.content_size))
+            .collect();
+        assert_eq!(
+            spans,
+            vec![(at_a..at_a + a.len(), Some(1000)), (at_b..buf.len(), Some(70_000))]
+        );
+        // A skippable frame that claims more bytes than there are.
+        assert!(frames(&[&a[..], &skippable[..6]].concat()).is_err());
+        let mut long = skippable.clone();
+        long[4] = 6;
+        assert!(frames(&[&a[..], &long].concat()).is_err());
+    }
+
+    #[test]
+    fn content_size_is_read() {
+        let frame = ::zstd::bulk::compress(&[7u8; 1000], 1).unwrap();
+        assert_eq!(content_size(&frame).unwrap(), Some(1000));
+        assert!(content_size(b"nonsense").is_err());
+    }
+}
