@@ -19,6 +19,7 @@ import numpy as np
 from numcodecs.compat import ensure_contiguous_ndarray
 
 from zarrs_nvcomp import _cupy_builds
+from zarrs_nvcomp._zarrs_nvcomp import CudaError, InvalidArgumentError, UnsupportedTypeError
 
 # DLPack device types whose memory the GPU addresses directly.
 _DLPACK_CUDA = 2
@@ -60,7 +61,7 @@ def classify(buffers: Sequence[Any], what: str) -> bool:
         return True
     flags = {is_device(b) for b in buffers}
     if len(flags) > 1:
-        raise ValueError(f"{what} mix host and device buffers; give all of one kind")
+        raise InvalidArgumentError(f"{what} mix host and device buffers; give all of one kind")
     return flags == {True}
 
 
@@ -71,16 +72,16 @@ def host_view(buf: Any, *, writable: bool = False, what: str = "buffer") -> np.n
     elif isinstance(buf, np.ndarray) and buf.dtype == np.uint8 and buf.ndim == 1:
         arr = buf
         if not arr.flags.c_contiguous:
-            raise ValueError(f"{what} is not contiguous")
+            raise InvalidArgumentError(f"{what} is not contiguous")
     else:
         try:
             arr = ensure_contiguous_ndarray(buf)
         except ValueError as e:
-            raise ValueError(f"{what}: {e}") from None
+            raise InvalidArgumentError(f"{what}: {e}") from None
         if arr.dtype != np.uint8:
             arr = arr.view(np.uint8)
     if writable and not arr.flags.writeable:
-        raise ValueError(f"{what} is read-only")
+        raise InvalidArgumentError(f"{what} is read-only")
     return arr
 
 
@@ -93,7 +94,7 @@ def _synchronize_stream(handle: int) -> None:
     libcuda = _libcuda()
     status = libcuda.cuStreamSynchronize(ctypes.c_void_p(handle))
     if status != 0:
-        raise RuntimeError(f"cuStreamSynchronize failed with CUDA error {status}")
+        raise CudaError(f"cuStreamSynchronize failed with CUDA error {status}")
 
 
 @functools.cache
@@ -128,7 +129,7 @@ def device_pairs(objs: Sequence[Any], what: str) -> tuple[list[tuple[int, int]],
         pairs = []
         for i, o in enumerate(objs):
             if not (o.flags.c_contiguous or o.flags.f_contiguous):
-                raise ValueError(f"{what} {i} is not contiguous")
+                raise InvalidArgumentError(f"{what} {i} is not contiguous")
             pairs.append((o.data.ptr, o.nbytes))
         cp.cuda.get_current_stream().synchronize()
         return pairs, list(objs)
@@ -148,7 +149,7 @@ def device_region(
     if cai is None:
         cp = cupy_module()
         if cp is None:
-            raise TypeError(
+            raise UnsupportedTypeError(
                 f"{what}: a DLPack device array without __cuda_array_interface__ needs CuPy"
             )
         obj = cp.from_dlpack(obj)
@@ -161,9 +162,9 @@ def device_region(
             _contiguous(shape, strides, itemsize)
             or _contiguous(shape[::-1], strides[::-1], itemsize)
         ):
-            raise ValueError(f"{what} is not contiguous")
+            raise InvalidArgumentError(f"{what} is not contiguous")
     if cai.get("mask") is not None:
-        raise ValueError(f"{what}: masked arrays are not supported")
+        raise InvalidArgumentError(f"{what}: masked arrays are not supported")
     stream = cai.get("stream")
     if stream:
         if streams is None:
@@ -183,45 +184,16 @@ def _contiguous(shape: tuple[int, ...], strides: Sequence[int], itemsize: int) -
     return True
 
 
-class CudaBuffer:
-    """A 1-D ``uint8`` device array exposing ``__cuda_array_interface__``; what
-    device results are where CuPy is not installed. Keeps its memory alive."""
-
-    __slots__ = ("_owner", "device", "nbytes", "ptr")
-
-    def __init__(self, ptr: int, nbytes: int, owner: Any, device: int) -> None:
-        self.ptr = ptr
-        self.nbytes = nbytes
-        self.device = device
-        self._owner = owner
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        return {
-            "shape": (self.nbytes,),
-            "typestr": "|u1",
-            "data": (self.ptr if self.nbytes else 0, False),
-            "strides": None,
-            "version": 3,
-            # The engine returns after its stream has finished: no stream to wait on.
-            "stream": None,
-        }
-
-    def __len__(self) -> int:
-        return self.nbytes
-
-    def __repr__(self) -> str:
-        return f"CudaBuffer(ptr={self.ptr:#x}, nbytes={self.nbytes}, device={self.device})"
-
-
 def device_outputs(batch: Any) -> list[Any]:
     """The buffers of a ``DeviceBatch``: CuPy views of its one allocation when
-    CuPy is installed, :class:`CudaBuffer` otherwise. They keep the batch alive."""
-    ranges = batch.ranges
-    base, device = batch.ptr, batch.device
+    CuPy is installed, :class:`zarrs_nvcomp.CudaArray` views (which expose
+    ``__cuda_array_interface__`` and ``__dlpack__``) otherwise. They keep the
+    batch alive."""
     cp = cupy_module()
     if cp is None:
-        return [CudaBuffer(base + a, b - a, batch, device) for a, b in ranges]
+        return batch.arrays()
+    ranges = batch.ranges
+    base, device = batch.ptr, batch.device
     total = batch.nbytes
     if total == 0:
         with cp.cuda.Device(device):
@@ -241,7 +213,7 @@ def to_host(obj: Any) -> np.ndarray:
     """Copies a device array to a host ``uint8`` array (CPU codec given device data)."""
     cp = cupy_module()
     if cp is None:
-        raise TypeError("decoding device arrays on the CPU backend needs CuPy")
+        raise UnsupportedTypeError("decoding device arrays on the CPU backend needs CuPy")
     region = device_region(obj)
     if region.nbytes == 0:
         return np.empty(0, dtype=np.uint8)

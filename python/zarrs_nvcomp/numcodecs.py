@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Sequence
@@ -12,7 +11,12 @@ import numpy as np
 from numcodecs.abc import Codec
 
 from zarrs_nvcomp import _buffers
-from zarrs_nvcomp._zarrs_nvcomp import Engine, check_disjoint, normalize_config
+from zarrs_nvcomp._zarrs_nvcomp import (
+    Engine,
+    InvalidArgumentError,
+    check_disjoint,
+    normalize_config,
+)
 
 __all__ = ["NvCompBatchCodec"]
 
@@ -65,16 +69,14 @@ class NvCompBatchCodec(Codec):
         max_decoded_size: int | None = None,
     ) -> None:
         request = {"algorithm": algorithm, "options": dict(options or {})}
-        config = json.loads(normalize_config(json.dumps(request)))
+        config = normalize_config(request)
         self.algorithm: str = config["algorithm"]
         self.options: dict[str, Any] = config["options"]
         self.device = device
         self.trusted_input = trusted_input
         # Private, so that numcodecs' get_config leaves it out of the metadata.
         self._max_decoded_size = max_decoded_size
-        self._engine = Engine(
-            json.dumps(config), device, trusted_input, max_decoded_size=max_decoded_size
-        )
+        self._engine = Engine(config, device, trusted_input, max_decoded_size=max_decoded_size)
 
     @property
     def max_decoded_size(self) -> int:
@@ -102,7 +104,7 @@ class NvCompBatchCodec(Codec):
         extra = {k: config.pop(k) for k in ("trusted_input", "max_decoded_size") if k in config}
         device = config.pop("device", None)
         stored = {k: v for k, v in config.items() if k != "id"}
-        normalized = json.loads(normalize_config(json.dumps(stored), stored=True))
+        normalized = normalize_config(stored, stored=True)
         return cls(normalized["algorithm"], normalized["options"], device, **extra)
 
     def __eq__(self, other: object) -> bool:
@@ -114,7 +116,7 @@ class NvCompBatchCodec(Codec):
 
     def __repr__(self) -> str:
         # Short, as numcodecs' reprs are: only what differs from the defaults.
-        defaults = json.loads(normalize_config(json.dumps({"algorithm": self.algorithm})))
+        defaults = normalize_config({"algorithm": self.algorithm})
         options = {k: v for k, v in self.options.items() if defaults["options"].get(k) != v}
         args = [f"algorithm={self.algorithm!r}"]
         if options:
@@ -173,7 +175,9 @@ class NvCompBatchCodec(Codec):
         if out is not None:
             out = list(out)
             if len(out) != len(bufs):
-                raise ValueError(f"batch of {len(bufs)} inputs given {len(out)} output buffers")
+                raise InvalidArgumentError(
+                    f"batch of {len(bufs)} inputs given {len(out)} output buffers"
+                )
             if any(o is None for o in out):
                 return self._decode_some_into(bufs, out)
         if not bufs:
@@ -181,7 +185,7 @@ class NvCompBatchCodec(Codec):
         on_device = _buffers.classify(bufs, "inputs")
         self._check_buffer_sizes(bufs, on_device)
         if out is not None and _buffers.classify(out, "outputs") != on_device:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "inputs and outputs must be on the same side (both host or both device)"
             )
         if on_device and self._engine.device_ordinal is None:
@@ -224,7 +228,7 @@ class NvCompBatchCodec(Codec):
             else:
                 size = _buffers.host_view(b, what=f"input {i}").nbytes
             if size > limit:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"buffer {i} of the batch holds {size} bytes; the codec's "
                     f"max_buffer_size is {limit}"
                 )
@@ -243,7 +247,7 @@ class NvCompBatchCodec(Codec):
         for i, (o, d) in enumerate(zip(out, decoded, strict=True)):
             target = cp.asarray(o)
             if target.nbytes != d.nbytes:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"output buffer {i} holds {target.nbytes} bytes but buffer {i} "
                     f"decodes to {d.nbytes} bytes"
                 )
