@@ -82,9 +82,11 @@ impl DeviceBatch {
         PyList::new(py, arrays)
     }
 
-    /// The whole allocation as one 1-D `uint8` [`CudaArray`].
-    fn whole(&self) -> CudaArray {
-        CudaArray::bytes(self.batch.clone(), 0, self.batch.allocation_len(), self.device)
+    /// The bytes from the allocation's start to the last buffer's end, as
+    /// one 1-D `uint8` [`CudaArray`]: the packed batch when [`Self::is_packed`].
+    fn span(&self) -> CudaArray {
+        let end = self.batch.ranges().last().map_or(0, |r| r.end);
+        CudaArray::bytes(self.batch.clone(), 0, end, self.device)
     }
 
     fn __len__(&self) -> usize {

@@ -1,8 +1,8 @@
 //! [`Engine`]: one batch codec on one backend, as the Python package calls it.
 //!
 //! Host buffers arrive through the buffer protocol (a list of buffers, or one
-//! packed buffer plus item sizes), device buffers as `(pointer, length)`
-//! pairs or one packed region; results come back as one allocation per batch
+//! packed buffer plus item sizes), device buffers as [`DeviceRegions`] or one
+//! packed region; results come back as one allocation per batch
 //! ([`HostBatch`], [`DeviceBatch`]). The GIL is released while the engine
 //! works, and long host batches stay interruptible ([`signals`]).
 
@@ -14,6 +14,7 @@ use zarrs_nvcomp::cuda::{CudaEngine, DeviceRegion};
 use zarrs_nvcomp::{Backend, Batch, BatchCodec, Error};
 
 use crate::device_batch::DeviceBatch;
+use crate::device_inputs::DeviceRegions;
 use crate::errors::{engine_error, invalid_argument, parse_device};
 use crate::host_batch::HostBatch;
 use crate::host_inputs::{check_disjoint, HostInputs};
@@ -52,10 +53,6 @@ impl Engine {
         })?;
         batch.map(HostBatch::new).map_err(engine_error)
     }
-}
-
-fn regions(list: Vec<(u64, usize)>) -> Vec<DeviceRegion> {
-    list.into_iter().map(|(ptr, len)| DeviceRegion { ptr, len }).collect()
 }
 
 /// The regions of a packed batch: `sizes` (native `u64`s) split `len` bytes
@@ -195,14 +192,15 @@ impl Engine {
         .map_err(engine_error)
     }
 
-    /// Compresses device buffers, given as `(pointer, length)`, into one device allocation.
-    fn encode_device(&self, py: Python<'_>, inputs: Vec<(u64, usize)>) -> PyResult<DeviceBatch> {
-        self.device_call(py, regions(inputs), DeviceOp::Encode)
+    /// Compresses device buffers ([`read_device_regions`](crate::device_inputs::read_device_regions))
+    /// into one device allocation.
+    fn encode_device(&self, py: Python<'_>, inputs: &Bound<'_, DeviceRegions>) -> PyResult<DeviceBatch> {
+        self.device_call(py, inputs.get().regions.clone(), DeviceOp::Encode)
     }
 
     /// Decompresses device buffers into one device allocation.
-    fn decode_device(&self, py: Python<'_>, inputs: Vec<(u64, usize)>) -> PyResult<DeviceBatch> {
-        self.device_call(py, regions(inputs), DeviceOp::Decode)
+    fn decode_device(&self, py: Python<'_>, inputs: &Bound<'_, DeviceRegions>) -> PyResult<DeviceBatch> {
+        self.device_call(py, inputs.get().regions.clone(), DeviceOp::Decode)
     }
 
     /// Compresses the items of one packed device region (`ptr`, `len` bytes),
@@ -233,18 +231,19 @@ impl Engine {
     fn decode_device_into(
         &self,
         py: Python<'_>,
-        inputs: Vec<(u64, usize)>,
-        outputs: Vec<(u64, usize)>,
+        inputs: &Bound<'_, DeviceRegions>,
+        outputs: &Bound<'_, DeviceRegions>,
     ) -> PyResult<()> {
-        check_disjoint(&inputs, &outputs)?;
+        let (inputs, outputs) = (inputs.get(), outputs.get());
+        check_disjoint(&inputs.pairs(), &outputs.pairs())?;
         let engine = self.cuda()?.clone();
         let algorithm = *self.codec.algorithm();
         let options = self.codec.device_decode_options();
-        let (inputs, outputs) = (regions(inputs), regions(outputs));
+        let (inputs, outputs) = (&inputs.regions, &outputs.regions);
         // SAFETY: the Python side passes pointers of live device arrays of
         // this device, which it keeps referenced for the call; the outputs
         // overlap no other buffer (checked above).
-        py.detach(|| unsafe { engine.decode_device_into(&algorithm, &inputs, &outputs, options) })
+        py.detach(|| unsafe { engine.decode_device_into(&algorithm, inputs, outputs, options) })
             .map_err(engine_error)
     }
 

@@ -109,10 +109,12 @@ pub(crate) fn check_disjoint(inputs: &[(u64, usize)], outputs: &[(u64, usize)]) 
 }
 
 /// Raises `InvalidArgumentError` (a `ValueError`) when an output region
-/// overlaps another output or an input (`(address, length)` pairs), as the
-/// decoders would race.
+/// overlaps another output or an input, as the decoders would race.
 #[pyfunction]
 #[pyo3(name = "check_disjoint")]
-pub(crate) fn check_disjoint_py(inputs: Vec<(u64, usize)>, outputs: Vec<(u64, usize)>) -> PyResult<()> {
-    check_disjoint(&inputs, &outputs)
+pub(crate) fn check_disjoint_py(
+    inputs: &Bound<'_, crate::device_inputs::DeviceRegions>,
+    outputs: &Bound<'_, crate::device_inputs::DeviceRegions>,
+) -> PyResult<()> {
+    check_disjoint(&inputs.get().pairs(), &outputs.get().pairs())
 }

@@ -11,7 +11,8 @@
 //! - [`engine`]: the codec binding; [`signals`]: Ctrl-C during long calls;
 //! - [`host_inputs`], [`host_batch`], [`pool`]: host buffers in and out, and
 //!   the recycling of result allocations;
-//! - [`device_batch`], [`cuda_array`], [`dlpack`]: device results;
+//! - [`device_inputs`]: device buffers in; [`device_batch`], [`cuda_array`],
+//!   [`dlpack`]: device results;
 //! - [`reader`], [`dtype`]: the chunk-parallel reader;
 //! - [`library`]: nvCOMP's location, GPU availability, the GPU worker;
 //! - [`logging`]: Rust log records in Python's `logging`.
@@ -22,6 +23,7 @@ use zarrs_nvcomp::Algorithm;
 mod config;
 mod cuda_array;
 mod device_batch;
+mod device_inputs;
 mod dlpack;
 mod dtype;
 mod engine;
@@ -63,6 +65,8 @@ fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<host_batch::HostBatch>()?;
     m.add_class::<device_batch::DeviceBatch>()?;
     m.add_class::<cuda_array::CudaArray>()?;
+    m.add_class::<device_inputs::DeviceRegions>()?;
+    m.add_function(wrap_pyfunction!(device_inputs::read_device_regions, m)?)?;
     m.add_function(wrap_pyfunction!(parse_device, m)?)?;
     m.add_function(wrap_pyfunction!(config::normalize_config, m)?)?;
     m.add_function(wrap_pyfunction!(config::has_cpu_implementation, m)?)?;

@@ -122,8 +122,8 @@ class DeviceBatch:
         """Whether the buffers lie back to back from the start, without gaps."""
     def arrays(self) -> list[CudaArray]:
         """Each buffer as a 1-D ``uint8`` :class:`CudaArray` view."""
-    def whole(self) -> CudaArray:
-        """The whole allocation as one 1-D ``uint8`` :class:`CudaArray`."""
+    def span(self) -> CudaArray:
+        """Bytes from the start to the last buffer's end (the packed batch when ``is_packed``)."""
     def __len__(self) -> int:
         """The number of buffers."""
 
