@@ -20,14 +20,12 @@ arrays, of one packed CuPy buffer, and nvidia.nvcomp decoding its own arrays
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 import zarrs_nvcomp
 from bench_data import field_f32
 from nvcomp_batch import as_batch
+from python_decode import best_of
 from zarrs_nvcomp import NvCompBatchCodec, _buffers
 
 NVCOMP_NAMES = {
@@ -38,20 +36,6 @@ NVCOMP_NAMES = {
     "ans": "ANS",
 }
 CHUNK_SIZES = {"64KiB": 64 << 10, "1MiB": 1 << 20}
-
-
-def best_of(
-    fn: Callable[[], Any], repeats: int, sync: Callable[[], None] = lambda: None
-) -> float:
-    fn()
-    sync()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 class FakeDeviceArray:

@@ -203,27 +203,19 @@ impl Engine {
         self.device_call(py, inputs.get().regions.clone(), DeviceOp::Decode)
     }
 
-    /// Compresses the items of one packed device region (`ptr`, `len` bytes),
-    /// `sizes` (native `u64`s) bytes each, into one device allocation.
-    fn encode_device_packed(
+    /// Compresses (`encode`) or decompresses the items of one packed device
+    /// region (`ptr`, `len` bytes), `sizes` (native `u64`s) bytes each, into
+    /// one device allocation.
+    fn device_packed(
         &self,
         py: Python<'_>,
         ptr: u64,
         len: usize,
         sizes: PyBuffer<u64>,
+        encode: bool,
     ) -> PyResult<DeviceBatch> {
-        self.device_call(py, packed_regions(ptr, len, &sizes)?, DeviceOp::Encode)
-    }
-
-    /// Decompresses the items of one packed device region (see [`Self::encode_device_packed`]).
-    fn decode_device_packed(
-        &self,
-        py: Python<'_>,
-        ptr: u64,
-        len: usize,
-        sizes: PyBuffer<u64>,
-    ) -> PyResult<DeviceBatch> {
-        self.device_call(py, packed_regions(ptr, len, &sizes)?, DeviceOp::Decode)
+        let op = if encode { DeviceOp::Encode } else { DeviceOp::Decode };
+        self.device_call(py, packed_regions(ptr, len, &sizes)?, op)
     }
 
     /// Decompresses device buffers into caller-owned device buffers (as many

@@ -76,9 +76,30 @@ def normalize_config(config: dict[str, Any], stored: bool = False) -> dict[str, 
 def has_cpu_implementation(config: dict[str, Any]) -> bool:
     """Whether the algorithm a configuration names has a CPU implementation."""
 
-def check_disjoint(inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]]) -> None:
-    """Raises :class:`InvalidArgumentError` when an output ``(address, length)``
-    overlaps another output or an input."""
+def check_disjoint(inputs: DeviceRegions, outputs: DeviceRegions) -> None:
+    """Raises :class:`InvalidArgumentError` when an output region overlaps
+    another output or an input."""
+
+class DeviceRegions:
+    """The device regions of a batch's buffers, read by :func:`read_device_regions`."""
+
+    @property
+    def regions(self) -> list[tuple[int, int]]:
+        """The ``(address, length)`` of each buffer."""
+    @property
+    def streams(self) -> list[int]:
+        """The nonzero streams the buffers' interfaces named, each once: wait for them."""
+    def __len__(self) -> int:
+        """The number of buffers."""
+
+def read_device_regions(
+    objects: list[Any], what: str, cupy_ndarray: type | None = None
+) -> DeviceRegions:
+    """Reads the address and size of every device array: instances of
+    ``cupy_ndarray`` through CuPy's fields, others through
+    ``__cuda_array_interface__`` (v3). Errors name ``what`` and the index:
+    :class:`InvalidArgumentError` (not contiguous, masked, malformed),
+    :class:`UnsupportedTypeError` (no interface)."""
 
 def _set_gpu_worker_command(command: Sequence[str]) -> None:
     """Sets the command that starts the GPU decoding worker process."""
@@ -171,17 +192,14 @@ class Engine:
         """Decompresses the items of one packed host buffer."""
     def decode_into(self, inputs: Sequence[Buffer], outputs: Sequence[Buffer]) -> None:
         """Decompresses host buffers into as many writable, disjoint host buffers."""
-    def encode_device(self, inputs: Sequence[tuple[int, int]]) -> DeviceBatch:
-        """Compresses device buffers given as ``(pointer, length)``."""
-    def decode_device(self, inputs: Sequence[tuple[int, int]]) -> DeviceBatch:
-        """Decompresses device buffers given as ``(pointer, length)``."""
-    def encode_device_packed(self, ptr: int, len: int, sizes: Buffer) -> DeviceBatch:
-        """Compresses the items of one packed device region, ``sizes`` (``uint64``) each."""
-    def decode_device_packed(self, ptr: int, len: int, sizes: Buffer) -> DeviceBatch:
-        """Decompresses the items of one packed device region."""
-    def decode_device_into(
-        self, inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]]
-    ) -> None:
+    def encode_device(self, inputs: DeviceRegions) -> DeviceBatch:
+        """Compresses device buffers."""
+    def decode_device(self, inputs: DeviceRegions) -> DeviceBatch:
+        """Decompresses device buffers."""
+    def device_packed(self, ptr: int, len: int, sizes: Buffer, encode: bool) -> DeviceBatch:
+        """Compresses (``encode``) or decompresses the items of one packed
+        device region, ``sizes`` (``uint64``) bytes each."""
+    def decode_device_into(self, inputs: DeviceRegions, outputs: DeviceRegions) -> None:
         """Decompresses device buffers into as many disjoint device buffers."""
 
 class ReaderArray:

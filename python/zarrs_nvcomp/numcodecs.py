@@ -309,8 +309,7 @@ class NvCompBatchCodec(Codec):
             return _buffers.to_device([result])[0], result_sizes
         regions, _alive = _buffers.device_regions([data], "data", handle)
         ((ptr, nbytes),) = regions.regions
-        call = self._engine.encode_device_packed if encode else self._engine.decode_device_packed
-        return _buffers.packed_device(call(ptr, nbytes, items))
+        return _buffers.packed_device(self._engine.device_packed(ptr, nbytes, items, encode))
 
     def _decode_some_into(self, bufs: list[Any], out: list[Any], stream: Any) -> list[Any]:
         """``decode_batch`` where some entries of ``out`` are ``None``: one call
