@@ -63,7 +63,11 @@ pub(crate) fn read_device_regions(
     let mut streams = Vec::new();
     for (i, object) in objects.iter().enumerate() {
         let region = match cupy_ndarray {
-            Some(cupy) if object.get_type().is(cupy) => cupy_region(&object),
+            // A CuPy without these fields (another major version) is read
+            // through its interface, which names its stream.
+            Some(cupy) if object.get_type().is(cupy) => {
+                cupy_region(&object).or_else(|_| interface_region(&object, &mut streams))
+            }
             _ => interface_region(&object, &mut streams),
         };
         regions.push(region.map_err(|e| e.named(what, i))?);
