@@ -14,12 +14,12 @@ use zarrs::array::ArraySubset;
 use zarrs_nvcomp::reader::{
     batched_algorithm, open_array_blocking, read_chunks_parallel_blocking, ReadOptions, StoreIo,
 };
-use zarrs_nvcomp::zarrs_codec::parse_backend;
+use zarrs_nvcomp::Backend;
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let mut args = std::env::args().skip(1);
     let path = args.next().ok_or("usage: read_local PATH [cpu|auto|cuda:N]")?;
-    let device = parse_backend(&args.next().unwrap_or_else(|| "auto".into()))?;
+    let device: Backend = args.next().unwrap_or_default().parse()?;
     let array = open_array_blocking(&path, &HashMap::new())?;
     match batched_algorithm(&array) {
         Ok(algorithm) => println!("batched decoding with {}", algorithm.name()),

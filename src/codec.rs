@@ -24,6 +24,46 @@ pub enum Backend {
     },
 }
 
+impl std::fmt::Display for Backend {
+    /// The name [`Backend::from_str`](std::str::FromStr) reads back: `auto`, `cpu`, `cuda:N`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Auto => write!(f, "auto"),
+            Self::Cpu => write!(f, "cpu"),
+            Self::Cuda { device } => write!(f, "cuda:{device}"),
+        }
+    }
+}
+
+/// A device name that is not `auto`, `cpu`, `cuda`, `gpu` or `cuda:N`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("invalid device {name:?}; valid: auto (GPU when usable, else CPU), \"cpu\", \"cuda\", \"cuda:N\"")]
+pub struct ParseBackendError {
+    /// The name as given.
+    pub name: String,
+}
+
+impl std::str::FromStr for Backend {
+    type Err = ParseBackendError;
+
+    /// Reads a device name, in any case and with surrounding spaces: `auto`
+    /// or the empty string ([`Backend::Auto`]), `cpu`, `cuda` or `gpu`
+    /// (device 0), `cuda:N`. The one parser of device names: the zarrs
+    /// codec's environment variable, the Python binding and its reader use it.
+    fn from_str(name: &str) -> std::result::Result<Self, Self::Err> {
+        match name.trim().to_ascii_lowercase().as_str() {
+            "" | "auto" => Ok(Self::Auto),
+            "cpu" => Ok(Self::Cpu),
+            "cuda" | "gpu" => Ok(Self::Cuda { device: 0 }),
+            other => other
+                .strip_prefix("cuda:")
+                .and_then(|n| n.parse().ok())
+                .map(|device| Self::Cuda { device })
+                .ok_or_else(|| ParseBackendError { name: name.to_owned() }),
+        }
+    }
+}
+
 /// The backend a [`BatchCodec`] runs on.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum BackendKind {
@@ -259,5 +299,26 @@ impl BatchCodec {
             Some(engine) => engine.decode_batch_into(&self.algorithm, &inputs, outputs, self.decode_options()),
             None => cpu::decode_batch_into(&self.algorithm, &inputs, outputs, self.max_decoded_size()),
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backends_parse_and_print_back() {
+        assert_eq!(" CPU ".parse(), Ok(Backend::Cpu));
+        assert_eq!("gpu".parse(), Ok(Backend::Cuda { device: 0 }));
+        assert_eq!("cuda:3".parse(), Ok(Backend::Cuda { device: 3 }));
+        assert_eq!("".parse(), Ok(Backend::Auto));
+        for backend in [Backend::Auto, Backend::Cpu, Backend::Cuda { device: 7 }] {
+            assert_eq!(backend.to_string().parse(), Ok(backend));
+        }
+        for bad in ["tpu", "cuda:", "cuda:-1", "cuda:x"] {
+            let err = bad.parse::<Backend>().unwrap_err();
+            assert_eq!(err.name, bad);
+            assert!(err.to_string().contains("cuda:N"), "{err}");
+        }
     }
 }

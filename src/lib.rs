@@ -51,6 +51,6 @@ pub mod zarrs_codec;
 
 pub use algorithm::{Algorithm, DataType};
 pub use batch::Batch;
-pub use codec::{Backend, BackendKind, BatchCodec};
+pub use codec::{Backend, BackendKind, BatchCodec, ParseBackendError};
 pub use error::{Error, GpuUnavailable, Result};
 pub use limits::default_max_decoded_size;

@@ -93,24 +93,11 @@ pub fn register() {
     std::hint::black_box(NVCOMP_BATCH_NAME);
 }
 
-/// Parses a backend name: `auto`, `cpu`, `cuda` (device 0) or `cuda:N`.
-pub fn parse_backend(name: &str) -> Result<Backend, String> {
-    match name.trim().to_ascii_lowercase().as_str() {
-        "" | "auto" => Ok(Backend::Auto),
-        "cpu" => Ok(Backend::Cpu),
-        "cuda" | "gpu" => Ok(Backend::Cuda { device: 0 }),
-        other => other
-            .strip_prefix("cuda:")
-            .and_then(|d| d.parse().ok())
-            .map(|device| Backend::Cuda { device })
-            .ok_or_else(|| format!("unknown backend {name:?}; valid: auto, cpu, cuda, cuda:N")),
-    }
-}
-
 /// The backend for codecs created from metadata: [`BACKEND_ENV`], or `auto`.
 fn backend_from_env() -> Result<Backend, PluginCreateError> {
     std::env::var(BACKEND_ENV).map_or(Ok(Backend::Auto), |v| {
-        parse_backend(&v).map_err(|e| PluginCreateError::Other(format!("{BACKEND_ENV}: {e}")))
+        v.parse()
+            .map_err(|e| PluginCreateError::Other(format!("{BACKEND_ENV}: {e}")))
     })
 }
 
@@ -346,14 +333,6 @@ impl_batch_codec_traits!(NumcodecsLz4Codec);
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn backends_parse() {
-        assert_eq!(parse_backend("CPU"), Ok(Backend::Cpu));
-        assert_eq!(parse_backend("cuda:3"), Ok(Backend::Cuda { device: 3 }));
-        assert_eq!(parse_backend(""), Ok(Backend::Auto));
-        assert!(parse_backend("tpu").unwrap_err().contains("cuda:N"));
-    }
 
     #[test]
     fn configuration_round_trips() {

@@ -4,55 +4,24 @@
 //! into strided ranges and the bytes into NumPy or CuPy arrays.
 
 use std::collections::HashMap;
-use std::ffi::{c_void, CStr};
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
-use pyo3::create_exception;
-use pyo3::exceptions::{
-    PyBufferError, PyIndexError, PyMemoryError, PyOSError, PyTimeoutError, PyTypeError, PyValueError,
-};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
 use zarrs::plugin::{ExtensionName, ZarrVersion};
 use zarrs_nvcomp::reader::{
-    batched_algorithm, block_on_checked, open_array, read_chunks_parallel, reopen_store, ArrayData, DeviceArray,
-    ObjectStoreArray, Progress, ProgressHook, ReadError, ReadOptions, Selection, StoreIo, StridedRange,
+    batched_algorithm, block_on_checked, open_array, read_chunks_parallel, reopen_store, ArrayData, ObjectStoreArray,
+    Progress, ProgressHook, ReadError, ReadOptions, Selection, StoreIo, StridedRange,
 };
 
-use crate::{dtype, logging, parse_device, to_py_err, DecodeError, HostBatch};
-
-create_exception!(
-    zarrs_nvcomp,
-    StoreError,
-    PyOSError,
-    "The store cannot be read, holds no array at that path, or a chunk cannot be fetched."
-);
-
-fn read_error(err: ReadError) -> PyErr {
-    let msg = err.to_string();
-    match err {
-        ReadError::InvalidUrl { .. } | ReadError::Config { .. } => PyValueError::new_err(msg),
-        ReadError::Store { .. } | ReadError::Open { .. } | ReadError::Fetch { .. } => StoreError::new_err(msg),
-        ReadError::Timeout { .. } => PyTimeoutError::new_err(msg),
-        ReadError::InvalidSubset { .. } => PyIndexError::new_err(msg),
-        ReadError::UnsupportedDataType { .. } => PyTypeError::new_err(msg),
-        ReadError::OutputTooLarge { .. } => PyMemoryError::new_err(msg),
-        ReadError::Corrupt { .. }
-        | ReadError::ChunkSize { .. }
-        | ReadError::ChunkTooLarge { .. }
-        | ReadError::ChunkPipeline { .. }
-        | ReadError::Pipeline { .. } => DecodeError::new_err(msg),
-        ReadError::Engine(e) => to_py_err(e),
-    }
-}
-
-/// How often a read looks for signals (Ctrl-C) to deliver.
-const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(100);
+use crate::cuda_array::CudaArray;
+use crate::errors::{invalid_argument, parse_device, read_error};
+use crate::host_batch::HostBatch;
+use crate::signals::CHECK_INTERVAL;
+use crate::{config, dtype, logging};
 
 /// Runs the future that `work` makes with the GIL released, taking the GIL
-/// back every [`SIGNAL_CHECK_INTERVAL`] to run the signal handlers: an
+/// back every [`CHECK_INTERVAL`] to run the signal handlers: an
 /// exception they raise (`KeyboardInterrupt` for Ctrl-C) cancels the work
 /// and is raised. (The future is made on the thread that runs it, so it
 /// need not be `Send`.)
@@ -60,12 +29,8 @@ fn interruptible<T: Send, F: Future<Output = Result<T, ReadError>>>(
     py: Python<'_>,
     work: impl FnOnce() -> F + Send,
 ) -> PyResult<T> {
-    py.detach(|| {
-        block_on_checked(work(), SIGNAL_CHECK_INTERVAL, || {
-            Python::attach(|py| py.check_signals())
-        })
-    })?
-    .map_err(read_error)
+    py.detach(|| block_on_checked(work(), CHECK_INTERVAL, || Python::attach(|py| py.check_signals())))?
+        .map_err(read_error)
 }
 
 /// [`interruptible`] for a read that reports its progress: the latest
@@ -97,16 +62,12 @@ fn read_reporting(
     };
     let data = py
         .detach(|| {
-            block_on_checked(
-                read_chunks_parallel(array, selection, &options),
-                SIGNAL_CHECK_INTERVAL,
-                || {
-                    Python::attach(|py| {
-                        py.check_signals()?;
-                        report(py)
-                    })
-                },
-            )
+            block_on_checked(read_chunks_parallel(array, selection, &options), CHECK_INTERVAL, || {
+                Python::attach(|py| {
+                    py.check_signals()?;
+                    report(py)
+                })
+            })
         })?
         .map_err(read_error)?;
     report(py)?;
@@ -182,9 +143,10 @@ impl ReaderArray {
         dtype::typestr(self.array.data_type())
     }
 
-    /// The array's metadata (v2 `.zarray` or v3 `zarr.json`) as JSON.
-    fn metadata_json(&self) -> PyResult<String> {
-        serde_json::to_string(self.array.metadata()).map_err(|e| PyValueError::new_err(e.to_string()))
+    /// The array's metadata (v2 `.zarray` or v3 `zarr.json`) as a dict.
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        let json = serde_json::to_value(self.array.metadata()).map_err(|e| invalid_argument(e.to_string()))?;
+        config::to_python(py, &json)
     }
 
     /// The algorithm that decodes the chunks in batches, or None when they go
@@ -247,13 +209,15 @@ impl ReaderArray {
             ArrayData::Host { bytes, .. } => Ok(Py::new(py, HostBatch::from_vec(bytes))?.into_any()),
             ArrayData::Device { buffer, shape, .. } => {
                 let nbytes = shape.iter().product::<u64>() as usize * self.array.data_type().fixed_size().unwrap_or(0);
-                let array = CudaArray {
-                    device: buffer.engine().device(),
-                    buffer: Arc::new(buffer),
+                let device = buffer.engine().device();
+                let array = CudaArray::new(
+                    Arc::new(buffer),
+                    0,
                     shape,
-                    typestr: typestr.unwrap_or_else(|| "|V1".into()),
+                    typestr.unwrap_or_else(|| "|V1".into()),
                     nbytes,
-                };
+                    device,
+                );
                 Ok(Py::new(py, array)?.into_any())
             }
         }
@@ -269,238 +233,6 @@ impl ReaderArray {
     }
 }
 
-/// A C-order array in GPU memory, which this object owns: freed when it goes.
-/// The reader has synchronised its stream before returning it.
-#[pyclass(frozen, module = "zarrs_nvcomp._zarrs_nvcomp")]
-pub(crate) struct CudaArray {
-    buffer: Arc<DeviceArray>,
-    shape: Vec<u64>,
-    typestr: String,
-    nbytes: usize,
-    device: usize,
-}
-
-#[pymethods]
-impl CudaArray {
-    /// Device address of the first byte.
-    #[getter]
-    fn ptr(&self) -> u64 {
-        self.buffer.device_ptr()
-    }
-
-    /// Bytes of the elements.
-    #[getter]
-    fn nbytes(&self) -> usize {
-        self.nbytes
-    }
-
-    /// CUDA device ordinal.
-    #[getter]
-    fn device(&self) -> usize {
-        self.device
-    }
-
-    #[getter]
-    fn shape(&self) -> Vec<u64> {
-        self.shape.clone()
-    }
-
-    #[getter]
-    fn typestr(&self) -> &str {
-        &self.typestr
-    }
-
-    /// Version 3 of the CUDA array interface (C order, no stream to wait on).
-    #[getter]
-    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let dict = PyDict::new(py);
-        dict.set_item("version", 3)?;
-        dict.set_item("shape", PyTuple::new(py, &self.shape)?)?;
-        dict.set_item("typestr", &self.typestr)?;
-        let ptr = if self.nbytes == 0 { 0 } else { self.ptr() };
-        dict.set_item("data", (ptr, false))?;
-        dict.set_item("strides", py.None())?;
-        dict.set_item("stream", py.None())?;
-        Ok(dict)
-    }
-
-    /// The same memory seen with another C-order shape of as many elements.
-    fn reshape(&self, shape: Vec<u64>) -> PyResult<Self> {
-        if shape.iter().product::<u64>() != self.shape.iter().product::<u64>() {
-            return Err(PyValueError::new_err(format!(
-                "cannot reshape {:?} to {shape:?}",
-                self.shape
-            )));
-        }
-        Ok(Self {
-            buffer: self.buffer.clone(),
-            shape,
-            typestr: self.typestr.clone(),
-            nbytes: self.nbytes,
-            device: self.device,
-        })
-    }
-
-    /// `(kDLCUDA, device)`.
-    fn __dlpack_device__(&self) -> (i32, i32) {
-        (DL_CUDA, self.device as i32)
-    }
-
-    /// A DLPack capsule (unversioned `dltensor`) of the array, which keeps
-    /// this object alive until the consumer lets go. The data is ready: the
-    /// reader has synchronised, so `stream` is not waited on.
-    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
-    fn __dlpack__(
-        slf: Bound<'_, Self>,
-        stream: Option<Bound<'_, PyAny>>,
-        max_version: Option<Bound<'_, PyAny>>,
-        dl_device: Option<(i32, i32)>,
-        copy: Option<bool>,
-    ) -> PyResult<Py<PyAny>> {
-        let _ = (stream, max_version);
-        let this = slf.get();
-        if let Some(device) = dl_device {
-            if device != this.__dlpack_device__() {
-                return Err(PyBufferError::new_err(format!(
-                    "the array is on CUDA device {}, not on DLPack device {device:?}",
-                    this.device
-                )));
-            }
-        }
-        if copy == Some(true) {
-            return Err(PyBufferError::new_err("CudaArray.__dlpack__ does not copy"));
-        }
-        let dtype = dl_dtype(&this.typestr)
-            .ok_or_else(|| PyBufferError::new_err(format!("no DLPack type for {:?}", this.typestr)))?;
-        let mut ctx = Box::new(DlContext {
-            _owner: slf.clone().unbind(),
-            shape: this.shape.iter().map(|&n| n as i64).collect(),
-        });
-        let managed = Box::new(DlManagedTensor {
-            dl_tensor: DlTensor {
-                data: this.buffer.device_ptr() as *mut c_void,
-                device: DlDevice {
-                    device_type: DL_CUDA,
-                    device_id: this.device as i32,
-                },
-                ndim: ctx.shape.len() as i32,
-                dtype,
-                shape: ctx.shape.as_mut_ptr(),
-                strides: std::ptr::null_mut(),
-                byte_offset: 0,
-            },
-            manager_ctx: Box::into_raw(ctx).cast(),
-            deleter: Some(dl_deleter),
-        });
-        let raw = Box::into_raw(managed);
-        // SAFETY: `raw` is a valid DLManagedTensor; the capsule's destructor
-        // frees it unless a consumer has renamed the capsule (taking it over).
-        let capsule = unsafe { pyo3::ffi::PyCapsule_New(raw.cast(), DLTENSOR.as_ptr(), Some(capsule_destructor)) };
-        if capsule.is_null() {
-            // SAFETY: the capsule was not made: `raw` is still ours.
-            unsafe { dl_deleter(raw) };
-            return Err(PyErr::fetch(slf.py()));
-        }
-        // SAFETY: a new reference returned by PyCapsule_New.
-        Ok(unsafe { Bound::from_owned_ptr(slf.py(), capsule) }.unbind())
-    }
-
-    fn __repr__(&self) -> String {
-        format!(
-            "CudaArray(ptr={:#x}, shape={:?}, typestr={:?}, device={})",
-            self.ptr(),
-            self.shape,
-            self.typestr,
-            self.device
-        )
-    }
-}
-
-// DLPack 0.8 (unversioned) ABI.
-const DL_CUDA: i32 = 2;
-const DLTENSOR: &CStr = c"dltensor";
-
-#[repr(C)]
-struct DlDevice {
-    device_type: i32,
-    device_id: i32,
-}
-
-#[repr(C)]
-struct DlDataType {
-    code: u8,
-    bits: u8,
-    lanes: u16,
-}
-
-#[repr(C)]
-struct DlTensor {
-    data: *mut c_void,
-    device: DlDevice,
-    ndim: i32,
-    dtype: DlDataType,
-    shape: *mut i64,
-    strides: *mut i64,
-    byte_offset: u64,
-}
-
-#[repr(C)]
-struct DlManagedTensor {
-    dl_tensor: DlTensor,
-    manager_ctx: *mut c_void,
-    deleter: Option<unsafe extern "C" fn(*mut DlManagedTensor)>,
-}
-
-/// What a DLPack tensor keeps alive: the array (its device memory) and the shape.
-struct DlContext {
-    _owner: Py<CudaArray>,
-    shape: Vec<i64>,
-}
-
-/// The DLPack type of a NumPy type string (`<f4`, `|b1`, ...).
-fn dl_dtype(typestr: &str) -> Option<DlDataType> {
-    let kind = typestr.as_bytes().get(1)?;
-    let bytes: u8 = typestr.get(2..)?.parse().ok()?;
-    let code = match kind {
-        b'i' => 0,
-        b'u' => 1,
-        b'f' => 2,
-        b'c' => 5,
-        b'b' => 6,
-        _ => return None,
-    };
-    Some(DlDataType {
-        code,
-        bits: bytes.checked_mul(8)?,
-        lanes: 1,
-    })
-}
-
-unsafe extern "C" fn dl_deleter(tensor: *mut DlManagedTensor) {
-    if tensor.is_null() {
-        return;
-    }
-    // SAFETY: `tensor` and its context were made by `Box::into_raw` in `__dlpack__`.
-    let tensor = unsafe { Box::from_raw(tensor) };
-    let ctx = unsafe { Box::from_raw(tensor.manager_ctx.cast::<DlContext>()) };
-    // Consumers may call the deleter from any thread, with or without the GIL.
-    Python::attach(|_| drop(ctx));
-}
-
-unsafe extern "C" fn capsule_destructor(capsule: *mut pyo3::ffi::PyObject) {
-    // A consumer renames the capsule (`used_dltensor`) when it takes the tensor over.
-    // SAFETY: `capsule` is the capsule being destroyed.
-    unsafe {
-        if pyo3::ffi::PyCapsule_IsValid(capsule, DLTENSOR.as_ptr()) == 1 {
-            let tensor = pyo3::ffi::PyCapsule_GetPointer(capsule, DLTENSOR.as_ptr()).cast::<DlManagedTensor>();
-            dl_deleter(tensor);
-        }
-    }
-}
-
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<ReaderArray>()?;
-    m.add_class::<CudaArray>()?;
-    m.add("StoreError", m.py().get_type::<StoreError>())?;
-    Ok(())
+    m.add_class::<ReaderArray>()
 }

@@ -9,6 +9,14 @@ the same name, which hands every chunk zarr gives it to one batch call.
 :func:`read_chunks_parallel` and :func:`open_array` (``zarrs_nvcomp.reader``)
 read a selection of a whole zarr array from a local directory or an object
 store, fetching its chunks concurrently and decoding them in batches.
+
+Every exception the package raises derives from :class:`ZarrsNvcompError`
+and from the built-in exception it stands for: :class:`InvalidArgumentError`
+is a ``ValueError``, :class:`StoreError` an ``OSError``,
+:class:`StoreTimeoutError` a ``TimeoutError``, :class:`UnsupportedTypeError`
+a ``TypeError``, :class:`SelectionError` an ``IndexError``,
+:class:`OutOfMemoryError` a ``MemoryError``; :class:`DecodeError`,
+:class:`GpuUnavailableError` and :class:`CudaError` are ``RuntimeError``.
 """
 
 import contextlib
@@ -21,6 +29,12 @@ from zarrs_nvcomp._zarrs_nvcomp import (
     CudaError,
     DecodeError,
     GpuUnavailableError,
+    InvalidArgumentError,
+    OutOfMemoryError,
+    SelectionError,
+    StoreTimeoutError,
+    UnsupportedTypeError,
+    ZarrsNvcompError,
     _set_gpu_worker_command,
     default_max_decoded_size,
     gpu_unavailable_reason,
@@ -53,8 +67,14 @@ __all__ = [
     "CudaError",
     "DecodeError",
     "GpuUnavailableError",
+    "InvalidArgumentError",
     "NvCompBatchCodec",
+    "OutOfMemoryError",
+    "SelectionError",
     "StoreError",
+    "StoreTimeoutError",
+    "UnsupportedTypeError",
+    "ZarrsNvcompError",
     "default_max_decoded_size",
     "gpu_available",
     "gpu_unavailable_reason",

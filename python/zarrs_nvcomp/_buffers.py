@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import ctypes
 import functools
-import math
 from collections.abc import Sequence
 from itertools import pairwise
 from typing import Any
@@ -19,6 +18,12 @@ import numpy as np
 from numcodecs.compat import ensure_contiguous_ndarray
 
 from zarrs_nvcomp import _cupy_builds
+from zarrs_nvcomp._zarrs_nvcomp import (
+    CudaError,
+    InvalidArgumentError,
+    UnsupportedTypeError,
+    read_device_regions,
+)
 
 # DLPack device types whose memory the GPU addresses directly.
 _DLPACK_CUDA = 2
@@ -60,7 +65,7 @@ def classify(buffers: Sequence[Any], what: str) -> bool:
         return True
     flags = {is_device(b) for b in buffers}
     if len(flags) > 1:
-        raise ValueError(f"{what} mix host and device buffers; give all of one kind")
+        raise InvalidArgumentError(f"{what} mix host and device buffers; give all of one kind")
     return flags == {True}
 
 
@@ -71,16 +76,16 @@ def host_view(buf: Any, *, writable: bool = False, what: str = "buffer") -> np.n
     elif isinstance(buf, np.ndarray) and buf.dtype == np.uint8 and buf.ndim == 1:
         arr = buf
         if not arr.flags.c_contiguous:
-            raise ValueError(f"{what} is not contiguous")
+            raise InvalidArgumentError(f"{what} is not contiguous")
     else:
         try:
             arr = ensure_contiguous_ndarray(buf)
         except ValueError as e:
-            raise ValueError(f"{what}: {e}") from None
+            raise InvalidArgumentError(f"{what}: {e}") from None
         if arr.dtype != np.uint8:
             arr = arr.view(np.uint8)
     if writable and not arr.flags.writeable:
-        raise ValueError(f"{what} is read-only")
+        raise InvalidArgumentError(f"{what} is read-only")
     return arr
 
 
@@ -93,7 +98,7 @@ def _synchronize_stream(handle: int) -> None:
     libcuda = _libcuda()
     status = libcuda.cuStreamSynchronize(ctypes.c_void_p(handle))
     if status != 0:
-        raise RuntimeError(f"cuStreamSynchronize failed with CUDA error {status}")
+        raise CudaError(f"cuStreamSynchronize failed with CUDA error {status}")
 
 
 @functools.cache
@@ -112,116 +117,65 @@ class DeviceRegion:
         self.nbytes = nbytes
         self.owner = owner
 
-    def pair(self) -> tuple[int, int]:
-        return (self.ptr, self.nbytes)
 
-
-def device_pairs(objs: Sequence[Any], what: str) -> tuple[list[tuple[int, int]], list[Any]]:
-    """``(pointer, length)`` of every device array, after waiting once for each
-    stream that produced them; and the objects that keep the memory alive while
-    the engine uses it."""
+def device_regions(
+    objs: Sequence[Any], what: str, stream: int | None = None
+) -> tuple[Any, list[Any]]:
+    """The ``DeviceRegions`` of device arrays (read in Rust: CuPy arrays through
+    their fields, others through ``__cuda_array_interface__``, DLPack-only ones
+    through CuPy), after waiting once for each stream that produced them
+    (``stream``, the caller's, in place of CuPy's current one when given); and
+    the objects that keep the memory alive while the engine uses it."""
     cp = cupy_module()
-    if cp is not None and all(isinstance(o, cp.ndarray) for o in objs):
-        # CuPy arrays: read the pointers directly (building 16,384
-        # __cuda_array_interface__ dicts costs more than decoding them), and
-        # wait for CuPy's current stream, which every array names, once.
-        pairs = []
-        for i, o in enumerate(objs):
-            if not (o.flags.c_contiguous or o.flags.f_contiguous):
-                raise ValueError(f"{what} {i} is not contiguous")
-            pairs.append((o.data.ptr, o.nbytes))
-        cp.cuda.get_current_stream().synchronize()
-        return pairs, list(objs)
-    streams: set[int] = set()
-    regions = [device_region(o, what=f"{what} {i}", streams=streams) for i, o in enumerate(objs)]
-    for stream in streams:
-        _synchronize_stream(stream)
-    return [r.pair() for r in regions], regions
+    ndarray = None if cp is None else cp.ndarray
+    objs = objs if type(objs) is list else list(objs)
+    try:
+        regions = read_device_regions(objs, what, ndarray)
+    except UnsupportedTypeError:
+        # Objects with only __dlpack__: CuPy views of them have the interface.
+        objs = [_with_interface(o, f"{what} {i}") for i, o in enumerate(objs)]
+        regions = read_device_regions(objs, what, ndarray)
+    waits = set(regions.streams)
+    if stream is not None:
+        waits.add(stream)
+    elif ndarray is not None and any(type(o) is ndarray for o in objs):
+        # CuPy arrays are read through their fields, which name no stream:
+        # CuPy's current stream is theirs.
+        waits.add(cp.cuda.get_current_stream().ptr)
+    for handle in waits:
+        _synchronize_stream(handle)
+    return regions, objs
 
 
-def device_region(
-    obj: Any, *, what: str = "buffer", streams: set[int] | None = None
-) -> DeviceRegion:
-    """The device memory of ``obj`` (``__cuda_array_interface__`` or CUDA DLPack).
-    The producer's stream is added to ``streams``, or waited for when that is None."""
-    cai = getattr(obj, "__cuda_array_interface__", None)
-    if cai is None:
-        cp = cupy_module()
-        if cp is None:
-            raise TypeError(
-                f"{what}: a DLPack device array without __cuda_array_interface__ needs CuPy"
-            )
-        obj = cp.from_dlpack(obj)
-        cai = obj.__cuda_array_interface__
-    shape = tuple(cai["shape"])
-    itemsize = np.dtype(cai["typestr"]).itemsize
-    strides = cai.get("strides")
-    if strides is not None and math.prod(shape) > 1:
-        if not (
-            _contiguous(shape, strides, itemsize)
-            or _contiguous(shape[::-1], strides[::-1], itemsize)
-        ):
-            raise ValueError(f"{what} is not contiguous")
-    if cai.get("mask") is not None:
-        raise ValueError(f"{what}: masked arrays are not supported")
-    stream = cai.get("stream")
-    if stream:
-        if streams is None:
-            _synchronize_stream(int(stream))
-        else:
-            streams.add(int(stream))
-    ptr = int(cai["data"][0] or 0)
-    return DeviceRegion(ptr, math.prod(shape) * itemsize, obj)
+def _with_interface(obj: Any, what: str) -> Any:
+    if hasattr(obj, "__cuda_array_interface__"):
+        return obj
+    cp = cupy_module()
+    if cp is None or not is_device(obj):
+        raise UnsupportedTypeError(
+            f"{what}: a device array needs __cuda_array_interface__, or CuPy for DLPack"
+        )
+    return cp.from_dlpack(obj)
 
 
-def _contiguous(shape: tuple[int, ...], strides: Sequence[int], itemsize: int) -> bool:
-    expected = itemsize
-    for dim, stride in zip(reversed(shape), reversed(strides), strict=True):
-        if dim != 1 and stride != expected:
-            return False
-        expected *= dim
-    return True
-
-
-class CudaBuffer:
-    """A 1-D ``uint8`` device array exposing ``__cuda_array_interface__``; what
-    device results are where CuPy is not installed. Keeps its memory alive."""
-
-    __slots__ = ("_owner", "device", "nbytes", "ptr")
-
-    def __init__(self, ptr: int, nbytes: int, owner: Any, device: int) -> None:
-        self.ptr = ptr
-        self.nbytes = nbytes
-        self.device = device
-        self._owner = owner
-
-    @property
-    def __cuda_array_interface__(self) -> dict[str, Any]:
-        return {
-            "shape": (self.nbytes,),
-            "typestr": "|u1",
-            "data": (self.ptr if self.nbytes else 0, False),
-            "strides": None,
-            "version": 3,
-            # The engine returns after its stream has finished: no stream to wait on.
-            "stream": None,
-        }
-
-    def __len__(self) -> int:
-        return self.nbytes
-
-    def __repr__(self) -> str:
-        return f"CudaBuffer(ptr={self.ptr:#x}, nbytes={self.nbytes}, device={self.device})"
+def device_region(obj: Any, *, what: str = "buffer") -> DeviceRegion:
+    """The device memory of one array (``__cuda_array_interface__``, CuPy or
+    CUDA DLPack), after waiting for the stream that produced it."""
+    regions, (owner,) = device_regions([obj], what)
+    ((ptr, nbytes),) = regions.regions
+    return DeviceRegion(ptr, nbytes, owner)
 
 
 def device_outputs(batch: Any) -> list[Any]:
     """The buffers of a ``DeviceBatch``: CuPy views of its one allocation when
-    CuPy is installed, :class:`CudaBuffer` otherwise. They keep the batch alive."""
-    ranges = batch.ranges
-    base, device = batch.ptr, batch.device
+    CuPy is installed, :class:`zarrs_nvcomp.CudaArray` views (which expose
+    ``__cuda_array_interface__`` and ``__dlpack__``) otherwise. They keep the
+    batch alive."""
     cp = cupy_module()
     if cp is None:
-        return [CudaBuffer(base + a, b - a, batch, device) for a, b in ranges]
+        return batch.arrays()
+    ranges = batch.ranges
+    base, device = batch.ptr, batch.device
     total = batch.nbytes
     if total == 0:
         with cp.cuda.Device(device):
@@ -241,7 +195,7 @@ def to_host(obj: Any) -> np.ndarray:
     """Copies a device array to a host ``uint8`` array (CPU codec given device data)."""
     cp = cupy_module()
     if cp is None:
-        raise TypeError("decoding device arrays on the CPU backend needs CuPy")
+        raise UnsupportedTypeError("decoding device arrays on the CPU backend needs CuPy")
     region = device_region(obj)
     if region.nbytes == 0:
         return np.empty(0, dtype=np.uint8)
@@ -254,3 +208,96 @@ def to_device(arrays: Sequence[Any]) -> list[Any]:
     """Copies host results back to the device (CPU codec given device data)."""
     cp = cupy_module()
     return [cp.asarray(np.frombuffer(memoryview(a), dtype=np.uint8)) for a in arrays]
+
+
+def item_sizes(sizes: Any) -> np.ndarray:
+    """The item sizes of a packed batch as a contiguous ``uint64`` array, which
+    the engine reads without converting each size to a Python int."""
+    arr = np.asarray(sizes)
+    if arr.ndim != 1:
+        raise InvalidArgumentError(f"sizes must be one-dimensional, not of shape {arr.shape}")
+    if arr.size == 0:
+        return np.empty(0, dtype=np.uint64)
+    if arr.dtype.kind not in "iu":
+        raise InvalidArgumentError(f"sizes must be integers, not {arr.dtype}")
+    if arr.dtype.kind == "i" and arr.min() < 0:
+        raise InvalidArgumentError(f"sizes must not be negative; item {int(arr.argmin())} is")
+    return np.ascontiguousarray(arr, dtype=np.uint64)
+
+
+def packed_host(batch: Any) -> tuple[np.ndarray, np.ndarray]:
+    """A ``HostBatch`` as ``(uint8 array of every buffer back to back, sizes)``."""
+    offsets = np.frombuffer(batch.offsets_buffer(), dtype=np.uint64)
+    return np.frombuffer(batch, dtype=np.uint8), np.diff(offsets)
+
+
+def packed_device(batch: Any) -> tuple[Any, np.ndarray]:
+    """A ``DeviceBatch`` as ``(device uint8 array of every buffer back to back,
+    sizes)``: its allocation when the buffers lie without alignment gaps, else
+    a compacted copy (which needs CuPy)."""
+    ranges = np.asarray(batch.ranges, dtype=np.uint64).reshape(-1, 2)
+    sizes = ranges[:, 1] - ranges[:, 0]
+    cp = cupy_module()
+    if batch.is_packed:
+        span = batch.span()
+        return (span if cp is None else cp.asarray(span)), sizes
+    if cp is None:
+        raise UnsupportedTypeError(
+            "this algorithm's device outputs are aligned with gaps between them; "
+            "packing them needs CuPy"
+        )
+    with cp.cuda.Device(batch.device):
+        return cp.concatenate([cp.asarray(a) for a in batch.arrays()]), sizes
+
+
+def stream_handle(stream: Any) -> int | None:
+    """The ``CUstream`` handle of ``stream``: None; an int (a raw handle: 0 the
+    legacy default stream, 2 the per-thread one); an object with
+    ``__cuda_stream__`` (CUDA Python's protocol: ``(version, handle)``); a
+    CuPy stream (``.ptr``) or a PyTorch stream (``.cuda_stream``)."""
+    if stream is None:
+        return None
+    if isinstance(stream, bool):
+        raise UnsupportedTypeError("stream must be a CUDA stream or a handle, not a bool")
+    if isinstance(stream, int):
+        if stream < 0:
+            raise InvalidArgumentError(f"stream handle {stream} is negative")
+        return stream
+    protocol = getattr(stream, "__cuda_stream__", None)
+    if protocol is not None:
+        value = protocol() if callable(protocol) else protocol
+        if not (isinstance(value, tuple) and len(value) == 2):
+            raise InvalidArgumentError(
+                f"__cuda_stream__ of {type(stream).__name__} gave {value!r}, not (version, handle)"
+            )
+        return int(value[1])
+    for attribute in ("ptr", "cuda_stream"):
+        handle = getattr(stream, attribute, None)
+        if isinstance(handle, int) and not isinstance(handle, bool):
+            return handle
+    raise UnsupportedTypeError(
+        f"stream must be None, an int handle, or a CUDA stream object "
+        f"(__cuda_stream__, CuPy, PyTorch), not {type(stream).__name__}"
+    )
+
+
+def copy_into(out: Any, result: Any) -> Any:
+    """Copies a packed ``result`` into ``out`` (on the same side, exactly as
+    large) and returns ``out``."""
+    if is_device(out) != is_device(result):
+        raise InvalidArgumentError("out must be on the same side as the data (host or device)")
+    if is_device(out):
+        cp = cupy_module()
+        if cp is None:
+            raise UnsupportedTypeError("out= with device data needs CuPy")
+        target = cp.asarray(out).reshape(-1).view(cp.uint8)
+        source = cp.asarray(result)
+    else:
+        target = host_view(out, writable=True, what="out")
+        source = result
+    if target.nbytes != source.nbytes:
+        raise InvalidArgumentError(
+            f"out holds {target.nbytes} bytes; the result has {source.nbytes}"
+        )
+    target[...] = source
+    return out

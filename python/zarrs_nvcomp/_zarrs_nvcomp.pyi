@@ -1,25 +1,60 @@
-"""Type stubs of the Rust extension ``zarrs_nvcomp._zarrs_nvcomp``."""
+"""Type stubs of the Rust extension ``zarrs_nvcomp._zarrs_nvcomp``.
+
+Configurations cross as dicts (``{"algorithm": ..., "options": {...}}``),
+device names as strings parsed by :func:`parse_device`, host buffers through
+the buffer protocol, device buffers as ``(pointer, length)`` pairs or one
+packed region plus item sizes (a buffer of native ``uint64``).
+"""
 
 from collections.abc import Buffer, Callable, Sequence
+from typing import Any
 
+#: Every algorithm name the codec takes.
 ALGORITHMS: list[str]
+#: The algorithms with a CPU implementation (the others need a GPU).
 CPU_ALGORITHMS: list[str]
 
-class DecodeError(RuntimeError):
-    """A buffer of a batch cannot be decoded; the message names its index."""
+class ZarrsNvcompError(Exception):
+    """The base of every exception zarrs_nvcomp raises."""
 
-class GpuUnavailableError(RuntimeError):
+class DecodeError(ZarrsNvcompError, RuntimeError):
+    """A buffer of a batch (or a chunk of an array) cannot be decoded; the message names it."""
+
+class GpuUnavailableError(ZarrsNvcompError, RuntimeError):
     """The CUDA backend was asked for and cannot be used; the message says why."""
 
-class CudaError(RuntimeError):
+class CudaError(ZarrsNvcompError, RuntimeError):
     """A CUDA driver or nvCOMP call failed."""
+
+class StoreError(ZarrsNvcompError, OSError):
+    """The store cannot be read, holds no array at that path, or a chunk cannot be fetched."""
+
+class StoreTimeoutError(ZarrsNvcompError, TimeoutError):
+    """A store did not answer within the time the storage options allow."""
+
+class InvalidArgumentError(ZarrsNvcompError, ValueError):
+    """An argument, option or configuration is invalid; the message names it and what is valid."""
+
+class UnsupportedTypeError(ZarrsNvcompError, TypeError):
+    """An argument or a data type is of a kind the package does not take."""
+
+class SelectionError(ZarrsNvcompError, IndexError):
+    """A selection is malformed or out of the array's bounds."""
+
+class OutOfMemoryError(ZarrsNvcompError, MemoryError):
+    """A result does not fit in the memory it is to be written to; the message names its size."""
+
+def parse_device(device: str) -> str:
+    """The normalized spelling of a device name: ``"auto"`` (also ``""``),
+    ``"cpu"``, ``"cuda:N"`` (``"cuda"`` and ``"gpu"`` are ``"cuda:0"``);
+    :class:`InvalidArgumentError` otherwise. The package's one device parser."""
 
 def gpu_unavailable_reason(device: int = 0) -> str | None:
     """Why CUDA device ``device`` cannot be used, or None when it can."""
 
 def set_nvcomp_library_path(path: str) -> None:
     """Names the nvCOMP library to try right after ``NVCOMP_LIBRARY``; raises
-    RuntimeError once nvCOMP was looked for."""
+    :class:`CudaError` once nvCOMP was looked for."""
 
 def nvcomp_library_candidates() -> list[str]:
     """The files the loader tries for nvCOMP, in order."""
@@ -31,85 +66,168 @@ def nvcomp_library_path() -> str | None:
 def default_max_decoded_size() -> int:
     """The default limit on a buffer's decoded size for host outputs: the machine's memory."""
 
-def normalize_config(config_json: str, stored: bool = False) -> str:
+def normalize_config(config: dict[str, Any], stored: bool = False) -> dict[str, Any]:
     """Parses ``{"algorithm": ..., "options": {...}}``; returns it with every option written out.
 
     ``stored``: the configuration comes from metadata, which kvikio may have
     written, so options left out take kvikio's defaults (bare GDeflate).
     """
 
-def has_cpu_implementation(config_json: str) -> bool: ...
-def check_disjoint(inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]]) -> None:
-    """Raises ValueError when an output ``(address, length)`` overlaps another buffer."""
+def has_cpu_implementation(config: dict[str, Any]) -> bool:
+    """Whether the algorithm a configuration names has a CPU implementation."""
 
-class HostBatch(Buffer):
-    """Host buffers in one allocation (writable buffer protocol, ``uint8``)."""
+def check_disjoint(inputs: DeviceRegions, outputs: DeviceRegions) -> None:
+    """Raises :class:`InvalidArgumentError` when an output region overlaps
+    another output or an input."""
+
+class DeviceRegions:
+    """The device regions of a batch's buffers, read by :func:`read_device_regions`."""
 
     @property
-    def offsets(self) -> list[int]: ...
-    def __len__(self) -> int: ...
-    def to_bytes_list(self) -> list[bytes]: ...
+    def regions(self) -> list[tuple[int, int]]:
+        """The ``(address, length)`` of each buffer."""
+    @property
+    def streams(self) -> list[int]:
+        """The nonzero streams the buffers' interfaces named, each once: wait for them."""
+    def __len__(self) -> int:
+        """The number of buffers."""
+
+def read_device_regions(
+    objects: list[Any], what: str, cupy_ndarray: type | None = None
+) -> DeviceRegions:
+    """Reads the address and size of every device array: instances of
+    ``cupy_ndarray`` through CuPy's fields, others through
+    ``__cuda_array_interface__`` (v3). Errors name ``what`` and the index:
+    :class:`InvalidArgumentError` (not contiguous, masked, malformed),
+    :class:`UnsupportedTypeError` (no interface)."""
+
+def _set_gpu_worker_command(command: Sequence[str]) -> None:
+    """Sets the command that starts the GPU decoding worker process."""
+
+def _serve_gpu_worker() -> None:
+    """Runs this process as the GPU decoding worker until its input closes."""
+
+class HostBatch(Buffer):
+    """Host buffers in one allocation (writable buffer protocol, ``uint8``),
+    buffer ``i`` at bytes ``offsets[i]:offsets[i + 1]``. A decoded batch's
+    allocation backs a later batch once every view of it has gone."""
+
+    @property
+    def offsets(self) -> list[int]:
+        """The ``len + 1`` offsets of the buffers into the data."""
+    def offsets_buffer(self) -> HostBatch:
+        """The offsets as one buffer of native ``uint64`` (``numpy.frombuffer``)."""
+    def __len__(self) -> int:
+        """The number of buffers."""
+    def to_bytes_list(self) -> list[bytes]:
+        """Each buffer as its own ``bytes``."""
     def __buffer__(self, flags: int, /) -> memoryview: ...
 
 class DeviceBatch:
-    """Device buffers in one device allocation, freed with this object."""
+    """Device buffers in one device allocation, freed with this object and its views."""
 
     @property
-    def ptr(self) -> int: ...
+    def ptr(self) -> int:
+        """Device address of the allocation."""
     @property
-    def device(self) -> int: ...
+    def device(self) -> int:
+        """CUDA device ordinal."""
     @property
-    def ranges(self) -> list[tuple[int, int]]: ...
+    def ranges(self) -> list[tuple[int, int]]:
+        """The ``(start, end)`` byte range of each buffer; in order, maybe with alignment gaps."""
     @property
-    def nbytes(self) -> int: ...
-    def __len__(self) -> int: ...
+    def nbytes(self) -> int:
+        """Size of the whole allocation in bytes."""
+    @property
+    def is_packed(self) -> bool:
+        """Whether the buffers lie back to back from the start, without gaps."""
+    def arrays(self) -> list[CudaArray]:
+        """Each buffer as a 1-D ``uint8`` :class:`CudaArray` view."""
+    def span(self) -> CudaArray:
+        """Bytes from the start to the last buffer's end (the packed batch when ``is_packed``)."""
+    def __len__(self) -> int:
+        """The number of buffers."""
 
 class Engine:
-    """One batch codec of the engine on one backend."""
+    """One batch codec of the engine on one backend.
+
+    Host calls release the GIL; those of 1 MiB of input or more run on a
+    thread of their own while the caller's thread delivers signals every
+    100 ms, so Ctrl-C raises ``KeyboardInterrupt`` within about that time (the
+    interrupted batch ends in the background, its result dropped). Device
+    calls are not interrupted: the GPU reads memory the caller owns.
+    """
 
     def __init__(
         self,
-        config_json: str,
+        config: dict[str, Any],
         device: str | None = None,
         trusted_input: bool = False,
         max_decoded_size: int | None = None,
-    ) -> None: ...
+    ) -> None:
+        """``config``: ``{"algorithm": ..., "options": {...}}``; ``device``:
+        None, ``"cpu"``, ``"cuda"``, ``"cuda:N"``; ``max_decoded_size``: the
+        largest decoded size a buffer may declare (None: what the destination holds)."""
     @property
-    def backend(self) -> str: ...
+    def backend(self) -> str:
+        """``"cpu"`` or ``"cuda:N"``."""
     @property
-    def max_decoded_size(self) -> int: ...
+    def max_decoded_size(self) -> int:
+        """The largest decoded size a buffer decoded into host memory may declare."""
     @property
-    def max_device_decoded_size(self) -> int: ...
+    def max_device_decoded_size(self) -> int:
+        """The largest decoded size a buffer decoded into device memory may declare."""
     @property
-    def device_ordinal(self) -> int | None: ...
-    def config_json(self) -> str: ...
-    def encode(self, inputs: Sequence[Buffer]) -> HostBatch: ...
-    def decode(self, inputs: Sequence[Buffer]) -> HostBatch: ...
-    def decode_into(self, inputs: Sequence[Buffer], outputs: Sequence[Buffer]) -> None: ...
-    def encode_device(self, inputs: Sequence[tuple[int, int]]) -> DeviceBatch: ...
-    def decode_device(self, inputs: Sequence[tuple[int, int]]) -> DeviceBatch: ...
-    def decode_device_into(
-        self, inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]]
-    ) -> None: ...
-
-class StoreError(OSError): ...
+    def device_ordinal(self) -> int | None:
+        """The CUDA device ordinal, or None on the CPU."""
+    def config(self) -> dict[str, Any]:
+        """The normalized configuration."""
+    def encode(self, inputs: Sequence[Buffer]) -> HostBatch:
+        """Compresses host buffers."""
+    def decode(self, inputs: Sequence[Buffer]) -> HostBatch:
+        """Decompresses host buffers."""
+    def encode_packed(self, data: Buffer, sizes: Buffer) -> HostBatch:
+        """Compresses the items of one packed host buffer, ``sizes`` (``uint64``) bytes each."""
+    def decode_packed(self, data: Buffer, sizes: Buffer) -> HostBatch:
+        """Decompresses the items of one packed host buffer."""
+    def decode_into(self, inputs: Sequence[Buffer], outputs: Sequence[Buffer]) -> None:
+        """Decompresses host buffers into as many writable, disjoint host buffers."""
+    def encode_device(self, inputs: DeviceRegions) -> DeviceBatch:
+        """Compresses device buffers."""
+    def decode_device(self, inputs: DeviceRegions) -> DeviceBatch:
+        """Decompresses device buffers."""
+    def device_packed(self, ptr: int, len: int, sizes: Buffer, encode: bool) -> DeviceBatch:
+        """Compresses (``encode``) or decompresses the items of one packed
+        device region, ``sizes`` (``uint64``) bytes each."""
+    def decode_device_into(self, inputs: DeviceRegions, outputs: DeviceRegions) -> None:
+        """Decompresses device buffers into as many disjoint device buffers."""
 
 class ReaderArray:
+    """A zarr array opened for reading."""
+
     @staticmethod
-    def open(url: str, storage_options: dict[str, str] | None = None) -> ReaderArray: ...
+    def open(url: str, storage_options: dict[str, str] | None = None) -> ReaderArray:
+        """Opens the array at ``url`` (a path, ``file://``, ``s3://``, ``http(s)://``)."""
     @property
-    def url(self) -> str: ...
+    def url(self) -> str:
+        """The URL it was opened from."""
     @property
-    def shape(self) -> list[int]: ...
+    def shape(self) -> list[int]:
+        """The array's shape."""
     @property
-    def data_type(self) -> str: ...
+    def data_type(self) -> str:
+        """The zarr v3 name of the data type (also for v2 arrays)."""
     @property
-    def typestr(self) -> str | None: ...
-    def metadata_json(self) -> str: ...
+    def typestr(self) -> str | None:
+        """The NumPy type string of the elements, or None for data types NumPy lacks."""
+    def metadata(self) -> dict[str, Any]:
+        """The array's metadata (v2 ``.zarray`` or v3 ``zarr.json``)."""
     @property
-    def batched_algorithm(self) -> str | None: ...
+    def batched_algorithm(self) -> str | None:
+        """The algorithm that decodes the chunks in batches, or None for the zarrs pipeline."""
     @property
-    def fallback_reason(self) -> str | None: ...
+    def fallback_reason(self) -> str | None:
+        """Why the chunks go through the zarrs pipeline, or None when they are batched."""
     def read(
         self,
         selection: Sequence[tuple[int, int, int]],
@@ -119,23 +237,40 @@ class ReaderArray:
         trusted_input: bool = False,
         max_decoded_size: int | None = None,
         progress: Callable[[int, int], object] | None = None,
-    ) -> HostBatch | CudaArray: ...
+    ) -> HostBatch | CudaArray:
+        """Reads ``(start, stop, step)`` per axis: one host buffer, or a device array."""
 
 class CudaArray:
+    """A C-order array in GPU memory, kept alive by this object: the package's
+    device result where CuPy is not (the reader and the codec without CuPy).
+    Exposes ``__cuda_array_interface__`` (v3) and ``__dlpack__``, so CuPy,
+    PyTorch, Numba and JAX take it without a copy. The work that wrote it has
+    finished: neither interface names a stream to wait on."""
+
     @property
-    def ptr(self) -> int: ...
+    def ptr(self) -> int:
+        """Device address of the first byte."""
     @property
-    def nbytes(self) -> int: ...
+    def nbytes(self) -> int:
+        """Bytes of the elements."""
     @property
-    def device(self) -> int: ...
+    def device(self) -> int:
+        """CUDA device ordinal."""
     @property
-    def shape(self) -> list[int]: ...
+    def shape(self) -> list[int]:
+        """The shape, C order."""
     @property
-    def typestr(self) -> str: ...
+    def typestr(self) -> str:
+        """The NumPy type string of the elements."""
     @property
-    def __cuda_array_interface__(self) -> dict[str, object]: ...
-    def reshape(self, shape: Sequence[int]) -> CudaArray: ...
-    def __dlpack_device__(self) -> tuple[int, int]: ...
+    def __cuda_array_interface__(self) -> dict[str, object]:
+        """Version 3 of the CUDA array interface."""
+    def reshape(self, shape: Sequence[int]) -> CudaArray:
+        """The same memory with another C-order shape of as many elements."""
+    def __len__(self) -> int:
+        """The length of the first axis."""
+    def __dlpack_device__(self) -> tuple[int, int]:
+        """``(kDLCUDA, device)``."""
     def __dlpack__(
         self,
         *,
@@ -143,4 +278,5 @@ class CudaArray:
         max_version: tuple[int, int] | None = None,
         dl_device: tuple[int, int] | None = None,
         copy: bool | None = None,
-    ) -> object: ...
+    ) -> object:
+        """A DLPack capsule of the array, which keeps it alive."""

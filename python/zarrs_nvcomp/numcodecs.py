@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import re
 import sys
 from collections.abc import Sequence
@@ -11,8 +10,14 @@ from typing import Any
 import numpy as np
 from numcodecs.abc import Codec
 
-from zarrs_nvcomp import _buffers
-from zarrs_nvcomp._zarrs_nvcomp import Engine, check_disjoint, normalize_config
+from zarrs_nvcomp import _buffers, _device_choice
+from zarrs_nvcomp._zarrs_nvcomp import (
+    Engine,
+    InvalidArgumentError,
+    check_disjoint,
+    has_cpu_implementation,
+    normalize_config,
+)
 
 __all__ = ["NvCompBatchCodec"]
 
@@ -39,6 +44,19 @@ class NvCompBatchCodec(Codec):
         a ``DecodeError`` before anything is allocated. ``None``: what the
         destination can hold (the machine's memory for host outputs, the GPU's
         for device outputs). Not part of the configuration.
+    stream
+        The CUDA stream that orders device work (a CuPy or PyTorch stream, an
+        object with ``__cuda_stream__``, or a raw handle); each batch call may
+        name another. Device inputs are read once the work enqueued on it so
+        far has run, in place of CuPy's current stream; results are complete
+        when a call returns, so they are ready for work on that stream. (The
+        engine still waits for its own stream before returning: calls are not
+        yet asynchronous.) Not part of the configuration.
+
+    With ``device=None`` each host batch runs where it is fastest: small
+    batches on the CPU, large ones on the GPU (see
+    ``zarrs_nvcomp._device_choice``); device inputs stay on the GPU.
+    :attr:`last_backend` says where the last call ran.
 
     Host inputs (bytes, NumPy arrays, ...) give host outputs: ``bytes`` from
     encoding, flat ``uint8`` NumPy arrays from decoding (views into one
@@ -63,17 +81,27 @@ class NvCompBatchCodec(Codec):
         *,
         trusted_input: bool = False,
         max_decoded_size: int | None = None,
+        stream: Any = None,
     ) -> None:
         request = {"algorithm": algorithm, "options": dict(options or {})}
-        config = json.loads(normalize_config(json.dumps(request)))
+        config = normalize_config(request)
         self.algorithm: str = config["algorithm"]
         self.options: dict[str, Any] = config["options"]
         self.device = device
         self.trusted_input = trusted_input
         # Private, so that numcodecs' get_config leaves it out of the metadata.
         self._max_decoded_size = max_decoded_size
-        self._engine = Engine(
-            json.dumps(config), device, trusted_input, max_decoded_size=max_decoded_size
+        self._engine = Engine(config, device, trusted_input, max_decoded_size=max_decoded_size)
+        self.stream = stream
+        _buffers.stream_handle(stream)  # checked now, not at the first call
+        #: Where the last batch call ran: ``"cpu"``, ``"cuda:N"``, or None before any.
+        self.last_backend: str | None = None
+        # device=None: a CPU engine too, for the batches too small for the GPU.
+        auto_cpu = device is None and self._engine.device_ordinal is not None
+        self._cpu_engine = (
+            Engine(config, "cpu", trusted_input, max_decoded_size=max_decoded_size)
+            if auto_cpu and has_cpu_implementation(config)
+            else None
         )
 
     @property
@@ -83,8 +111,25 @@ class NvCompBatchCodec(Codec):
 
     @property
     def backend(self) -> str:
-        """The backend that runs this codec: ``"cpu"`` or ``"cuda:N"``."""
+        """The backend that runs this codec: ``"cpu"`` or ``"cuda:N"``; with
+        ``device=None``, the GPU's when one is usable, though small host
+        batches run on the CPU (:attr:`last_backend`)."""
         return self._engine.backend
+
+    def _host_engine(self, items: int, nbytes: int, thresholds: _device_choice.Thresholds) -> Any:
+        """The engine that runs a host batch: with ``device=None`` the CPU's
+        below the thresholds, else the codec's. Records it in ``last_backend``."""
+        engine = self._engine
+        if self._cpu_engine is not None and not _device_choice.use_gpu(
+            on_device=False, items=items, nbytes=nbytes, thresholds=thresholds, gpu_usable=True
+        ):
+            engine = self._cpu_engine
+        self.last_backend = engine.backend
+        return engine
+
+    def _stream(self, stream: Any) -> int | None:
+        """The handle of the call's stream, or of the codec's."""
+        return _buffers.stream_handle(self.stream if stream is None else stream)
 
     # --- configuration --------------------------------------------------
 
@@ -102,7 +147,7 @@ class NvCompBatchCodec(Codec):
         extra = {k: config.pop(k) for k in ("trusted_input", "max_decoded_size") if k in config}
         device = config.pop("device", None)
         stored = {k: v for k, v in config.items() if k != "id"}
-        normalized = json.loads(normalize_config(json.dumps(stored), stored=True))
+        normalized = normalize_config(stored, stored=True)
         return cls(normalized["algorithm"], normalized["options"], device, **extra)
 
     def __eq__(self, other: object) -> bool:
@@ -114,7 +159,7 @@ class NvCompBatchCodec(Codec):
 
     def __repr__(self) -> str:
         # Short, as numcodecs' reprs are: only what differs from the defaults.
-        defaults = json.loads(normalize_config(json.dumps({"algorithm": self.algorithm})))
+        defaults = normalize_config({"algorithm": self.algorithm})
         options = {k: v for k, v in self.options.items() if defaults["options"].get(k) != v}
         args = [f"algorithm={self.algorithm!r}"]
         if options:
@@ -128,6 +173,7 @@ class NvCompBatchCodec(Codec):
         return f"NvCompBatchCodec({', '.join(args)})"
 
     def __reduce__(self) -> tuple[Any, ...]:
+        # The stream is not pickled: it belongs to this process.
         args = (self.algorithm, dict(self.options), self.device, self.trusted_input)
         return (_rebuild, (type(self), *args, self._max_decoded_size))
 
@@ -143,23 +189,29 @@ class NvCompBatchCodec(Codec):
 
     # --- batches --------------------------------------------------------
 
-    def encode_batch(self, bufs: Sequence[Any]) -> list[Any]:
-        """Compresses every buffer of ``bufs`` in one engine call."""
+    def encode_batch(self, bufs: Sequence[Any], *, stream: Any = None) -> list[Any]:
+        """Compresses every buffer of ``bufs`` in one engine call (``stream``:
+        see the class documentation)."""
         bufs = list(bufs)
+        handle = self._stream(stream)
         if not bufs:
             return []
         on_device = _buffers.classify(bufs, "inputs")
         self._check_buffer_sizes(bufs, on_device)
         if on_device:
+            self.last_backend = self._engine.backend
             if self._engine.device_ordinal is None:
                 host = [_buffers.to_host(b) for b in bufs]
                 return _buffers.to_device(self._engine.encode(host).to_bytes_list())
-            pairs, _alive = _buffers.device_pairs(bufs, "input")
-            return _buffers.device_outputs(self._engine.encode_device(pairs))
+            regions, _alive = _buffers.device_regions(bufs, "input", handle)
+            return _buffers.device_outputs(self._engine.encode_device(regions))
         views = [_buffers.host_view(b, what=f"input {i}") for i, b in enumerate(bufs)]
-        return self._engine.encode(views).to_bytes_list()
+        engine = self._host_engine(len(views), sum(v.nbytes for v in views), _device_choice.ENCODE)
+        return engine.encode(views).to_bytes_list()
 
-    def decode_batch(self, bufs: Sequence[Any], out: Sequence[Any] | None = None) -> list[Any]:
+    def decode_batch(
+        self, bufs: Sequence[Any], out: Sequence[Any] | None = None, *, stream: Any = None
+    ) -> list[Any]:
         """Decompresses every buffer of ``bufs`` in one engine call.
 
         Without ``out``: host inputs give ``uint8`` NumPy arrays (views of one
@@ -167,49 +219,109 @@ class NvCompBatchCodec(Codec):
         input, each exactly the decoded size, all on the inputs' side, none
         sharing memory with another buffer, as they are written in parallel:
         ``ValueError`` otherwise): fills them and returns them; ``None`` entries
-        of ``out`` are allocated, as without ``out``.
+        of ``out`` are allocated, as without ``out``. ``stream``: see the class
+        documentation.
         """
         bufs = list(bufs)
+        handle = self._stream(stream)
         if out is not None:
             out = list(out)
             if len(out) != len(bufs):
-                raise ValueError(f"batch of {len(bufs)} inputs given {len(out)} output buffers")
+                raise InvalidArgumentError(
+                    f"batch of {len(bufs)} inputs given {len(out)} output buffers"
+                )
             if any(o is None for o in out):
-                return self._decode_some_into(bufs, out)
+                return self._decode_some_into(bufs, out, stream)
         if not bufs:
             return []
         on_device = _buffers.classify(bufs, "inputs")
         self._check_buffer_sizes(bufs, on_device)
         if out is not None and _buffers.classify(out, "outputs") != on_device:
-            raise ValueError(
+            raise InvalidArgumentError(
                 "inputs and outputs must be on the same side (both host or both device)"
             )
+        if on_device:
+            self.last_backend = self._engine.backend
         if on_device and self._engine.device_ordinal is None:
             return self._decode_device_on_cpu(bufs, out)
         if on_device:
-            pairs, _alive = _buffers.device_pairs(bufs, "input")
+            regions, _alive = _buffers.device_regions(bufs, "input", handle)
             if out is None:
-                return _buffers.device_outputs(self._engine.decode_device(pairs))
-            out_pairs, _out_alive = _buffers.device_pairs(out, "output")
-            self._engine.decode_device_into(pairs, out_pairs)
+                return _buffers.device_outputs(self._engine.decode_device(regions))
+            out_regions, _out_alive = _buffers.device_regions(out, "output", handle)
+            self._engine.decode_device_into(regions, out_regions)
             return out
         views = [_buffers.host_view(b, what=f"input {i}") for i, b in enumerate(bufs)]
+        engine = self._host_engine(len(views), sum(v.nbytes for v in views), _device_choice.DECODE)
         if out is None:
-            return _buffers.host_outputs(self._engine.decode(views))
+            return _buffers.host_outputs(engine.decode(views))
         outs = [_buffers.host_view(o, writable=True, what=f"output {i}") for i, o in enumerate(out)]
-        self._engine.decode_into(views, outs)
+        engine.decode_into(views, outs)
         return out
 
-    def _decode_some_into(self, bufs: list[Any], out: list[Any]) -> list[Any]:
+    # --- packed batches ---------------------------------------------------
+
+    def encode_packed(
+        self, data: Any, sizes: Any, *, out: Any = None, stream: Any = None
+    ) -> tuple[Any, np.ndarray]:
+        """Compresses the items of one contiguous 1-D byte buffer ``data``
+        (host or device), ``sizes[i]`` bytes each, back to back. Returns
+        ``(buffer, sizes)`` of the same kind: the encoded items back to back
+        and their sizes (``uint64``), byte-identical to :meth:`encode_batch`
+        of the items. ``out``: a buffer of exactly the encoded size to copy
+        the result into (returned in place of a new one)."""
+        return self._packed(data, sizes, out, stream, encode=True)
+
+    def decode_packed(
+        self, data: Any, sizes: Any, *, out: Any = None, stream: Any = None
+    ) -> tuple[Any, np.ndarray]:
+        """Decompresses the items of one contiguous 1-D byte buffer ``data``
+        (host or device), ``sizes[i]`` bytes each. Returns ``(buffer, sizes)``
+        of the same kind, byte-identical to :meth:`decode_batch` of the items.
+        ``out``: as in :meth:`encode_packed`."""
+        return self._packed(data, sizes, out, stream, encode=False)
+
+    def _packed(
+        self, data: Any, sizes: Any, out: Any, stream: Any, *, encode: bool
+    ) -> tuple[Any, np.ndarray]:
+        items = _buffers.item_sizes(sizes)
+        handle = self._stream(stream)
+        if _buffers.is_device(data):
+            result, result_sizes = self._packed_device(data, items, handle, encode)
+        else:
+            view = _buffers.host_view(data, what="data")
+            thresholds = _device_choice.ENCODE if encode else _device_choice.DECODE
+            engine = self._host_engine(len(items), view.nbytes, thresholds)
+            call = engine.encode_packed if encode else engine.decode_packed
+            result, result_sizes = _buffers.packed_host(call(view, items))
+        if out is None:
+            return result, result_sizes
+        return _buffers.copy_into(out, result), result_sizes
+
+    def _packed_device(
+        self, data: Any, items: np.ndarray, handle: int | None, encode: bool
+    ) -> tuple[Any, np.ndarray]:
+        self.last_backend = self._engine.backend
+        if self._engine.device_ordinal is None:
+            host = _buffers.to_host(data)
+            call = self._engine.encode_packed if encode else self._engine.decode_packed
+            result, result_sizes = _buffers.packed_host(call(host, items))
+            return _buffers.to_device([result])[0], result_sizes
+        regions, _alive = _buffers.device_regions([data], "data", handle)
+        ((ptr, nbytes),) = regions.regions
+        return _buffers.packed_device(self._engine.device_packed(ptr, nbytes, items, encode))
+
+    def _decode_some_into(self, bufs: list[Any], out: list[Any], stream: Any) -> list[Any]:
         """``decode_batch`` where some entries of ``out`` are ``None``: one call
         for the buffers with an output, one for those without."""
         result = list(out)
         given = [i for i, o in enumerate(out) if o is not None]
         fresh = [i for i, o in enumerate(out) if o is None]
         with _batch_indices(given):
-            self.decode_batch([bufs[i] for i in given], [out[i] for i in given])
+            self.decode_batch([bufs[i] for i in given], [out[i] for i in given], stream=stream)
         with _batch_indices(fresh):
-            for i, decoded in zip(fresh, self.decode_batch([bufs[i] for i in fresh]), strict=True):
+            decoded_fresh = self.decode_batch([bufs[i] for i in fresh], stream=stream)
+            for i, decoded in zip(fresh, decoded_fresh, strict=True):
                 result[i] = decoded
         return result
 
@@ -224,7 +336,7 @@ class NvCompBatchCodec(Codec):
             else:
                 size = _buffers.host_view(b, what=f"input {i}").nbytes
             if size > limit:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"buffer {i} of the batch holds {size} bytes; the codec's "
                     f"max_buffer_size is {limit}"
                 )
@@ -233,7 +345,8 @@ class NvCompBatchCodec(Codec):
         """Device inputs on the CPU backend: through host memory, results back on the device."""
         if out is not None:
             check_disjoint(
-                _buffers.device_pairs(bufs, "input")[0], _buffers.device_pairs(out, "output")[0]
+                _buffers.device_regions(bufs, "input")[0],
+                _buffers.device_regions(out, "output")[0],
             )
         host = [_buffers.to_host(b) for b in bufs]
         decoded = _buffers.host_outputs(self._engine.decode(host))
@@ -243,7 +356,7 @@ class NvCompBatchCodec(Codec):
         for i, (o, d) in enumerate(zip(out, decoded, strict=True)):
             target = cp.asarray(o)
             if target.nbytes != d.nbytes:
-                raise ValueError(
+                raise InvalidArgumentError(
                     f"output buffer {i} holds {target.nbytes} bytes but buffer {i} "
                     f"decodes to {d.nbytes} bytes"
                 )

@@ -36,10 +36,9 @@ results) raises :class:`MemoryError` naming its size.
 
 from __future__ import annotations
 
-import json
+import copy
 import math
 import operator
-import re
 import warnings
 from typing import Any
 
@@ -47,7 +46,16 @@ import numpy as np
 
 from zarrs_nvcomp._buffers import cupy_module
 from zarrs_nvcomp._progress import ProgressCallback, run_with_progress
-from zarrs_nvcomp._zarrs_nvcomp import CudaArray, ReaderArray, StoreError, gpu_unavailable_reason
+from zarrs_nvcomp._zarrs_nvcomp import (
+    CudaArray,
+    InvalidArgumentError,
+    ReaderArray,
+    SelectionError,
+    StoreError,
+    UnsupportedTypeError,
+    gpu_unavailable_reason,
+    parse_device,
+)
 
 __all__ = [
     "Array",
@@ -76,7 +84,7 @@ class Array:
     def __init__(self, inner: ReaderArray, storage_options: dict[str, str] | None = None) -> None:
         self._inner = inner
         self._storage_options = dict(storage_options or {})
-        self._metadata: dict[str, Any] = json.loads(inner.metadata_json())
+        self._metadata: dict[str, Any] = inner.metadata()
         self._cpu_path_warned = False
 
     def __reduce__(self) -> tuple[Any, ...]:
@@ -102,7 +110,7 @@ class Array:
     def dtype(self) -> np.dtype:
         typestr = self._inner.typestr
         if typestr is None:
-            raise TypeError(f"data type {self._inner.data_type} has no NumPy dtype")
+            raise UnsupportedTypeError(f"data type {self._inner.data_type} has no NumPy dtype")
         return np.dtype(typestr)
 
     @property
@@ -116,7 +124,7 @@ class Array:
     @property
     def metadata(self) -> dict[str, Any]:
         """The array's metadata (``.zarray`` or ``zarr.json``) as a dict."""
-        return json.loads(json.dumps(self._metadata))
+        return copy.deepcopy(self._metadata)
 
     @property
     def chunks(self) -> tuple[int, ...]:
@@ -229,7 +237,7 @@ class Array:
 
     def __len__(self) -> int:
         if not self.shape:
-            raise TypeError("len() of a 0-d array")
+            raise UnsupportedTypeError("len() of a 0-d array")
         return self.shape[0]
 
     def __repr__(self) -> str:
@@ -245,12 +253,12 @@ def open_array(store: str | Array, storage_options: dict[str, Any] | None = None
     options."""
     if isinstance(store, Array):
         if storage_options:
-            raise ValueError("storage_options apply to a URL, not to an opened array")
+            raise InvalidArgumentError("storage_options apply to a URL, not to an opened array")
         return store
     if hasattr(store, "__fspath__"):
         store = str(store.__fspath__())
     if not isinstance(store, str):
-        raise TypeError(f"store must be a path or a URL, not {type(store).__name__}")
+        raise UnsupportedTypeError(f"store must be a path or a URL, not {type(store).__name__}")
     options = {k: _option_value(v) for k, v in (storage_options or {}).items()}
     return Array(ReaderArray.open(store, options), options)
 
@@ -306,16 +314,8 @@ def _resolve_device(device: str | None, dtype: np.dtype) -> str:
             return "cuda:0"
         return "cpu"
     if not isinstance(device, str):
-        raise TypeError(f"device must be a string or None, not {type(device).__name__}")
-    lower = device.strip().lower()
-    if lower in ("cuda", "gpu"):
-        return "cuda:0"
-    if lower in ("cpu", "auto") or re.fullmatch(r"cuda:\d+", lower):
-        return lower
-    raise ValueError(
-        f"invalid device {device!r}; valid: None (GPU when usable, else CPU), "
-        '"cpu", "cuda", "cuda:N"'
-    )
+        raise UnsupportedTypeError(f"device must be a string or None, not {type(device).__name__}")
+    return parse_device(device)
 
 
 def _cpu_path_reason(requested: str | None, device: str, fallback_reason: str | None) -> str | None:
@@ -349,13 +349,13 @@ def _normalize(
         selection = (selection,)
     ellipses = [i for i, s in enumerate(selection) if s is Ellipsis]
     if len(ellipses) > 1:
-        raise IndexError("an index can only have a single ellipsis ('...')")
+        raise SelectionError("an index can only have a single ellipsis ('...')")
     if ellipses:
         i = ellipses[0]
         fill = len(shape) - (len(selection) - 1)
         selection = (*selection[:i], *(slice(None),) * max(fill, 0), *selection[i + 1 :])
     if len(selection) > len(shape):
-        raise IndexError(
+        raise SelectionError(
             f"too many indices for array: array is {len(shape)}-dimensional, "
             f"but {len(selection)} were indexed"
         )
@@ -376,18 +376,18 @@ def _normalize(
                 flips.append(axis)
             continue
         if isinstance(sel, bool | np.bool_) or sel is None:
-            raise IndexError(
+            raise SelectionError(
                 f"only integers, slices (`:`) and ellipsis (`...`) are valid indices, not {sel!r}"
             )
         try:
             index = operator.index(sel)
         except TypeError:
-            raise IndexError(
+            raise SelectionError(
                 "only integers, slices (`:`) and ellipsis (`...`) are valid indices, "
                 f"not {type(sel).__name__}"
             ) from None
         if not -n <= index < n:
-            raise IndexError(f"index {index} is out of bounds for axis {axis} with size {n}")
+            raise SelectionError(f"index {index} is out of bounds for axis {axis} with size {n}")
         index %= n
         strided.append((index, index + 1, 1))
     return strided, tuple(flips), tuple(out_shape)
@@ -403,7 +403,7 @@ def _empty(shape: tuple[int, ...], dtype: np.dtype, device: str) -> Any:
         return np.empty(shape, dtype=dtype)
     cp = cupy_module()
     if cp is None:
-        raise TypeError("an empty device result needs CuPy")
+        raise UnsupportedTypeError("an empty device result needs CuPy")
     with cp.cuda.Device(_ordinal(device)):
         return cp.empty(shape, dtype=dtype)
 
@@ -425,7 +425,9 @@ def _device_result(
     cp = cupy_module()
     if cp is None:
         if flips:
-            raise TypeError("negative steps on device results need CuPy; read with device='cpu'")
+            raise UnsupportedTypeError(
+                "negative steps on device results need CuPy; read with device='cpu'"
+            )
         return data if out_shape == shape else data.reshape(list(out_shape))
     with cp.cuda.Device(data.device):
         memory = cp.cuda.UnownedMemory(data.ptr, max(data.nbytes, 1), data, data.device)

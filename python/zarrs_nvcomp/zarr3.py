@@ -26,6 +26,7 @@ import zarr
 from zarr.abc.codec import BytesBytesCodec
 from zarr.core.common import JSON, parse_named_configuration
 
+from zarrs_nvcomp._zarrs_nvcomp import InvalidArgumentError
 from zarrs_nvcomp.numcodecs import NvCompBatchCodec
 
 if TYPE_CHECKING:
@@ -55,7 +56,7 @@ def set_batch_size(batch_size: int | None = None) -> Any:
     if batch_size is None:
         batch_size = UNLIMITED_BATCH_SIZE
     if batch_size < 1:
-        raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        raise InvalidArgumentError(f"batch_size must be at least 1, got {batch_size}")
     return zarr.config.set({"codec_pipeline.batch_size": int(batch_size)})
 
 

@@ -1,0 +1,152 @@
+"""The Python boundary's cost per buffer, and the packed form, next to nvidia.nvcomp.
+
+    python benches/python_boundary.py                 # the H200 run (about 1-2 minutes)
+    python benches/python_boundary.py --size-mb 64    # CPU-only run: the boundary parts
+
+Parts that need no GPU (timed everywhere, per buffer, for --items buffers):
+- "device pointers": reading pointer and size of objects that expose
+  ``__cuda_array_interface__`` (dicts made ahead, so only our side is timed),
+  as the codec does for every device input;
+- "host list" / "host packed": decode_batch of tiny host buffers against
+  decode_packed of the same buffers in one buffer, on the CPU backend: the
+  per-buffer cost of lists of Python objects in and out.
+
+On a GPU (CuPy and nvidia.nvcomp installed): 1 GiB of field_f32 in 64 KiB and
+1 MiB chunks, LZ4, Zstd, GDeflate, Snappy, ANS; decode of a list of CuPy
+arrays, of one packed CuPy buffer, and nvidia.nvcomp decoding its own arrays
+(built before timing: no wrapping timed), same run; GB/s and the ratios.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+import numpy as np
+import zarrs_nvcomp
+from bench_data import field_f32
+from nvcomp_batch import as_batch
+from python_decode import best_of
+from zarrs_nvcomp import NvCompBatchCodec, _buffers
+
+NVCOMP_NAMES = {
+    "lz4": "LZ4",
+    "zstd": "Zstd",
+    "gdeflate": "GDeflate",
+    "snappy": "Snappy",
+    "ans": "ANS",
+}
+CHUNK_SIZES = {"64KiB": 64 << 10, "1MiB": 1 << 20}
+
+
+class FakeDeviceArray:
+    """A device array as the boundary sees it: ``__cuda_array_interface__``
+    made ahead, so that only the reading is timed. Never dereferenced."""
+
+    __slots__ = ("__cuda_array_interface__",)
+
+    def __init__(self, ptr: int, nbytes: int) -> None:
+        self.__cuda_array_interface__ = {
+            "shape": (nbytes,),
+            "typestr": "|u1",
+            "data": (ptr, False),
+            "strides": None,
+            "version": 3,
+            "stream": None,
+        }
+
+
+def boundary(items: int, repeats: int) -> None:
+    """The parts that need no GPU."""
+    fakes = [FakeDeviceArray(0x7F0000000000 + i * 65536, 65536) for i in range(items)]
+    t = best_of(lambda: _buffers.device_regions(fakes, "input"), repeats)
+    print(
+        f"device pointers, {items} __cuda_array_interface__ objects: {t / items * 1e6:.3f} us/item"
+    )
+
+    codec = NvCompBatchCodec("lz4", device="cpu")
+    tiny = [np.full(16, i % 251, np.uint8) for i in range(items)]
+    encoded = codec.encode_batch(tiny)
+    packed = np.frombuffer(b"".join(encoded), np.uint8)
+    sizes = np.array([len(e) for e in encoded], np.uint64)
+    t_list = best_of(lambda: codec.decode_batch(encoded), repeats)
+    t_packed = best_of(lambda: codec.decode_packed(packed, sizes), repeats)
+    print(
+        f"host list decode of {items} 16-byte buffers: {t_list / items * 1e6:.3f} us/item; "
+        f"packed: {t_packed / items * 1e6:.3f} us/item ({t_list / t_packed:.1f}x less per item)"
+    )
+
+
+def gpu_parts(size_mb: int, repeats: int, algorithms: list[str]) -> None:
+    import cupy as cp
+
+    try:
+        import nvidia.nvcomp as nvc
+    except Exception as e:  # noqa: BLE001  # ImportError, or a CUDA library that will not load
+        nvc = None
+        print(f"nvidia.nvcomp unavailable: {type(e).__name__}: {e}")
+    data = field_f32(size_mb << 20).reshape(-1).view(np.uint8)
+    total = data.nbytes
+    sync = cp.cuda.runtime.deviceSynchronize
+    rows = []
+    for algorithm in algorithms:
+        codec = NvCompBatchCodec(algorithm, device="cuda", trusted_input=True)
+        for chunk_name, chunk in CHUNK_SIZES.items():
+            device_data = cp.asarray(data)
+            items = [device_data[i : i + chunk] for i in range(0, total, chunk)]
+            encoded = codec.encode_batch(items)
+            sizes = np.array([int(e.nbytes) for e in encoded], np.uint64)
+            packed = cp.concatenate(encoded)
+            label = f"{algorithm} {chunk_name} x{len(items)}"
+
+            def rate(seconds: float) -> float:
+                return total / seconds / 1e9
+
+            t = best_of(lambda c=codec, x=encoded: c.decode_batch(x), repeats, sync)
+            rows.append((label, "list of CuPy arrays", rate(t)))
+            t = best_of(
+                lambda c=codec, x=packed, s=sizes: c.decode_packed(x, s), repeats, sync
+            )
+            rows.append((label, "packed CuPy buffer", rate(t)))
+            if nvc is not None:
+                # nvCOMP's own format: LZ4 without our 4-byte header, GDeflate
+                # without the page header: nvidia.nvcomp encodes its own arrays.
+                nv_codec = nvc.Codec(algorithm=NVCOMP_NAMES[algorithm])
+                nv_encoded = nv_codec.encode(as_batch(nvc, items))
+                t = best_of(lambda c=nv_codec, x=nv_encoded: c.decode(x), repeats, sync)
+                rows.append((label, "nvidia.nvcomp", rate(t)))
+            del device_data, items, encoded, packed
+    print(f"\n{'data':<24} {'decoder':<22} {'GB/s':>8}")
+    for label, decoder, gbps in rows:
+        print(f"{label:<24} {decoder:<22} {gbps:8.2f}")
+    by = {(label, decoder): gbps for label, decoder, gbps in rows}
+    print()
+    for label in dict.fromkeys(r[0] for r in rows):
+        theirs = by.get((label, "nvidia.nvcomp"))
+        if theirs:
+            ours_list = by[(label, "list of CuPy arrays")]
+            ours_packed = by[(label, "packed CuPy buffer")]
+            print(
+                f"{label}: list / nvidia.nvcomp = {ours_list / theirs:.2f}, "
+                f"packed / nvidia.nvcomp = {ours_packed / theirs:.2f}"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mb", type=int, default=1024, help="GPU data size, MiB")
+    parser.add_argument(
+        "--items", type=int, default=16384, help="buffers per boundary call"
+    )
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--algorithms", default=",".join(NVCOMP_NAMES))
+    args = parser.parse_args()
+    boundary(args.items, args.repeats)
+    reason = zarrs_nvcomp.gpu_unavailable_reason()
+    if reason is not None:
+        print(f"skipping the GPU parts: {reason}")
+        return
+    gpu_parts(args.size_mb, args.repeats, args.algorithms.split(","))
+
+
+if __name__ == "__main__":
+    main()

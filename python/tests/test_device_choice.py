@@ -1,0 +1,58 @@
+"""device=None: where a batch runs, given the thresholds, and what the codec reports."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from zarrs_nvcomp import NvCompBatchCodec, _device_choice
+from zarrs_nvcomp._device_choice import Thresholds, use_gpu
+
+T = Thresholds(min_items=16, min_bytes=1 << 20)
+
+
+@pytest.mark.parametrize(
+    ("items", "nbytes", "gpu"),
+    [
+        (1, 1 << 30, False),  # one huge buffer: one thread block on the GPU
+        (15, 1 << 30, False),
+        (16, (1 << 20) - 1, False),  # many tiny buffers: the call's fixed cost
+        (16, 1 << 20, True),
+        (65536, 1 << 36, True),
+    ],
+)
+def test_host_batches_go_to_the_gpu_only_above_both_thresholds(items, nbytes, gpu):
+    chosen = use_gpu(on_device=False, items=items, nbytes=nbytes, thresholds=T, gpu_usable=True)
+    assert chosen == gpu
+
+
+def test_device_inputs_stay_on_the_gpu_and_nothing_goes_to_an_unusable_one():
+    assert use_gpu(on_device=True, items=1, nbytes=1, thresholds=T, gpu_usable=True)
+    assert not use_gpu(on_device=True, items=10**6, nbytes=1 << 40, thresholds=T, gpu_usable=False)
+    assert not use_gpu(on_device=False, items=10**6, nbytes=1 << 40, thresholds=T, gpu_usable=False)
+
+
+def test_the_provisional_thresholds_send_single_buffers_to_the_cpu():
+    for thresholds in (_device_choice.DECODE, _device_choice.ENCODE):
+        for nbytes in (64 << 10, 1 << 20):
+            assert not use_gpu(
+                on_device=False, items=1, nbytes=nbytes, thresholds=thresholds, gpu_usable=True
+            )
+
+
+def test_last_backend_records_where_a_call_ran():
+    codec = NvCompBatchCodec("lz4", device="cpu")
+    assert codec.last_backend is None
+    codec.decode_batch(codec.encode_batch([b"abc" * 100]))
+    assert codec.last_backend == "cpu"
+
+
+@pytest.mark.gpu
+def test_auto_runs_small_host_batches_on_the_cpu_and_large_ones_on_the_gpu(monkeypatch):
+    codec = NvCompBatchCodec("lz4")
+    assert codec.backend.startswith("cuda")
+    small = codec.encode_batch([np.arange(1000, dtype=np.float32)])
+    assert codec.last_backend == "cpu"
+    monkeypatch.setattr(_device_choice, "ENCODE", Thresholds(min_items=1, min_bytes=1))
+    assert codec.encode_batch([np.arange(1000, dtype=np.float32)]) == small
+    assert codec.last_backend.startswith("cuda")
