@@ -62,7 +62,11 @@ class ChainFraming:
                     f"computed {computed:#010x}"
                 )
         if self.zlib:
-            if chunk.nbytes < 6 or (int(chunk[0]) << 8 | int(chunk[1])) % 31 or chunk[0] & 0x0F != 8:
+            if (
+                chunk.nbytes < 6
+                or (int(chunk[0]) << 8 | int(chunk[1])) % 31
+                or chunk[0] & 0x0F != 8
+            ):
                 raise ValueError(f"chunk {key} ({codec}): not a zlib stream")
             chunk = chunk[2:-4]
         return chunk

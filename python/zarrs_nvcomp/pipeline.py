@@ -195,7 +195,9 @@ def _decode_and_place(
             out[out_selection] = fill_value_or_default(spec)
 
 
-def _decode(chain: BatchedChain, bodies: list[np.ndarray], keys: list[str], on_device: bool) -> list[Any]:
+def _decode(
+    chain: BatchedChain, bodies: list[np.ndarray], keys: list[str], on_device: bool
+) -> list[Any]:
     """Decodes ``bodies`` (host memory) in one call: into one device
     allocation on the current CUDA device, or into host memory on the CPU."""
     if not bodies:
