@@ -1,0 +1,316 @@
+"""zarrs_nvcomp.NvcompCodecPipeline as zarr's codec pipeline: every read and
+write through zarr's public API gives what zarr's default pipeline gives, and
+batched chains are decoded in one engine call per read."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import numcodecs
+import numpy as np
+import pytest
+import zarr
+from conftest import cupy_or_skip
+from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, TransposeCodec, ZstdCodec
+
+import zarrs_nvcomp
+from zarrs_nvcomp import pipeline as pipeline_module
+from zarrs_nvcomp.zarr3 import NvCompBatchZarrCodec
+
+PIPELINE = {"codec_pipeline.path": "zarrs_nvcomp.NvcompCodecPipeline"}
+
+DTYPES = [
+    "|b1",
+    "i1",
+    "u1",
+    "<i2",
+    "<u2",
+    "<i4",
+    "<u4",
+    "<i8",
+    "<u8",
+    "<f2",
+    "<f4",
+    "<f8",
+    "<c8",
+    "<c16",
+    "<M8[s]",
+    "<m8[ms]",
+    "S7",
+    "<U5",
+    "V6",
+]
+
+
+def sample(dtype: np.dtype, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    if dtype.kind == "b":
+        return rng.integers(0, 2, n).astype(bool).reshape(shape)
+    if dtype.kind in "mM":
+        return rng.integers(0, 10**9, n).astype(dtype).reshape(shape)
+    if dtype.kind == "U":
+        letters = np.array(list("abcdefgh"))
+        return np.array(["".join(rng.choice(letters, 4)) for _ in range(n)], dtype).reshape(shape)
+    if dtype.kind == "f":
+        return (rng.standard_normal(n) * 100).astype(dtype).reshape(shape)
+    if dtype.kind == "c":
+        return (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(dtype).reshape(shape)
+    raw = rng.integers(0, 256, n * dtype.itemsize, dtype=np.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+@pytest.fixture
+def decode_calls(monkeypatch):
+    """The number of chunks of each engine call the pipeline makes."""
+    calls: list[int] = []
+    decode = pipeline_module._decode
+
+    def counting(chain, bodies, keys, on_device):
+        calls.append(len(bodies))
+        return decode(chain, bodies, keys, on_device)
+
+    monkeypatch.setattr(pipeline_module, "_decode", counting)
+    return calls
+
+
+def read_both(path, selection, *, method="__getitem__"):
+    """``selection`` of the array at ``path`` through zarr's default pipeline
+    and through ours."""
+    expected = getattr(zarr.open_array(path, mode="r"), method)(selection)
+    with zarr.config.set(PIPELINE):
+        array = zarr.open_array(path, mode="r")
+        assert type(array._async_array.codec_pipeline).__name__ == "NvcompCodecPipeline"
+        got = getattr(array, method)(selection)
+    return expected, got
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_dtype_reads_as_zarr_reads_it(tmp_path, dtype, zarr_format, decode_calls):
+    dtype = np.dtype(dtype)
+    data = sample(dtype, (23, 17))
+    compressors = numcodecs.Zstd(level=1) if zarr_format == 2 else [ZstdCodec(level=1)]
+    z = zarr.create_array(
+        tmp_path / "a",
+        shape=data.shape,
+        chunks=(8, 8),
+        dtype=dtype,
+        compressors=compressors,
+        zarr_format=zarr_format,
+    )
+    z[...] = data
+    expected, got = read_both(tmp_path / "a", (slice(1, 22, 2), slice(None)))
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got, data[1:22:2])
+    # 11 rows of 8 x 8 chunks from three chunk rows by three chunk columns: one call.
+    assert decode_calls == [9]
+
+
+CHAINS = {
+    "zstd": dict(compressors=[ZstdCodec(level=3)]),
+    "zstd+crc32c": dict(compressors=[ZstdCodec(), Crc32cCodec()]),
+    "gzip": dict(compressors=[GzipCodec(level=1)]),
+    "numcodecs.lz4": dict(compressors=[zarr.codecs.numcodecs.LZ4()]),
+    "numcodecs.zlib": dict(compressors=[zarr.codecs.numcodecs.Zlib(level=2)]),
+    "nvcomp_batch": dict(compressors=[NvCompBatchZarrCodec(algorithm="snappy", device="cpu")]),
+    "v2 lz4": dict(compressors=numcodecs.LZ4(), zarr_format=2),
+    "v2 gzip": dict(compressors=numcodecs.GZip(), zarr_format=2),
+    "v2 zlib order F": dict(compressors=numcodecs.Zlib(), zarr_format=2, order="F"),
+    "v2 nvcomp_batch": dict(
+        compressors=zarrs_nvcomp.NvCompBatchCodec("zstd", device="cpu"), zarr_format=2
+    ),
+}
+
+
+@pytest.mark.parametrize("chain", list(CHAINS))
+def test_batched_chains_read_selections_and_fill_values(tmp_path, chain, decode_calls):
+    data = sample(np.dtype("<f4"), (50, 40), seed=1)
+    z = zarr.create_array(
+        tmp_path / "a",
+        shape=data.shape,
+        chunks=(16, 16),
+        dtype="<f4",
+        fill_value=7.5,
+        **CHAINS[chain],
+    )
+    z[:30, :20] = data[:30, :20]  # the other chunks stay missing
+    reference = np.full(data.shape, 7.5, "<f4")
+    reference[:30, :20] = data[:30, :20]
+    selections = [
+        (slice(None), slice(None)),
+        (slice(3, 47, 5), slice(1, 39, 3)),
+        (12, slice(None)),
+        (slice(None), 19),
+        (Ellipsis,),
+    ]
+    for selection in selections:
+        expected, got = read_both(tmp_path / "a", selection)
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(got, reference[selection])
+    assert decode_calls and all(n > 0 for n in decode_calls)
+    expected, got = read_both(
+        tmp_path / "a", ([1, 17, 45], [0, 39]), method="get_orthogonal_selection"
+    )
+    np.testing.assert_array_equal(got, reference[np.ix_([1, 17, 45], [0, 39])])
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_a_read_of_many_chunks_is_one_engine_call(tmp_path, decode_calls):
+    data = np.arange(64 * 64, dtype="<u2").reshape(64, 64)
+    z = zarr.create_array(tmp_path / "a", shape=data.shape, chunks=(8, 8), dtype="<u2")
+    z[...] = data
+    with zarr.config.set(PIPELINE):
+        np.testing.assert_array_equal(zarr.open_array(tmp_path / "a")[...], data)
+    assert decode_calls == [64]
+
+
+def test_sharded_arrays_decode_each_shards_chunks_in_one_call(tmp_path, decode_calls):
+    data = sample(np.dtype("<i4"), (40, 36), seed=2)
+    z = zarr.create_array(
+        tmp_path / "a",
+        shape=data.shape,
+        shards=(20, 18),
+        chunks=(5, 6),
+        dtype="<i4",
+        compressors=[ZstdCodec()],
+        fill_value=-1,
+    )
+    z[:30] = data[:30]
+    reference = np.full(data.shape, -1, "<i4")
+    reference[:30] = data[:30]
+    expected, got = read_both(tmp_path / "a", (slice(None), slice(None)))
+    np.testing.assert_array_equal(got, reference)
+    np.testing.assert_array_equal(got, expected)
+    # Four shards of 4 x 3 inner chunks; the last shard row has two written rows of chunks.
+    assert sorted(decode_calls) == [6, 6, 12, 12]
+
+
+@pytest.mark.parametrize(
+    "codecs",
+    [
+        dict(compressors=[BloscCodec()]),
+        dict(filters=[TransposeCodec(order=(1, 0))], compressors=[ZstdCodec()]),
+        dict(serializer=BytesCodec(endian="big"), compressors=[ZstdCodec()]),
+        dict(compressors=None),
+        dict(
+            compressors=numcodecs.Zstd(), filters=[numcodecs.Shuffle(elementsize=8)], zarr_format=2
+        ),
+        dict(compressors=numcodecs.Zstd(), zarr_format=2, dtype=">f8"),
+    ],
+    ids=["blosc", "transpose", "big-endian", "uncompressed", "v2 filters", "v2 big-endian"],
+)
+def test_other_chains_go_through_zarrs_pipeline(tmp_path, codecs, decode_calls):
+    codecs = dict(codecs)
+    dtype = codecs.pop("dtype", "<f8")
+    data = sample(np.dtype("<f8"), (20, 30), seed=3)
+    z = zarr.create_array(tmp_path / "a", shape=data.shape, chunks=(8, 8), dtype=dtype, **codecs)
+    z[...] = data
+    expected, got = read_both(tmp_path / "a", (slice(2, 19), slice(None, None, 4)))
+    np.testing.assert_array_equal(got, data[2:19, ::4])
+    np.testing.assert_array_equal(got, expected)
+    assert decode_calls == []
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_writes_through_the_pipeline_read_back_everywhere(tmp_path, zarr_format):
+    data = sample(np.dtype("<i8"), (30, 30), seed=4)
+    compressors = numcodecs.Zstd() if zarr_format == 2 else [ZstdCodec()]
+    with zarr.config.set(PIPELINE):
+        z = zarr.create_array(
+            tmp_path / "a",
+            shape=data.shape,
+            chunks=(7, 9),
+            dtype="<i8",
+            compressors=compressors,
+            zarr_format=zarr_format,
+            fill_value=5,
+        )
+        z[...] = data
+        z[3:11, 4:25] = -data[3:11, 4:25]  # partial chunks: read, merged, written
+        z[29, 29] = 0
+    reference = data.copy()
+    reference[3:11, 4:25] *= -1
+    reference[29, 29] = 0
+    expected, got = read_both(tmp_path / "a", (Ellipsis,))
+    np.testing.assert_array_equal(expected, reference)
+    np.testing.assert_array_equal(got, reference)
+
+
+def test_corrupt_chunks_name_their_key_and_codec(tmp_path):
+    data = np.arange(256, dtype="<f4").reshape(16, 16)
+    for name, compressors in [("z", [ZstdCodec()]), ("c", [GzipCodec(), Crc32cCodec()])]:
+        z = zarr.create_array(
+            tmp_path / name, shape=data.shape, chunks=(8, 8), dtype="<f4", compressors=compressors
+        )
+        z[...] = data
+        chunk = tmp_path / name / "c" / "1" / "0"
+        raw = bytearray(chunk.read_bytes())
+        raw[0 if name == "z" else len(raw) // 2] ^= 0xFF  # zstd's magic number; gzip's stream
+        chunk.write_bytes(bytes(raw))
+        with zarr.config.set(PIPELINE):
+            array = zarr.open_array(tmp_path / name, mode="r")
+            with pytest.raises(zarrs_nvcomp.DecodeError, match=r"chunk c/1/0 \((zstd|gzip)\)"):
+                array[...]
+            np.testing.assert_array_equal(array[:8], data[:8])
+
+
+def test_truncated_chunks_are_errors_not_wrong_data(tmp_path):
+    data = np.arange(256, dtype="<f4").reshape(16, 16)
+    z = zarr.create_array(
+        tmp_path / "a", shape=data.shape, chunks=(8, 8), dtype="<f4", compressors=[ZstdCodec()]
+    )
+    z[...] = data
+    other = zarr.create_array(
+        tmp_path / "b", shape=(4, 4), chunks=(4, 4), dtype="<f4", compressors=[ZstdCodec()]
+    )
+    other[...] = 1
+    # A valid zstd frame of the wrong size in the place of c/0/1.
+    (tmp_path / "a" / "c" / "0" / "1").write_bytes((tmp_path / "b" / "c" / "0" / "0").read_bytes())
+    with zarr.config.set(PIPELINE):
+        with pytest.raises(
+            zarrs_nvcomp.DecodeError, match=r"chunk c/0/1 \(zstd\) decodes to 64 bytes"
+        ):
+            zarr.open_array(tmp_path / "a", mode="r")[...]
+
+
+def test_the_pipeline_path_resolves_without_importing_the_package():
+    # zarr finds the pipeline through the package's entry point.
+    code = (
+        "import zarr, numpy as np\n"
+        "zarr.config.set({'codec_pipeline.path': 'zarrs_nvcomp.NvcompCodecPipeline'})\n"
+        "z = zarr.create_array(zarr.storage.MemoryStore(), shape=(10,), chunks=(3,), dtype='i2')\n"
+        "z[:] = np.arange(10)\n"
+        "assert (z[:] == np.arange(10)).all()\n"
+        "print(type(z._async_array.codec_pipeline).__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "zarrs_nvcomp"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize(
+    "chain", ["zstd", "zstd+crc32c", "numcodecs.zlib", "v2 lz4", "v2 zlib order F"]
+)
+def test_gpu_buffers_are_decoded_on_the_gpu(tmp_path, chain, decode_calls):
+    cp = cupy_or_skip()
+    data = sample(np.dtype("<f4"), (50, 40), seed=5)
+    z = zarr.create_array(
+        tmp_path / "a",
+        shape=data.shape,
+        chunks=(16, 16),
+        dtype="<f4",
+        fill_value=2,
+        **CHAINS[chain],
+    )
+    z[:40] = data[:40]
+    reference = np.full(data.shape, 2, "<f4")
+    reference[:40] = data[:40]
+    with zarr.config.set(PIPELINE), zarr.config.enable_gpu():
+        array = zarr.open_array(tmp_path / "a", mode="r")
+        for selection in [(Ellipsis,), (slice(3, 47, 5), slice(1, 39, 3)), (12, slice(None))]:
+            got = array[selection]
+            assert isinstance(got, cp.ndarray)
+            np.testing.assert_array_equal(cp.asnumpy(got), reference[selection])
+    assert decode_calls and all(n > 0 for n in decode_calls)
