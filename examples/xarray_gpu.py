@@ -21,9 +21,8 @@ from pathlib import Path
 import numpy as np
 import xarray as xr
 import zarr
-from zarr.codecs import ZstdCodec
-
 import zarrs_nvcomp
+from zarr.codecs import ZstdCodec
 
 
 def write_sample(path: Path, size_mb: int) -> None:
