@@ -58,7 +58,7 @@ def write_field(
     if any(n % c for n, c in zip(shape, chunks, strict=True)):
         raise ValueError(f"shape {shape} is not a whole number of chunks {chunks}")
     group = zarr.open_group(root, mode="a", zarr_format=3)
-    array = group.create_array(
+    group.create_array(
         name,
         shape=shape,
         chunks=chunks,
