@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import numcodecs
 import numpy as np
@@ -13,9 +14,9 @@ import pytest
 import zarr
 from conftest import cupy_or_skip
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, TransposeCodec, ZstdCodec
+from zarr.core.buffer import cpu
 
 import zarrs_nvcomp
-from zarrs_nvcomp import pipeline as pipeline_module
 from zarrs_nvcomp.zarr3 import NvCompBatchZarrCodec
 
 PIPELINE = {"codec_pipeline.path": "zarrs_nvcomp.NvcompCodecPipeline"}
@@ -61,34 +62,38 @@ def sample(dtype: np.dtype, shape: tuple[int, ...], seed: int = 0) -> np.ndarray
     return raw.view(dtype).reshape(shape)
 
 
-@pytest.fixture
-def decode_calls(monkeypatch):
-    """The number of chunks of each engine call the pipeline makes."""
-    calls: list[int] = []
-    decode = pipeline_module._decode
-
-    def counting(chain, bodies, keys, on_device):
-        calls.append(len(bodies))
-        return decode(chain, bodies, keys, on_device)
-
-    monkeypatch.setattr(pipeline_module, "_decode", counting)
-    return calls
+def engine_calls(paths) -> list[int]:
+    return [n for kind, n in paths if kind == "engine"]
 
 
-def read_both(path, selection, *, method="__getitem__"):
-    """``selection`` of the array at ``path`` through zarr's default pipeline
-    and through ours."""
-    expected = getattr(zarr.open_array(path, mode="r"), method)(selection)
+def in_store(path: Path, kind: str):
+    """The array written at ``path``, in a local store or copied into a
+    MemoryStore (which the reader cannot open: the engine path)."""
+    if kind == "local":
+        return path
+    files = {
+        f.relative_to(path).as_posix(): cpu.Buffer.from_bytes(f.read_bytes())
+        for f in path.rglob("*")
+        if f.is_file()
+    }
+    return zarr.storage.MemoryStore(files)
+
+
+def read_both(store, selection, *, method="__getitem__"):
+    """``selection`` of the array in ``store`` through zarr's default
+    pipeline and through ours."""
+    expected = getattr(zarr.open_array(store, mode="r"), method)(selection)
     with zarr.config.set(PIPELINE):
-        array = zarr.open_array(path, mode="r")
+        array = zarr.open_array(store, mode="r")
         assert type(array._async_array.codec_pipeline).__name__ == "NvcompCodecPipeline"
         got = getattr(array, method)(selection)
     return expected, got
 
 
+@pytest.mark.parametrize("store", ["local", "memory"])
 @pytest.mark.parametrize("zarr_format", [2, 3])
 @pytest.mark.parametrize("dtype", DTYPES)
-def test_every_dtype_reads_as_zarr_reads_it(tmp_path, dtype, zarr_format, decode_calls):
+def test_every_dtype_reads_as_zarr_reads_it(tmp_path, dtype, zarr_format, store, paths):
     dtype = np.dtype(dtype)
     data = sample(dtype, (23, 17))
     compressors = numcodecs.Zstd(level=1) if zarr_format == 2 else [ZstdCodec(level=1)]
@@ -101,11 +106,14 @@ def test_every_dtype_reads_as_zarr_reads_it(tmp_path, dtype, zarr_format, decode
         zarr_format=zarr_format,
     )
     z[...] = data
-    expected, got = read_both(tmp_path / "a", (slice(1, 22, 2), slice(None)))
+    expected, got = read_both(in_store(tmp_path / "a", store), (slice(1, 22, 2), slice(None)))
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(got, data[1:22:2])
-    # 11 rows of 8 x 8 chunks from three chunk rows by three chunk columns: one call.
-    assert decode_calls == [9]
+    if store == "local":
+        assert paths == [("reader", (slice(1, 22, 2), slice(0, 17, 1)))]
+    else:
+        # 11 rows of 8 x 8 chunks from three chunk rows by three chunk columns: one call.
+        assert paths == [("engine", 9)]
 
 
 CHAINS = {
@@ -124,8 +132,9 @@ CHAINS = {
 }
 
 
+@pytest.mark.parametrize("store", ["local", "memory"])
 @pytest.mark.parametrize("chain", list(CHAINS))
-def test_batched_chains_read_selections_and_fill_values(tmp_path, chain, decode_calls):
+def test_batched_chains_read_selections_and_fill_values(tmp_path, chain, store, paths):
     data = sample(np.dtype("<f4"), (50, 40), seed=1)
     z = zarr.create_array(
         tmp_path / "a",
@@ -138,6 +147,7 @@ def test_batched_chains_read_selections_and_fill_values(tmp_path, chain, decode_
     z[:30, :20] = data[:30, :20]  # the other chunks stay missing
     reference = np.full(data.shape, 7.5, "<f4")
     reference[:30, :20] = data[:30, :20]
+    source = in_store(tmp_path / "a", store)
     selections = [
         (slice(None), slice(None)),
         (slice(3, 47, 5), slice(1, 39, 3)),
@@ -146,27 +156,35 @@ def test_batched_chains_read_selections_and_fill_values(tmp_path, chain, decode_
         (Ellipsis,),
     ]
     for selection in selections:
-        expected, got = read_both(tmp_path / "a", selection)
+        expected, got = read_both(source, selection)
         np.testing.assert_array_equal(got, expected)
         np.testing.assert_array_equal(got, reference[selection])
-    assert decode_calls and all(n > 0 for n in decode_calls)
-    expected, got = read_both(
-        tmp_path / "a", ([1, 17, 45], [0, 39]), method="get_orthogonal_selection"
-    )
+    # The reader reads v2 order F through zarrs chunk by chunk: the engine does it here.
+    by_reader = store == "local" and chain != "v2 zlib order F"
+    assert [kind for kind, _ in paths] == ["reader" if by_reader else "engine"] * len(selections)
+    assert all(n > 0 for n in engine_calls(paths))
+    paths.clear()
+    expected, got = read_both(source, ([1, 17, 45], [0, 39]), method="get_orthogonal_selection")
     np.testing.assert_array_equal(got, reference[np.ix_([1, 17, 45], [0, 39])])
     np.testing.assert_array_equal(got, expected)
+    # Index arrays take the engine path: two of the six chunks are written.
+    assert paths == [("engine", 2)]
 
 
-def test_a_read_of_many_chunks_is_one_engine_call(tmp_path, decode_calls):
+@pytest.mark.parametrize("store", ["local", "memory"])
+def test_a_read_of_many_chunks_is_one_call(tmp_path, store, paths):
     data = np.arange(64 * 64, dtype="<u2").reshape(64, 64)
     z = zarr.create_array(tmp_path / "a", shape=data.shape, chunks=(8, 8), dtype="<u2")
     z[...] = data
     with zarr.config.set(PIPELINE):
-        np.testing.assert_array_equal(zarr.open_array(tmp_path / "a")[...], data)
-    assert decode_calls == [64]
+        np.testing.assert_array_equal(zarr.open_array(in_store(tmp_path / "a", store))[...], data)
+    if store == "local":
+        assert paths == [("reader", (slice(0, 64, 1), slice(0, 64, 1)))]
+    else:
+        assert paths == [("engine", 64)]
 
 
-def test_sharded_arrays_decode_each_shards_chunks_in_one_call(tmp_path, decode_calls):
+def test_sharded_arrays_decode_each_shards_chunks_in_one_call(tmp_path, paths):
     data = sample(np.dtype("<i4"), (40, 36), seed=2)
     z = zarr.create_array(
         tmp_path / "a",
@@ -184,7 +202,8 @@ def test_sharded_arrays_decode_each_shards_chunks_in_one_call(tmp_path, decode_c
     np.testing.assert_array_equal(got, reference)
     np.testing.assert_array_equal(got, expected)
     # Four shards of 4 x 3 inner chunks; the last shard row has two written rows of chunks.
-    assert sorted(decode_calls) == [6, 6, 12, 12]
+    assert sorted(engine_calls(paths)) == [6, 6, 12, 12]
+    assert len(paths) == 4
 
 
 @pytest.mark.parametrize(
@@ -201,7 +220,7 @@ def test_sharded_arrays_decode_each_shards_chunks_in_one_call(tmp_path, decode_c
     ],
     ids=["blosc", "transpose", "big-endian", "uncompressed", "v2 filters", "v2 big-endian"],
 )
-def test_other_chains_go_through_zarrs_pipeline(tmp_path, codecs, decode_calls):
+def test_other_chains_go_through_zarrs_pipeline(tmp_path, codecs, paths):
     codecs = dict(codecs)
     dtype = codecs.pop("dtype", "<f8")
     data = sample(np.dtype("<f8"), (20, 30), seed=3)
@@ -210,7 +229,7 @@ def test_other_chains_go_through_zarrs_pipeline(tmp_path, codecs, decode_calls):
     expected, got = read_both(tmp_path / "a", (slice(2, 19), slice(None, None, 4)))
     np.testing.assert_array_equal(got, data[2:19, ::4])
     np.testing.assert_array_equal(got, expected)
-    assert decode_calls == []
+    assert paths == []
 
 
 @pytest.mark.parametrize("zarr_format", [2, 3])
@@ -238,7 +257,8 @@ def test_writes_through_the_pipeline_read_back_everywhere(tmp_path, zarr_format)
     np.testing.assert_array_equal(got, reference)
 
 
-def test_corrupt_chunks_name_their_key_and_codec(tmp_path):
+@pytest.mark.parametrize("store", ["local", "memory"])
+def test_corrupt_chunks_name_their_key_and_codec(tmp_path, store):
     data = np.arange(256, dtype="<f4").reshape(16, 16)
     for name, compressors in [("z", [ZstdCodec()]), ("c", [GzipCodec(), Crc32cCodec()])]:
         z = zarr.create_array(
@@ -249,14 +269,19 @@ def test_corrupt_chunks_name_their_key_and_codec(tmp_path):
         raw = bytearray(chunk.read_bytes())
         raw[0 if name == "z" else len(raw) // 2] ^= 0xFF  # zstd's magic number; gzip's stream
         chunk.write_bytes(bytes(raw))
+        if store == "memory":
+            pattern = r"chunk c/1/0 \((zstd|gzip)\)"
+        else:
+            pattern = rf"chunk c/1/0 .*\(codec (zstd|gzip), array \S*{name}\)"
         with zarr.config.set(PIPELINE):
-            array = zarr.open_array(tmp_path / name, mode="r")
-            with pytest.raises(zarrs_nvcomp.DecodeError, match=r"chunk c/1/0 \((zstd|gzip)\)"):
+            array = zarr.open_array(in_store(tmp_path / name, store), mode="r")
+            with pytest.raises(zarrs_nvcomp.DecodeError, match=pattern):
                 array[...]
             np.testing.assert_array_equal(array[:8], data[:8])
 
 
-def test_truncated_chunks_are_errors_not_wrong_data(tmp_path):
+@pytest.mark.parametrize("store", ["local", "memory"])
+def test_truncated_chunks_are_errors_not_wrong_data(tmp_path, store):
     data = np.arange(256, dtype="<f4").reshape(16, 16)
     z = zarr.create_array(
         tmp_path / "a", shape=data.shape, chunks=(8, 8), dtype="<f4", compressors=[ZstdCodec()]
@@ -269,10 +294,8 @@ def test_truncated_chunks_are_errors_not_wrong_data(tmp_path):
     # A valid zstd frame of the wrong size in the place of c/0/1.
     (tmp_path / "a" / "c" / "0" / "1").write_bytes((tmp_path / "b" / "c" / "0" / "0").read_bytes())
     with zarr.config.set(PIPELINE):
-        with pytest.raises(
-            zarrs_nvcomp.DecodeError, match=r"chunk c/0/1 \(zstd\) decodes to 64 bytes"
-        ):
-            zarr.open_array(tmp_path / "a", mode="r")[...]
+        with pytest.raises(zarrs_nvcomp.DecodeError, match=r"c/0/1.* decodes to 64 bytes"):
+            zarr.open_array(in_store(tmp_path / "a", store), mode="r")[...]
 
 
 def test_the_pipeline_path_resolves_without_importing_the_package():
@@ -290,10 +313,11 @@ def test_the_pipeline_path_resolves_without_importing_the_package():
 
 
 @pytest.mark.gpu
+@pytest.mark.parametrize("store", ["local", "memory"])
 @pytest.mark.parametrize(
     "chain", ["zstd", "zstd+crc32c", "numcodecs.zlib", "v2 lz4", "v2 zlib order F"]
 )
-def test_gpu_buffers_are_decoded_on_the_gpu(tmp_path, chain, decode_calls):
+def test_gpu_buffers_are_decoded_on_the_gpu(tmp_path, chain, store, paths):
     cp = cupy_or_skip()
     data = sample(np.dtype("<f4"), (50, 40), seed=5)
     z = zarr.create_array(
@@ -307,10 +331,12 @@ def test_gpu_buffers_are_decoded_on_the_gpu(tmp_path, chain, decode_calls):
     z[:40] = data[:40]
     reference = np.full(data.shape, 2, "<f4")
     reference[:40] = data[:40]
+    selections = [(Ellipsis,), (slice(3, 47, 5), slice(1, 39, 3)), (12, slice(None))]
     with zarr.config.set(PIPELINE), zarr.config.enable_gpu():
-        array = zarr.open_array(tmp_path / "a", mode="r")
-        for selection in [(Ellipsis,), (slice(3, 47, 5), slice(1, 39, 3)), (12, slice(None))]:
+        array = zarr.open_array(in_store(tmp_path / "a", store), mode="r")
+        for selection in selections:
             got = array[selection]
             assert isinstance(got, cp.ndarray)
             np.testing.assert_array_equal(cp.asnumpy(got), reference[selection])
-    assert decode_calls and all(n > 0 for n in decode_calls)
+    by_reader = store == "local" and chain != "v2 zlib order F"
+    assert [kind for kind, _ in paths] == ["reader" if by_reader else "engine"] * len(selections)

@@ -3,10 +3,14 @@
 ``NvcompCodecPipeline`` is a zarr 3 codec pipeline: set it once and every
 read of an array whose chain this project decodes in batches (``bytes`` then
 ``zstd``, ``gzip``, numcodecs ``lz4``/``zlib`` or ``nvcomp_batch``, optionally
-``crc32c``; v2 arrays with one of those compressors and no filters) fetches
-all chunks of the read concurrently through zarr's store API and decodes
-them in one engine call: on the GPU into GPU memory when zarr's buffers are
-GPU buffers (``zarr.config.enable_gpu()``), else on the CPU in parallel.
+``crc32c``; v2 arrays with one of those compressors and no filters) decodes
+all chunks of the read in batches: on the GPU into GPU memory when zarr's
+buffers are GPU buffers (``zarr.config.enable_gpu()``), else on the CPU in
+parallel. Arrays in stores the reader opens by URL (zarr's ``LocalStore``,
+``FsspecStore`` over S3, ``ObjectStore``) are read by one call of the
+chunk-parallel reader, with its own object_store fetch, when the selection
+is a box of strided ranges; otherwise the chunks are fetched concurrently
+through zarr's store API and decoded in one engine call.
 Other chains, and writes, go through zarr's default
 ``BatchedCodecPipeline``; inside a sharded array, the shards' inner chunks
 are decoded in batches shard by shard::
@@ -27,7 +31,7 @@ import functools
 import math
 import re
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -38,18 +42,20 @@ from zarr.registry import register_pipeline
 
 from zarrs_nvcomp import _buffers
 from zarrs_nvcomp._chain import BatchedChain, classify
+from zarrs_nvcomp._reader_request import ReaderRequest, reader_request
 from zarrs_nvcomp._zarrs_nvcomp import DecodeError, Engine, decode_host_to_device
 
 if TYPE_CHECKING:
     from typing import Self
 
     from zarr.abc.codec import Codec
-    from zarr.abc.store import ByteGetter, ByteSetter
+    from zarr.abc.store import ByteGetter, ByteSetter, Store
     from zarr.core.array_spec import ArraySpec
     from zarr.core.buffer import Buffer, NDBuffer
     from zarr.core.chunk_grids import ChunkGrid
     from zarr.core.dtype.wrapper import TBaseDType, TBaseScalar, ZDType
     from zarr.core.indexing import SelectorTuple
+    from zarr.core.metadata import ArrayMetadata
 
 __all__ = ["NvcompCodecPipeline"]
 
@@ -69,6 +75,13 @@ class NvcompCodecPipeline(CodecPipeline):
     fallback: BatchedCodecPipeline
     batched: BatchedChain | None
     fallback_reason: str | None
+    #: The array's metadata, where zarr gave it (the array's pipeline, not a
+    #: shard's): what lets a read request become one call of the reader.
+    metadata: ArrayMetadata | None = field(default=None, compare=False, repr=False)
+    #: Arrays opened by the reader, by URL and options.
+    _opened: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     @classmethod
     def from_codecs(cls, codecs: Iterable[Codec], *, batch_size: int | None = None) -> Self:
@@ -76,6 +89,17 @@ class NvcompCodecPipeline(CodecPipeline):
         fallback = BatchedCodecPipeline.from_codecs(codecs, batch_size=batch_size)
         batched, reason = classify(codecs)
         return cls(fallback=fallback, batched=batched, fallback_reason=reason)
+
+    @classmethod
+    def from_array_metadata_and_store(cls, array_metadata: ArrayMetadata, store: Store) -> Self:
+        from zarr.codecs._v2 import V2Codec
+
+        if array_metadata.zarr_format == 2:
+            codecs = [V2Codec(filters=array_metadata.filters, compressor=array_metadata.compressor)]
+        else:
+            codecs = list(array_metadata.codecs)
+        pipeline = cls.from_codecs(codecs)
+        return cls(pipeline.fallback, pipeline.batched, pipeline.fallback_reason, array_metadata)
 
     def evolve_from_array_spec(self, array_spec: ArraySpec) -> Self:
         return type(self).from_codecs(
@@ -135,12 +159,39 @@ class NvcompCodecPipeline(CodecPipeline):
         if self.batched is None or dtype is None:
             await self.fallback.read(items, out, drop_axes)
             return
+        target = out.as_ndarray_like()
+        request = None
+        if self.metadata is not None and not drop_axes and target.dtype == dtype:
+            request = reader_request(items, self.metadata, target.shape)
+        if request is not None and await asyncio.to_thread(self._read_with_reader, request, target):
+            return
         fetched = await asyncio.gather(
             *(getter.get(prototype=cpu.buffer_prototype) for getter, *_ in items)
         )
         await asyncio.to_thread(
-            _decode_and_place, self.batched, dtype, items, fetched, out.as_ndarray_like(), drop_axes
+            _decode_and_place, self.batched, dtype, items, fetched, target, drop_axes
         )
+
+    def _read_with_reader(self, request: ReaderRequest, out: Any) -> bool:
+        """Reads ``request`` with one call of the reader into ``out`` (NumPy,
+        or CuPy on the current device); False, reading nothing, where the
+        reader would not decode the chunks in batches (it reads some chains
+        the pipeline batches, v2 order F, through zarrs chunk by chunk)."""
+        from zarrs_nvcomp.reader import open_array
+
+        key = (request.url, tuple(sorted(request.options.items())))
+        array = self._opened.get(key)
+        if array is None or array.shape != tuple(self.metadata.shape):
+            array = self._opened[key] = open_array(request.url, request.options)
+        if array.batched_algorithm is None:
+            return False
+        on_device = not isinstance(out, np.ndarray)
+        device = f"cuda:{_buffers.cupy_module().cuda.Device().id}" if on_device else "cpu"
+        try:
+            out[...] = array.read(request.selection, device=device)
+        except DecodeError as e:
+            raise DecodeError(f"{e} (codec {self.batched.codec}, array {request.url})") from None
+        return True
 
 
 # zarr finds pipelines by module and name: "zarrs_nvcomp.NvcompCodecPipeline",
