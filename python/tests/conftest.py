@@ -102,14 +102,15 @@ def s3_options(endpoint: str) -> dict[str, str]:
 
 @pytest.fixture
 def paths(monkeypatch):
-    """How the pipeline read: ``("reader", selection)`` for a call of the
-    chunk-parallel reader, ``("engine", n)`` for an engine call decoding n
-    chunks that zarr's store API fetched."""
-    from zarrs_nvcomp import pipeline as pipeline_module
+    """How the pipeline read and wrote: ``("reader", selection)`` for a call
+    of the chunk-parallel reader, ``("engine", n)`` for an engine call
+    decoding n chunks that zarr's store API fetched, ``("encode", n)`` for
+    one encoding n chunks."""
+    from zarrs_nvcomp import _engine_batch
     from zarrs_nvcomp.pipeline import NvcompCodecPipeline
 
     calls: list[tuple[str, object]] = []
-    decode = pipeline_module._decode
+    decode, encode = _engine_batch.engine_decode, _engine_batch.engine_encode
     read_with_reader = NvcompCodecPipeline._read_with_reader
 
     def counting_decode(chain, bodies, keys, on_device):
@@ -122,6 +123,11 @@ def paths(monkeypatch):
             calls.append(("reader", request.selection))
         return done
 
-    monkeypatch.setattr(pipeline_module, "_decode", counting_decode)
+    def counting_encode(chain, chunks):
+        calls.append(("encode", len(chunks)))
+        return encode(chain, chunks)
+
+    monkeypatch.setattr(_engine_batch, "engine_decode", counting_decode)
+    monkeypatch.setattr(_engine_batch, "engine_encode", counting_encode)
     monkeypatch.setattr(NvcompCodecPipeline, "_read_with_reader", recording_reader)
     return calls

@@ -232,29 +232,52 @@ def test_other_chains_go_through_zarrs_pipeline(tmp_path, codecs, paths):
     assert paths == []
 
 
-@pytest.mark.parametrize("zarr_format", [2, 3])
-def test_writes_through_the_pipeline_read_back_everywhere(tmp_path, zarr_format):
+@pytest.mark.parametrize("store", ["local", "memory"])
+@pytest.mark.parametrize("chain", list(CHAINS))
+def test_writes_encode_in_one_call_and_read_back_everywhere(tmp_path, chain, store, paths):
     data = sample(np.dtype("<i8"), (30, 30), seed=4)
-    compressors = numcodecs.Zstd() if zarr_format == 2 else [ZstdCodec()]
+    target = tmp_path / "a" if store == "local" else zarr.storage.MemoryStore()
+    with zarr.config.set(PIPELINE):
+        z = zarr.create_array(
+            target, shape=data.shape, chunks=(7, 9), dtype="<i8", fill_value=5, **CHAINS[chain]
+        )
+        z[...] = data  # 5 x 4 chunks, all complete
+        z[3:11, 4:25] = -data[3:11, 4:25]  # 2 x 3 chunks, all partial: read, merged, written
+        z[29, 29] = 0
+        z[:7, :9] = 5  # all fill value: deleted
+    assert [p for p in paths if p[0] == "encode"] == [("encode", 20), ("encode", 6), ("encode", 1)]
+    assert ("engine", 6) in paths and ("engine", 1) in paths
+    reference = data.copy()
+    reference[3:11, 4:25] *= -1
+    reference[29, 29] = 0
+    reference[:7, :9] = 5
+    expected, got = read_both(target, (Ellipsis,))
+    np.testing.assert_array_equal(expected, reference)
+    np.testing.assert_array_equal(got, reference)
+    # The chunk of fill values was deleted.
+    assert zarr.open_array(target, mode="r").nchunks_initialized == 19
+
+
+def test_sharded_writes_encode_each_shards_chunks_in_one_call(tmp_path, paths):
+    data = sample(np.dtype("<u4"), (40, 36), seed=6)
     with zarr.config.set(PIPELINE):
         z = zarr.create_array(
             tmp_path / "a",
             shape=data.shape,
-            chunks=(7, 9),
-            dtype="<i8",
-            compressors=compressors,
-            zarr_format=zarr_format,
-            fill_value=5,
+            shards=(20, 18),
+            chunks=(5, 6),
+            dtype="<u4",
+            compressors=[ZstdCodec(), Crc32cCodec()],
         )
         z[...] = data
-        z[3:11, 4:25] = -data[3:11, 4:25]  # partial chunks: read, merged, written
-        z[29, 29] = 0
+        z[2:9, 7] = 1  # one shard, two inner chunks: read, merged, written
     reference = data.copy()
-    reference[3:11, 4:25] *= -1
-    reference[29, 29] = 0
+    reference[2:9, 7] = 1
     expected, got = read_both(tmp_path / "a", (Ellipsis,))
     np.testing.assert_array_equal(expected, reference)
     np.testing.assert_array_equal(got, reference)
+    encodes = [n for kind, n in paths if kind == "encode"]
+    assert encodes[:4] == [12, 12, 12, 12] and len(encodes) == 5
 
 
 @pytest.mark.parametrize("store", ["local", "memory"])

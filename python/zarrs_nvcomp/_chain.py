@@ -71,6 +71,16 @@ class ChainFraming:
             chunk = chunk[2:-4]
         return chunk
 
+    def frame(self, body: bytes, decoded: np.ndarray) -> bytes:
+        """A stored chunk of the compressed stream ``body`` of ``decoded``
+        (flat ``uint8``): what :meth:`body` takes apart."""
+        if self.zlib:
+            # Deflate with a 32 KiB window, default level; then the Adler-32.
+            body = b"\x78\x9c" + body + zlib.adler32(decoded).to_bytes(4, "big")
+        if self.crc32c:
+            body += _crc32c(np.frombuffer(body, dtype=np.uint8)).to_bytes(4, "little")
+        return body
+
     def check_decoded(self, chunk: np.ndarray, decoded: Any, key: str, codec: str) -> None:
         """Checks the Adler-32 trailer of a zlib ``chunk`` against its host
         ``decoded`` bytes (device results are not checked, as in the reader)."""

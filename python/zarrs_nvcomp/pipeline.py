@@ -10,10 +10,11 @@ parallel. Arrays in stores the reader opens by URL (zarr's ``LocalStore``,
 ``FsspecStore`` over S3, ``ObjectStore``) are read by one call of the
 chunk-parallel reader, with its own object_store fetch, when the selection
 is a box of strided ranges; otherwise the chunks are fetched concurrently
-through zarr's store API and decoded in one engine call.
-Other chains, and writes, go through zarr's default
-``BatchedCodecPipeline``; inside a sharded array, the shards' inner chunks
-are decoded in batches shard by shard::
+through zarr's store API and decoded in one engine call. Writes encode all
+chunks of the write in one engine call on the CPU (chunks written in part
+are read, decoded in one call and merged first). Other chains go through
+zarr's default ``BatchedCodecPipeline``; inside a sharded array, the
+shards' inner chunks are decoded and encoded in batches shard by shard::
 
     import zarr
     zarr.config.set({"codec_pipeline.path": "zarrs_nvcomp.NvcompCodecPipeline"})
@@ -27,9 +28,6 @@ naming its key and codec.
 from __future__ import annotations
 
 import asyncio
-import functools
-import math
-import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -41,9 +39,11 @@ from zarr.core.codec_pipeline import BatchedCodecPipeline, fill_value_or_default
 from zarr.registry import register_pipeline
 
 from zarrs_nvcomp import _buffers
+from zarrs_nvcomp._batched_write import write_batched
 from zarrs_nvcomp._chain import BatchedChain, classify
+from zarrs_nvcomp._engine_batch import chunk_key, decode_stored
 from zarrs_nvcomp._reader_request import ReaderRequest, reader_request
-from zarrs_nvcomp._zarrs_nvcomp import DecodeError, Engine, decode_host_to_device
+from zarrs_nvcomp._zarrs_nvcomp import DecodeError
 
 if TYPE_CHECKING:
     from typing import Self
@@ -70,8 +70,8 @@ class NvcompCodecPipeline(CodecPipeline):
     module's documentation. ``batched`` is the chain decoded in batches, or
     None, with ``fallback_reason`` saying why zarr's pipeline decodes it."""
 
-    #: zarr's default pipeline of the same codecs: writes, and chains
-    #: without a batched decoder.
+    #: zarr's default pipeline of the same codecs: chains without a
+    #: batched decoder.
     fallback: BatchedCodecPipeline
     batched: BatchedChain | None
     fallback_reason: str | None
@@ -146,7 +146,12 @@ class NvcompCodecPipeline(CodecPipeline):
         value: NDBuffer,
         drop_axes: tuple[int, ...] = (),
     ) -> None:
-        await self.fallback.write(batch_info, value, drop_axes)
+        items = list(batch_info)
+        dtype = None if self.batched is None or not items else self.batched.chunk_dtype(items[0][1])
+        if self.batched is None or dtype is None:
+            await self.fallback.write(items, value, drop_axes)
+            return
+        await write_batched(self.fallback, self.batched, dtype, items, value, drop_axes)
 
     async def read(
         self,
@@ -212,31 +217,17 @@ def _decode_and_place(
     selection into ``out`` (NumPy or CuPy); missing chunks read as the fill
     value."""
     present = [i for i, chunk in enumerate(fetched) if chunk is not None]
-    keys = [_key(items[i][0]) for i in present]
-    stored = [_host_bytes(fetched[i]) for i in present]
-    try:
-        bodies = [
-            chain.framing.body(chunk, key, chain.codec)
-            for chunk, key in zip(stored, keys, strict=True)
-        ]
-    except ValueError as e:
-        raise DecodeError(str(e)) from None
-    on_device = not isinstance(out, np.ndarray)
-    decoded = _decode(chain, bodies, keys, on_device)
-    for i, chunk, key, data in zip(present, stored, keys, decoded, strict=True):
-        _, spec, chunk_selection, out_selection, _ = items[i]
-        expected = math.prod(spec.shape) * dtype.itemsize
-        if data.nbytes != expected:
-            raise DecodeError(
-                f"chunk {key} ({chain.codec}) decodes to {data.nbytes} bytes, "
-                f"its shape {spec.shape} needs {expected} bytes"
-            )
-        try:
-            chain.framing.check_decoded(chunk, data, key, chain.codec)
-        except ValueError as e:
-            raise DecodeError(str(e)) from None
-        order = spec.order if chain.v2 else "C"
-        part = data.view(dtype).reshape(spec.shape, order=order)[chunk_selection]
+    decoded = decode_stored(
+        chain,
+        dtype,
+        [items[i][1] for i in present],
+        [fetched[i] for i in present],
+        [chunk_key(items[i][0]) for i in present],
+        on_device=not isinstance(out, np.ndarray),
+    )
+    for i, chunk in zip(present, decoded, strict=True):
+        _, _, chunk_selection, out_selection, _ = items[i]
+        part = chunk[chunk_selection]
         if drop_axes:
             part = part.squeeze(axis=drop_axes)
         out[out_selection] = part
@@ -244,53 +235,3 @@ def _decode_and_place(
         if chunk is None:
             _, spec, _, out_selection, _ = items[i]
             out[out_selection] = fill_value_or_default(spec)
-
-
-def _decode(
-    chain: BatchedChain, bodies: list[np.ndarray], keys: list[str], on_device: bool
-) -> list[Any]:
-    """Decodes ``bodies`` (host memory) in one call: into one device
-    allocation on the current CUDA device, or into host memory on the CPU."""
-    if not bodies:
-        return []
-    try:
-        if on_device:
-            cp = _buffers.cupy_module()
-            engine = _engine(chain.config_json, f"cuda:{cp.cuda.Device().id}")
-            return _buffers.device_outputs(decode_host_to_device(engine, bodies))
-        return _buffers.host_outputs(_engine(chain.config_json, "cpu").decode(bodies))
-    except DecodeError as e:
-        raise DecodeError(_name_chunks(str(e), keys, chain.codec)) from None
-
-
-@functools.cache
-def _engine(config_json: str, device: str) -> Engine:
-    return Engine(config_json, device)
-
-
-_BUFFER = re.compile(r"\bbuffer (\d+)\b")
-
-
-def _name_chunks(message: str, keys: list[str], codec: str) -> str:
-    """The engine's message with each ``buffer i`` replaced by the chunk's key."""
-
-    def key(match: re.Match[str]) -> str:
-        i = int(match.group(1))
-        return f"chunk {keys[i]} ({codec})" if i < len(keys) else match.group(0)
-
-    return _BUFFER.sub(key, message)
-
-
-def _key(getter: Any) -> str:
-    """The store key of a chunk (a shard's inner chunk: its coordinates)."""
-    path = getattr(getter, "path", None)
-    if path is not None:
-        return str(path)
-    coords = getattr(getter, "chunk_coords", None)
-    return f"inner chunk {tuple(coords)}" if coords is not None else repr(getter)
-
-
-def _host_bytes(buffer: Buffer) -> np.ndarray:
-    """A chunk's stored bytes as a flat ``uint8`` host array (a shard's
-    inner chunks may be GPU buffers under ``enable_gpu()``)."""
-    return np.ascontiguousarray(buffer.as_numpy_array()).reshape(-1).view(np.uint8)
