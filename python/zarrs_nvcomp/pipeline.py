@@ -147,8 +147,8 @@ class NvcompCodecPipeline(CodecPipeline):
         drop_axes: tuple[int, ...] = (),
     ) -> None:
         items = list(batch_info)
-        dtype = None if self.batched is None or not items else self.batched.chunk_dtype(items[0][1])
-        if self.batched is None or dtype is None:
+        dtype = self._batched_dtype(items)
+        if dtype is None:
             await self.fallback.write(items, value, drop_axes)
             return
         await write_batched(self.fallback, self.batched, dtype, items, value, drop_axes)
@@ -160,8 +160,8 @@ class NvcompCodecPipeline(CodecPipeline):
         drop_axes: tuple[int, ...] = (),
     ) -> None:
         items = list(batch_info)
-        dtype = None if self.batched is None or not items else self.batched.chunk_dtype(items[0][1])
-        if self.batched is None or dtype is None:
+        dtype = self._batched_dtype(items)
+        if dtype is None:
             await self.fallback.read(items, out, drop_axes)
             return
         target = out.as_ndarray_like()
@@ -176,6 +176,13 @@ class NvcompCodecPipeline(CodecPipeline):
         await asyncio.to_thread(
             _decode_and_place, self.batched, dtype, items, fetched, target, drop_axes
         )
+
+    def _batched_dtype(self, items: list[Any]) -> np.dtype | None:
+        """The dtype of the decoded chunks of ``items`` where the batched path
+        reads and writes them, else None (zarr's pipeline does)."""
+        if self.batched is None or not items:
+            return None
+        return self.batched.chunk_dtype(items[0][1])
 
     def _read_with_reader(self, request: ReaderRequest, out: Any) -> bool:
         """Reads ``request`` with one call of the reader into ``out`` (NumPy,
