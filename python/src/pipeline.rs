@@ -12,7 +12,11 @@ use crate::{to_py_err, DeviceBatch, Engine, HostInputs};
 /// memory for the results. Untrusted input is decoded by the worker process,
 /// as for every other GPU decode of the engine.
 #[pyfunction]
-fn decode_host_to_device(py: Python<'_>, engine: PyRef<'_, Engine>, inputs: Vec<PyBuffer<u8>>) -> PyResult<DeviceBatch> {
+fn decode_host_to_device(
+    py: Python<'_>,
+    engine: PyRef<'_, Engine>,
+    inputs: Vec<PyBuffer<u8>>,
+) -> PyResult<DeviceBatch> {
     let cuda = engine.cuda()?.clone();
     let algorithm = *engine.codec.algorithm();
     let options = engine.codec.device_decode_options();

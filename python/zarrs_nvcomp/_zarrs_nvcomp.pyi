@@ -92,6 +92,9 @@ class Engine:
         self, inputs: Sequence[tuple[int, int]], outputs: Sequence[tuple[int, int]]
     ) -> None: ...
 
+def decode_host_to_device(engine: Engine, inputs: Sequence[Buffer]) -> DeviceBatch:
+    """Decompresses host buffers on the engine's GPU into one device allocation."""
+
 class StoreError(OSError): ...
 
 class ReaderArray:
