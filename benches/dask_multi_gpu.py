@@ -1,5 +1,6 @@
 """The mean of a large zstd array from local disk with Dask over one and two
-GPUs (``dask_cuda.LocalCUDACluster``, one worker per GPU,
+GPUs (``dask_cuda.LocalCUDACluster``, one worker per GPU, or the same
+layout from distributed alone where dask-cuda is not installed;
 ``zarrs_nvcomp.to_dask``), against one direct ``read_chunks_parallel`` of the
 whole array on one GPU; same run.
 
@@ -48,25 +49,47 @@ def median_time(repeats: int, fn) -> tuple[float, float]:
     return statistics.median(times), float(result)
 
 
+def gpu_cluster(workers: int):
+    """One Dask worker per GPU, each seeing its GPU as device 0:
+    ``dask_cuda.LocalCUDACluster``, or where dask-cuda cannot be imported the
+    same layout from distributed alone (a nanny per GPU with its
+    ``CUDA_VISIBLE_DEVICES``); and the cluster's name."""
+    try:
+        from dask_cuda import LocalCUDACluster
+    except ImportError as e:
+        from distributed import Nanny, Scheduler, SpecCluster
+
+        spec = {
+            i: {
+                "cls": Nanny,
+                "options": {"nthreads": 2, "env": {"CUDA_VISIBLE_DEVICES": str(i)}},
+            }
+            for i in range(workers)
+        }
+        scheduler = {"cls": Scheduler, "options": {"dashboard_address": None}}
+        cluster = SpecCluster(workers=spec, scheduler=scheduler)
+        return cluster, f"distributed.SpecCluster, a nanny per GPU (no dask_cuda: {e})"
+    cluster = LocalCUDACluster(
+        CUDA_VISIBLE_DEVICES=list(range(workers)),
+        threads_per_worker=2,
+        dashboard_address=None,
+    )
+    return cluster, "dask_cuda.LocalCUDACluster"
+
+
 def dask_mean(
     path: Path, workers: int, gpu: bool, block: tuple[int, int], repeats: int
 ):
-    from distributed import Client
+    from distributed import Client, LocalCluster
 
     if gpu:
-        from dask_cuda import LocalCUDACluster
-
-        cluster = LocalCUDACluster(
-            CUDA_VISIBLE_DEVICES=list(range(workers)),
-            threads_per_worker=2,
-            dashboard_address=None,
-        )
+        cluster, name = gpu_cluster(workers)
     else:
-        from distributed import LocalCluster
-
         cluster = LocalCluster(
             n_workers=workers, threads_per_worker=1, dashboard_address=None
         )
+        name = "distributed.LocalCluster"
+    print(f"{workers} worker(s): {name}")
     with cluster, Client(cluster) as client:
         client.wait_for_workers(workers)
         device = "cuda" if gpu else "cpu"
