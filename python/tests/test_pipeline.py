@@ -363,3 +363,21 @@ def test_gpu_buffers_are_decoded_on_the_gpu(tmp_path, chain, store, paths):
             np.testing.assert_array_equal(cp.asnumpy(got), reference[selection])
     by_reader = store == "local" and chain != "v2 zlib order F"
     assert [kind for kind, _ in paths] == ["reader" if by_reader else "engine"] * len(selections)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("store", ["local", "memory"])
+def test_gpu_values_write_through_the_batched_encoder(tmp_path, store, paths):
+    cp = cupy_or_skip()
+    data = sample(np.dtype("<f8"), (40, 30), seed=7)
+    target = tmp_path / "a" if store == "local" else zarr.storage.MemoryStore()
+    with zarr.config.set(PIPELINE), zarr.config.enable_gpu():
+        z = zarr.create_array(
+            target, shape=data.shape, chunks=(16, 16), dtype="<f8", compressors=[ZstdCodec()]
+        )
+        z[...] = cp.asarray(data)
+        z[5:20, 3] = cp.asarray(-data[5:20, 3])
+    reference = data.copy()
+    reference[5:20, 3] *= -1
+    np.testing.assert_array_equal(zarr.open_array(target, mode="r")[...], reference)
+    assert [p for p in paths if p[0] == "encode"] == [("encode", 6), ("encode", 2)]
