@@ -12,16 +12,15 @@ from typing import Any
 
 import numpy as np
 from zarr.core.buffer import cpu
-from zarr.core.codec_pipeline import BatchedCodecPipeline, fill_value_or_default
 
 from zarrs_nvcomp._chain import BatchedChain
 from zarrs_nvcomp._engine_batch import chunk_key, decode_stored, encode_for_store
+from zarrs_nvcomp._zarr_compat import fill_value_or_default, merge_chunk_array
 
 __all__ = ["write_batched"]
 
 
 async def write_batched(
-    zarr_pipeline: BatchedCodecPipeline,
     chain: BatchedChain,
     dtype: np.dtype,
     items: list[Any],
@@ -30,7 +29,7 @@ async def write_batched(
 ) -> None:
     """Writes ``value`` (a zarr NDBuffer, host or device) to the chunks of
     ``items`` (byte setter, spec, chunk selection, value selection,
-    complete); ``zarr_pipeline`` merges new values into chunks."""
+    complete), merging new values into chunks as zarr does."""
     # Merged and encoded on the host: one copy of a device value, not one per chunk.
     value = cpu.NDBuffer.from_numpy_array(value.as_numpy_array())
     specs = [dataclasses.replace(spec, prototype=cpu.buffer_prototype) for _, spec, *_ in items]
@@ -40,7 +39,6 @@ async def write_batched(
     )
     encoded = await asyncio.to_thread(
         _merge_and_encode,
-        zarr_pipeline,
         chain,
         dtype,
         items,
@@ -61,7 +59,6 @@ async def write_batched(
 
 
 def _merge_and_encode(
-    zarr_pipeline: BatchedCodecPipeline,
     chain: BatchedChain,
     dtype: np.dtype,
     items: list[Any],
@@ -88,7 +85,7 @@ def _merge_and_encode(
     chunks: list[np.ndarray | None] = []
     for i, (_, _, chunk_selection, out_selection, complete) in enumerate(items):
         spec = specs[i]
-        merged = zarr_pipeline._merge_chunk_array(
+        merged = merge_chunk_array(
             existing.get(i), value, out_selection, spec, chunk_selection, complete, drop_axes
         )
         if not spec.config.write_empty_chunks and merged.all_equal(fill_value_or_default(spec)):

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 from zarr.abc.codec import CodecPipeline
 from zarr.core.buffer import cpu
-from zarr.core.codec_pipeline import BatchedCodecPipeline, fill_value_or_default
+from zarr.core.codec_pipeline import BatchedCodecPipeline
 from zarr.registry import register_pipeline
 
 from zarrs_nvcomp import _buffers
@@ -43,6 +43,7 @@ from zarrs_nvcomp._batched_write import write_batched
 from zarrs_nvcomp._chain import BatchedChain, classify
 from zarrs_nvcomp._engine_batch import chunk_key, decode_stored
 from zarrs_nvcomp._reader_request import ReaderRequest, reader_request
+from zarrs_nvcomp._zarr_compat import fill_value_or_default, get_results
 from zarrs_nvcomp._zarrs_nvcomp import DecodeError
 
 if TYPE_CHECKING:
@@ -93,11 +94,23 @@ class NvcompCodecPipeline(CodecPipeline):
     @classmethod
     def from_array_metadata_and_store(cls, array_metadata: ArrayMetadata, store: Store) -> Self:
         from zarr.codecs._v2 import V2Codec
+        from zarr.core.array_spec import ArrayConfig, ArraySpec
+        from zarr.core.buffer import default_buffer_prototype
 
         if array_metadata.zarr_format == 2:
             codecs = [V2Codec(filters=array_metadata.filters, compressor=array_metadata.compressor)]
         else:
-            codecs = list(array_metadata.codecs)
+            # Evolved against the chunk's spec, as zarr does (zarr 3.1's
+            # metadata holds them evolved already; later releases' not).
+            grid = array_metadata.chunk_grid
+            spec = ArraySpec(
+                shape=getattr(grid, "chunk_shape", (1,) * len(array_metadata.shape)),
+                dtype=array_metadata.data_type,
+                fill_value=array_metadata.fill_value,
+                config=ArrayConfig.from_dict({}),
+                prototype=default_buffer_prototype(),
+            )
+            codecs = [c.evolve_from_array_spec(array_spec=spec) for c in array_metadata.codecs]
         pipeline = cls.from_codecs(codecs)
         return cls(pipeline.fallback, pipeline.batched, pipeline.fallback_reason, array_metadata)
 
@@ -151,31 +164,36 @@ class NvcompCodecPipeline(CodecPipeline):
         if dtype is None:
             await self.fallback.write(items, value, drop_axes)
             return
-        await write_batched(self.fallback, self.batched, dtype, items, value, drop_axes)
+        await write_batched(self.batched, dtype, items, value, drop_axes)
 
     async def read(
         self,
         batch_info: Iterable[ReadItem],
         out: NDBuffer,
         drop_axes: tuple[int, ...] = (),
-    ) -> None:
+    ) -> Any:
+        """Reads the chunks of ``batch_info`` into ``out``; returns whether
+        each was present, as zarr after 3.1 expects (the reader's path, which
+        fills missing chunks itself, is taken only where zarr reads missing
+        chunks as fill values)."""
         items = list(batch_info)
         dtype = self._batched_dtype(items)
         if dtype is None:
-            await self.fallback.read(items, out, drop_axes)
-            return
+            return await self.fallback.read(items, out, drop_axes)
         target = out.as_ndarray_like()
         request = None
-        if self.metadata is not None and not drop_axes and target.dtype == dtype:
+        reads_missing = getattr(items[0][1].config, "read_missing_chunks", True) is not False
+        if self.metadata is not None and reads_missing and not drop_axes and target.dtype == dtype:
             request = reader_request(items, self.metadata, target.shape)
         if request is not None and await asyncio.to_thread(self._read_with_reader, request, target):
-            return
+            return get_results([True] * len(items))
         fetched = await asyncio.gather(
             *(getter.get(prototype=cpu.buffer_prototype) for getter, *_ in items)
         )
         await asyncio.to_thread(
             _decode_and_place, self.batched, dtype, items, fetched, target, drop_axes
         )
+        return get_results([chunk is not None for chunk in fetched])
 
     def _batched_dtype(self, items: list[Any]) -> np.dtype | None:
         """The dtype of the decoded chunks of ``items`` where the batched path
