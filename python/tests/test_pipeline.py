@@ -171,6 +171,23 @@ def test_batched_chains_read_selections_and_fill_values(tmp_path, chain, store, 
     assert paths == [("engine", 2)]
 
 
+def test_arrays_the_reader_cannot_open_read_through_the_engine(tmp_path, paths):
+    # zarrs rejects a v2 null fill value of raw bytes, which zarr reads.
+    data = np.array([b"a\0\0", b"bb", b"ccc"], dtype="V7")
+    with zarr.config.set(PIPELINE):
+        z = zarr.create(
+            shape=(3,),
+            store=tmp_path / "a",
+            chunks=(2,),
+            fill_value=None,
+            zarr_format=2,
+            dtype="V7",
+        )
+        z[...] = data
+        assert (zarr.open_array(tmp_path / "a")[...] == data).all()
+    assert [kind for kind, _ in paths] == ["encode", "engine"]
+
+
 @pytest.mark.parametrize("store", ["local", "memory"])
 def test_a_read_of_many_chunks_is_one_call(tmp_path, store, paths):
     data = np.arange(64 * 64, dtype="<u2").reshape(64, 64)

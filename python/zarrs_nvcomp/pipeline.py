@@ -28,6 +28,7 @@ naming its key and codec.
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -205,15 +206,25 @@ class NvcompCodecPipeline(CodecPipeline):
     def _read_with_reader(self, request: ReaderRequest, out: Any) -> bool:
         """Reads ``request`` with one call of the reader into ``out`` (NumPy,
         or CuPy on the current device); False, reading nothing, where the
-        reader would not decode the chunks in batches (it reads some chains
-        the pipeline batches, v2 order F, through zarrs chunk by chunk)."""
+        reader cannot open the array or would not decode its chunks in
+        batches (it reads some chains the pipeline batches, v2 order F,
+        through zarrs chunk by chunk)."""
         from zarrs_nvcomp.reader import open_array
 
         key = (request.url, tuple(sorted(request.options.items())))
         array = self._opened.get(key)
-        if array is None or array.shape != tuple(self.metadata.shape):
-            array = self._opened[key] = open_array(request.url, request.options)
-        if array.batched_algorithm is None:
+        if array is None or (
+            array is not _UNREADABLE and array.shape != tuple(self.metadata.shape)
+        ):
+            try:
+                array = open_array(request.url, request.options)
+            except (OSError, TypeError, ValueError) as e:
+                # Metadata zarr reads and zarrs does not (a v2 null fill value
+                # of raw bytes, ...): zarr's store API and the engine read it.
+                _log.debug("zarrs_nvcomp: the reader cannot open %s: %s", request.url, e)
+                array = _UNREADABLE
+            self._opened[key] = array
+        if array is _UNREADABLE or array.batched_algorithm is None:
             return False
         on_device = not isinstance(out, np.ndarray)
         device = f"cuda:{_buffers.cupy_module().cuda.Device().id}" if on_device else "cpu"
@@ -223,6 +234,11 @@ class NvcompCodecPipeline(CodecPipeline):
             raise DecodeError(f"{e} (codec {self.batched.codec}, array {request.url})") from None
         return True
 
+
+#: What ``_opened`` holds for an array the reader cannot open.
+_UNREADABLE = object()
+
+_log = logging.getLogger("zarrs_nvcomp.pipeline")
 
 # zarr finds pipelines by module and name: "zarrs_nvcomp.NvcompCodecPipeline",
 # where the package exports it.
