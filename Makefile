@@ -49,6 +49,7 @@ wheel-check: wheel
 
 python-test: develop
 	$(PY) -m pytest -q python/tests
+	bash scripts/zarr-pipeline-tests.sh $(PY)
 	ZARR2_WHEEL_DIR=$(abspath $(WHEEL_DIR)) bash scripts/zarr2-tests.sh $(ZARR2_VENV)
 
 bench-cpu: develop

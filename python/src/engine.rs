@@ -27,7 +27,13 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    fn cuda(&self) -> PyResult<&Arc<CudaEngine>> {
+    /// The codec this engine runs.
+    pub(crate) fn codec(&self) -> &BatchCodec {
+        &self.codec
+    }
+
+    /// The codec's CUDA engine; an error for a codec on the CPU backend.
+    pub(crate) fn cuda(&self) -> PyResult<&Arc<CudaEngine>> {
         self.codec
             .cuda()
             .ok_or_else(|| invalid_argument("device buffers need a codec on the CUDA backend"))

@@ -13,7 +13,8 @@
 //!   the recycling of result allocations;
 //! - [`device_inputs`]: device buffers in; [`device_batch`], [`cuda_array`],
 //!   [`dlpack`]: device results;
-//! - [`reader`], [`dtype`]: the chunk-parallel reader;
+//! - [`reader`], [`dtype`]: the chunk-parallel reader; [`pipeline`]: decoding
+//!   for zarr's codec pipeline;
 //! - [`library`]: nvCOMP's location, GPU availability, the GPU worker;
 //! - [`logging`]: Rust log records in Python's `logging`.
 
@@ -32,6 +33,7 @@ mod host_batch;
 mod host_inputs;
 mod library;
 mod logging;
+mod pipeline;
 mod pool;
 mod reader;
 mod signals;
@@ -79,6 +81,7 @@ fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(library::_set_gpu_worker_command, m)?)?;
     m.add_function(wrap_pyfunction!(library::_serve_gpu_worker, m)?)?;
     reader::register(m)?;
+    pipeline::register(m)?;
     m.add("ALGORITHMS", Algorithm::NAMES.to_vec())?;
     m.add(
         "CPU_ALGORITHMS",

@@ -95,3 +95,39 @@ def s3_options(endpoint: str) -> dict[str, str]:
         "secret_access_key": "x",
         "region": "us-east-1",
     }
+
+
+# --- zarrs_nvcomp.NvcompCodecPipeline ---------------------------------------
+
+
+@pytest.fixture
+def paths(monkeypatch):
+    """How the pipeline read and wrote: ``("reader", selection)`` for a call
+    of the chunk-parallel reader, ``("engine", n)`` for an engine call
+    decoding n chunks that zarr's store API fetched, ``("encode", n)`` for
+    one encoding n chunks."""
+    from zarrs_nvcomp import _engine_batch
+    from zarrs_nvcomp.pipeline import NvcompCodecPipeline
+
+    calls: list[tuple[str, object]] = []
+    decode, encode = _engine_batch.engine_decode, _engine_batch.engine_encode
+    read_with_reader = NvcompCodecPipeline._read_with_reader
+
+    def counting_decode(chain, bodies, keys, on_device):
+        calls.append(("engine", len(bodies)))
+        return decode(chain, bodies, keys, on_device)
+
+    def recording_reader(self, request, out):
+        done = read_with_reader(self, request, out)
+        if done:
+            calls.append(("reader", request.selection))
+        return done
+
+    def counting_encode(chain, chunks):
+        calls.append(("encode", len(chunks)))
+        return encode(chain, chunks)
+
+    monkeypatch.setattr(_engine_batch, "engine_decode", counting_decode)
+    monkeypatch.setattr(_engine_batch, "engine_encode", counting_encode)
+    monkeypatch.setattr(NvcompCodecPipeline, "_read_with_reader", recording_reader)
+    return calls

@@ -69,6 +69,7 @@ __all__ = [
     "GpuUnavailableError",
     "InvalidArgumentError",
     "NvCompBatchCodec",
+    "NvcompCodecPipeline",
     "OutOfMemoryError",
     "SelectionError",
     "StoreError",
@@ -83,6 +84,7 @@ __all__ = [
     "open_array",
     "read_chunks_parallel",
     "set_zarr_batch_size",
+    "to_dask",
 ]
 
 
@@ -114,3 +116,16 @@ def set_zarr_batch_size(batch_size: int | None = None):
     from zarrs_nvcomp.zarr3 import set_batch_size
 
     return set_batch_size(batch_size)
+
+
+def __getattr__(name: str):
+    # zarr and Dask are optional: their modules load on first use.
+    if name == "NvcompCodecPipeline":
+        from zarrs_nvcomp.pipeline import NvcompCodecPipeline
+
+        return NvcompCodecPipeline
+    if name == "to_dask":
+        from zarrs_nvcomp.dask import to_dask
+
+        return to_dask
+    raise AttributeError(f"module 'zarrs_nvcomp' has no attribute {name!r}")

@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+from zarrs_nvcomp._zarrs_nvcomp import UnsupportedTypeError
+
 #: Seconds a read runs before ``progress=True`` shows anything.
 DELAY = 1.0
 
@@ -70,7 +72,7 @@ def run_with_progress(
         finally:
             bar.close()
     if not callable(progress):
-        raise TypeError(
+        raise UnsupportedTypeError(
             f"progress must be True, False, None or a callable(done_bytes, total_bytes), "
             f"not {type(progress).__name__}"
         )

@@ -202,6 +202,9 @@ class Engine:
     def decode_device_into(self, inputs: DeviceRegions, outputs: DeviceRegions) -> None:
         """Decompresses device buffers into as many disjoint device buffers."""
 
+def decode_host_to_device(engine: Engine, inputs: Sequence[Buffer]) -> DeviceBatch:
+    """Decompresses host buffers on the engine's GPU into one device allocation."""
+
 class ReaderArray:
     """A zarr array opened for reading."""
 

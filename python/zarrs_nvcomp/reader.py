@@ -22,7 +22,10 @@ processes and distributed schedulers can read from it::
 ``allow_http``, ...; the ``AWS_*`` environment variables are read too), plus
 ``timeout``, ``connect_timeout``, ``max_retries`` and ``retry_timeout``, which
 bound a request and also the whole open. Plain ``http://`` endpoints need
-``allow_http``. Object keys are the URL's text as written: ``s3://b/a%20b.zarr``
+``allow_http``. The fsspec/s3fs spellings (``anon``, ``key``, ``secret``,
+``token``, ``endpoint_url``, ``client_kwargs``) are translated to these
+keys. ``store`` may also be a zarr store, an obstore store or a
+``zarr.Array``. Object keys are the URL's text as written: ``s3://b/a%20b.zarr``
 is the prefix ``a%20b.zarr`` (as in fsspec), and ``file://`` paths are not
 percent-decoded either. Ctrl-C (``KeyboardInterrupt``) cancels a read or an open.
 
@@ -46,6 +49,7 @@ import numpy as np
 
 from zarrs_nvcomp._buffers import cupy_module
 from zarrs_nvcomp._progress import ProgressCallback, run_with_progress
+from zarrs_nvcomp._stores import location
 from zarrs_nvcomp._zarrs_nvcomp import (
     CudaArray,
     InvalidArgumentError,
@@ -244,27 +248,32 @@ class Array:
         return f"<zarrs_nvcomp.Array {self.url!r} shape={self.shape} dtype={self._inner.data_type}>"
 
 
-def open_array(store: str | Array, storage_options: dict[str, Any] | None = None) -> Array:
+def open_array(store: Any, storage_options: dict[str, Any] | None = None) -> Array:
     """Opens the zarr array (v2 or v3) at ``store``: a local path, ``file://``,
-    ``s3://bucket/prefix`` or ``http(s)://`` URL.
+    ``s3://bucket/prefix`` or ``http(s)://`` URL; a zarr store
+    (``zarr.storage.LocalStore``, ``FsspecStore`` over S3 or local files,
+    ``ObjectStore``); an obstore ``S3Store``, ``LocalStore`` or ``HTTPStore``;
+    or a ``zarr.Array`` (read from its store and path).
+
+    ``storage_options`` (with a URL only: stores carry their own) are
+    object_store's keys or the fsspec/s3fs spellings (``anon``, ``key``,
+    ``secret``, ``token``, ``endpoint_url``, ``client_kwargs={"endpoint_url":
+    ..., "region_name": ...}``), translated.
 
     Raises :class:`StoreError` (an :class:`OSError`) when the store cannot be
     read or holds no array there, :class:`ValueError` for an invalid URL or
-    options."""
+    options (naming an unknown key), :class:`TypeError` for a store the reader
+    cannot open (an in-memory store)."""
     if isinstance(store, Array):
         if storage_options:
             raise InvalidArgumentError("storage_options apply to a URL, not to an opened array")
         return store
-    if hasattr(store, "__fspath__"):
-        store = str(store.__fspath__())
-    if not isinstance(store, str):
-        raise UnsupportedTypeError(f"store must be a path or a URL, not {type(store).__name__}")
-    options = {k: _option_value(v) for k, v in (storage_options or {}).items()}
-    return Array(ReaderArray.open(store, options), options)
+    url, options = location(store, storage_options)
+    return Array(ReaderArray.open(url, options), options)
 
 
 def read_chunks_parallel(
-    store: str | Array,
+    store: Any,
     selection: Any = (),
     *,
     storage_options: dict[str, Any] | None = None,
@@ -275,7 +284,8 @@ def read_chunks_parallel(
     progress: bool | ProgressCallback | None = None,
 ) -> Any:
     """Reads ``selection`` (NumPy basic indexing; the whole array by default) of
-    the zarr array at ``store``, fetching its chunks concurrently and decoding
+    the zarr array at ``store`` (a URL, a store or an array, as for
+    :func:`open_array`), fetching its chunks concurrently and decoding
     them in batches.
 
     ``device``: ``None`` (the GPU when usable and CuPy installed, else the
@@ -298,12 +308,6 @@ def read_chunks_parallel(
         max_decoded_size=max_decoded_size,
         progress=progress,
     )
-
-
-def _option_value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def _resolve_device(device: str | None, dtype: np.dtype) -> str:

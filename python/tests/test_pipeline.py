@@ -1,0 +1,400 @@
+"""zarrs_nvcomp.NvcompCodecPipeline as zarr's codec pipeline: every read and
+write through zarr's public API gives what zarr's default pipeline gives, and
+batched chains are decoded in one engine call per read."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import numcodecs
+import numpy as np
+import pytest
+import zarr
+from conftest import cupy_or_skip
+from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, TransposeCodec, ZstdCodec
+from zarr.core.buffer import cpu
+
+import zarrs_nvcomp
+from zarrs_nvcomp.zarr3 import NvCompBatchZarrCodec
+
+PIPELINE = {"codec_pipeline.path": "zarrs_nvcomp.NvcompCodecPipeline"}
+
+DTYPES = [
+    "|b1",
+    "i1",
+    "u1",
+    "<i2",
+    "<u2",
+    "<i4",
+    "<u4",
+    "<i8",
+    "<u8",
+    "<f2",
+    "<f4",
+    "<f8",
+    "<c8",
+    "<c16",
+    "<M8[s]",
+    "<m8[ms]",
+    "S7",
+    "<U5",
+    "V6",
+]
+
+
+def sample(dtype: np.dtype, shape: tuple[int, ...], seed: int = 0) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    n = int(np.prod(shape))
+    if dtype.kind == "b":
+        return rng.integers(0, 2, n).astype(bool).reshape(shape)
+    if dtype.kind in "mM":
+        return rng.integers(0, 10**9, n).astype(dtype).reshape(shape)
+    if dtype.kind == "U":
+        letters = np.array(list("abcdefgh"))
+        return np.array(["".join(rng.choice(letters, 4)) for _ in range(n)], dtype).reshape(shape)
+    if dtype.kind == "f":
+        return (rng.standard_normal(n) * 100).astype(dtype).reshape(shape)
+    if dtype.kind == "c":
+        return (rng.standard_normal(n) + 1j * rng.standard_normal(n)).astype(dtype).reshape(shape)
+    raw = rng.integers(0, 256, n * dtype.itemsize, dtype=np.uint8)
+    return raw.view(dtype).reshape(shape)
+
+
+def engine_calls(paths) -> list[int]:
+    return [n for kind, n in paths if kind == "engine"]
+
+
+def in_store(path: Path, kind: str):
+    """The array written at ``path``, in a local store or copied into a
+    MemoryStore (which the reader cannot open: the engine path)."""
+    if kind == "local":
+        return path
+    files = {
+        f.relative_to(path).as_posix(): cpu.Buffer.from_bytes(f.read_bytes())
+        for f in path.rglob("*")
+        if f.is_file()
+    }
+    return zarr.storage.MemoryStore(files)
+
+
+def read_both(store, selection, *, method="__getitem__"):
+    """``selection`` of the array in ``store`` through zarr's default
+    pipeline and through ours."""
+    expected = getattr(zarr.open_array(store, mode="r"), method)(selection)
+    with zarr.config.set(PIPELINE):
+        array = zarr.open_array(store, mode="r")
+        assert type(array._async_array.codec_pipeline).__name__ == "NvcompCodecPipeline"
+        got = getattr(array, method)(selection)
+    return expected, got
+
+
+@pytest.mark.parametrize("store", ["local", "memory"])
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_every_dtype_reads_as_zarr_reads_it(tmp_path, dtype, zarr_format, store, paths):
+    dtype = np.dtype(dtype)
+    data = sample(dtype, (23, 17))
+    compressors = numcodecs.Zstd(level=1) if zarr_format == 2 else [ZstdCodec(level=1)]
+    z = zarr.create_array(
+        tmp_path / "a",
+        shape=data.shape,
+        chunks=(8, 8),
+        dtype=dtype,
+        compressors=compressors,
+        zarr_format=zarr_format,
+    )
+    z[...] = data
+    expected, got = read_both(in_store(tmp_path / "a", store), (slice(1, 22, 2), slice(None)))
+    np.testing.assert_array_equal(got, expected)
+    np.testing.assert_array_equal(got, data[1:22:2])
+    if store == "local":
+        assert paths == [("reader", (slice(1, 22, 2), slice(0, 17, 1)))]
+    else:
+        # 11 rows of 8 x 8 chunks from three chunk rows by three chunk columns: one call.
+        assert paths == [("engine", 9)]
+
+
+CHAINS = {
+    "zstd": dict(compressors=[ZstdCodec(level=3)]),
+    "zstd+crc32c": dict(compressors=[ZstdCodec(), Crc32cCodec()]),
+    "gzip": dict(compressors=[GzipCodec(level=1)]),
+    "numcodecs.lz4": dict(compressors=[zarr.codecs.numcodecs.LZ4()]),
+    "numcodecs.zlib": dict(compressors=[zarr.codecs.numcodecs.Zlib(level=2)]),
+    "nvcomp_batch": dict(compressors=[NvCompBatchZarrCodec(algorithm="snappy", device="cpu")]),
+    "v2 lz4": dict(compressors=numcodecs.LZ4(), zarr_format=2),
+    "v2 gzip": dict(compressors=numcodecs.GZip(), zarr_format=2),
+    "v2 zlib order F": dict(compressors=numcodecs.Zlib(), zarr_format=2, order="F"),
+    "v2 nvcomp_batch": dict(
+        compressors=zarrs_nvcomp.NvCompBatchCodec("zstd", device="cpu"), zarr_format=2
+    ),
+}
+
+
+@pytest.mark.parametrize("store", ["local", "memory"])
+@pytest.mark.parametrize("chain", list(CHAINS))
+def test_batched_chains_read_selections_and_fill_values(tmp_path, chain, store, paths):
+    data = sample(np.dtype("<f4"), (50, 40), seed=1)
+    z = zarr.create_array(
+        tmp_path / "a",
+        shape=data.shape,
+        chunks=(16, 16),
+        dtype="<f4",
+        fill_value=7.5,
+        **CHAINS[chain],
+    )
+    z[:30, :20] = data[:30, :20]  # the other chunks stay missing
+    reference = np.full(data.shape, 7.5, "<f4")
+    reference[:30, :20] = data[:30, :20]
+    source = in_store(tmp_path / "a", store)
+    selections = [
+        (slice(None), slice(None)),
+        (slice(3, 47, 5), slice(1, 39, 3)),
+        (12, slice(None)),
+        (slice(None), 19),
+        (Ellipsis,),
+    ]
+    for selection in selections:
+        expected, got = read_both(source, selection)
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(got, reference[selection])
+    # The reader reads v2 order F through zarrs chunk by chunk: the engine does it here.
+    by_reader = store == "local" and chain != "v2 zlib order F"
+    assert [kind for kind, _ in paths] == ["reader" if by_reader else "engine"] * len(selections)
+    assert all(n > 0 for n in engine_calls(paths))
+    paths.clear()
+    expected, got = read_both(source, ([1, 17, 45], [0, 39]), method="get_orthogonal_selection")
+    np.testing.assert_array_equal(got, reference[np.ix_([1, 17, 45], [0, 39])])
+    np.testing.assert_array_equal(got, expected)
+    # Index arrays take the engine path: two of the six chunks are written.
+    assert paths == [("engine", 2)]
+
+
+def test_arrays_the_reader_cannot_open_read_through_the_engine(tmp_path, paths):
+    # zarrs rejects a v2 null fill value of raw bytes, which zarr reads.
+    data = np.array([b"a\0\0", b"bb", b"ccc"], dtype="V7")
+    with zarr.config.set(PIPELINE):
+        z = zarr.create(
+            shape=(3,),
+            store=tmp_path / "a",
+            chunks=(2,),
+            fill_value=None,
+            zarr_format=2,
+            dtype="V7",
+        )
+        z[...] = data
+        assert (zarr.open_array(tmp_path / "a")[...] == data).all()
+    assert [kind for kind, _ in paths] == ["encode", "engine"]
+
+
+@pytest.mark.parametrize("store", ["local", "memory"])
+def test_a_read_of_many_chunks_is_one_call(tmp_path, store, paths):
+    data = np.arange(64 * 64, dtype="<u2").reshape(64, 64)
+    z = zarr.create_array(tmp_path / "a", shape=data.shape, chunks=(8, 8), dtype="<u2")
+    z[...] = data
+    with zarr.config.set(PIPELINE):
+        np.testing.assert_array_equal(zarr.open_array(in_store(tmp_path / "a", store))[...], data)
+    if store == "local":
+        assert paths == [("reader", (slice(0, 64, 1), slice(0, 64, 1)))]
+    else:
+        assert paths == [("engine", 64)]
+
+
+def test_sharded_arrays_decode_each_shards_chunks_in_one_call(tmp_path, paths):
+    data = sample(np.dtype("<i4"), (40, 36), seed=2)
+    z = zarr.create_array(
+        tmp_path / "a",
+        shape=data.shape,
+        shards=(20, 18),
+        chunks=(5, 6),
+        dtype="<i4",
+        compressors=[ZstdCodec()],
+        fill_value=-1,
+    )
+    z[:30] = data[:30]
+    reference = np.full(data.shape, -1, "<i4")
+    reference[:30] = data[:30]
+    expected, got = read_both(tmp_path / "a", (slice(None), slice(None)))
+    np.testing.assert_array_equal(got, reference)
+    np.testing.assert_array_equal(got, expected)
+    # Four shards of 4 x 3 inner chunks; the last shard row has two written rows of chunks.
+    assert sorted(engine_calls(paths)) == [6, 6, 12, 12]
+    assert len(paths) == 4
+
+
+@pytest.mark.parametrize(
+    "codecs",
+    [
+        dict(compressors=[BloscCodec()]),
+        dict(filters=[TransposeCodec(order=(1, 0))], compressors=[ZstdCodec()]),
+        dict(serializer=BytesCodec(endian="big"), compressors=[ZstdCodec()]),
+        dict(compressors=None),
+        dict(
+            compressors=numcodecs.Zstd(), filters=[numcodecs.Shuffle(elementsize=8)], zarr_format=2
+        ),
+        dict(compressors=numcodecs.Zstd(), zarr_format=2, dtype=">f8"),
+    ],
+    ids=["blosc", "transpose", "big-endian", "uncompressed", "v2 filters", "v2 big-endian"],
+)
+def test_other_chains_go_through_zarrs_pipeline(tmp_path, codecs, paths):
+    codecs = dict(codecs)
+    dtype = codecs.pop("dtype", "<f8")
+    data = sample(np.dtype("<f8"), (20, 30), seed=3)
+    z = zarr.create_array(tmp_path / "a", shape=data.shape, chunks=(8, 8), dtype=dtype, **codecs)
+    z[...] = data
+    expected, got = read_both(tmp_path / "a", (slice(2, 19), slice(None, None, 4)))
+    np.testing.assert_array_equal(got, data[2:19, ::4])
+    np.testing.assert_array_equal(got, expected)
+    assert paths == []
+
+
+@pytest.mark.parametrize("store", ["local", "memory"])
+@pytest.mark.parametrize("chain", list(CHAINS))
+def test_writes_encode_in_one_call_and_read_back_everywhere(tmp_path, chain, store, paths):
+    data = sample(np.dtype("<i8"), (30, 30), seed=4)
+    target = tmp_path / "a" if store == "local" else zarr.storage.MemoryStore()
+    with zarr.config.set(PIPELINE):
+        z = zarr.create_array(
+            target, shape=data.shape, chunks=(7, 9), dtype="<i8", fill_value=5, **CHAINS[chain]
+        )
+        z[...] = data  # 5 x 4 chunks, all complete
+        z[3:11, 4:25] = -data[3:11, 4:25]  # 2 x 3 chunks, all partial: read, merged, written
+        z[29, 29] = 0
+        z[:7, :9] = 5  # all fill value: deleted
+    assert [p for p in paths if p[0] == "encode"] == [("encode", 20), ("encode", 6), ("encode", 1)]
+    assert ("engine", 6) in paths and ("engine", 1) in paths
+    reference = data.copy()
+    reference[3:11, 4:25] *= -1
+    reference[29, 29] = 0
+    reference[:7, :9] = 5
+    expected, got = read_both(target, (Ellipsis,))
+    np.testing.assert_array_equal(expected, reference)
+    np.testing.assert_array_equal(got, reference)
+    # The chunk of fill values was deleted.
+    assert zarr.open_array(target, mode="r").nchunks_initialized == 19
+
+
+def test_sharded_writes_encode_each_shards_chunks_in_one_call(tmp_path, paths):
+    data = sample(np.dtype("<u4"), (40, 36), seed=6)
+    with zarr.config.set(PIPELINE):
+        z = zarr.create_array(
+            tmp_path / "a",
+            shape=data.shape,
+            shards=(20, 18),
+            chunks=(5, 6),
+            dtype="<u4",
+            compressors=[ZstdCodec(), Crc32cCodec()],
+        )
+        z[...] = data
+        z[2:9, 7] = 1  # one shard, two inner chunks: read, merged, written
+    reference = data.copy()
+    reference[2:9, 7] = 1
+    expected, got = read_both(tmp_path / "a", (Ellipsis,))
+    np.testing.assert_array_equal(expected, reference)
+    np.testing.assert_array_equal(got, reference)
+    encodes = [n for kind, n in paths if kind == "encode"]
+    assert encodes[:4] == [12, 12, 12, 12] and len(encodes) == 5
+
+
+@pytest.mark.parametrize("store", ["local", "memory"])
+def test_corrupt_chunks_name_their_key_and_codec(tmp_path, store):
+    data = np.arange(256, dtype="<f4").reshape(16, 16)
+    for name, compressors in [("z", [ZstdCodec()]), ("c", [GzipCodec(), Crc32cCodec()])]:
+        z = zarr.create_array(
+            tmp_path / name, shape=data.shape, chunks=(8, 8), dtype="<f4", compressors=compressors
+        )
+        z[...] = data
+        chunk = tmp_path / name / "c" / "1" / "0"
+        raw = bytearray(chunk.read_bytes())
+        raw[0 if name == "z" else len(raw) // 2] ^= 0xFF  # zstd's magic number; gzip's stream
+        chunk.write_bytes(bytes(raw))
+        if store == "memory":
+            pattern = r"chunk c/1/0 \((zstd|gzip)\)"
+        else:
+            pattern = rf"chunk c/1/0 .*\(codec (zstd|gzip), array \S*{name}\)"
+        with zarr.config.set(PIPELINE):
+            array = zarr.open_array(in_store(tmp_path / name, store), mode="r")
+            with pytest.raises(zarrs_nvcomp.DecodeError, match=pattern):
+                array[...]
+            np.testing.assert_array_equal(array[:8], data[:8])
+
+
+@pytest.mark.parametrize("store", ["local", "memory"])
+def test_truncated_chunks_are_errors_not_wrong_data(tmp_path, store):
+    data = np.arange(256, dtype="<f4").reshape(16, 16)
+    z = zarr.create_array(
+        tmp_path / "a", shape=data.shape, chunks=(8, 8), dtype="<f4", compressors=[ZstdCodec()]
+    )
+    z[...] = data
+    other = zarr.create_array(
+        tmp_path / "b", shape=(4, 4), chunks=(4, 4), dtype="<f4", compressors=[ZstdCodec()]
+    )
+    other[...] = 1
+    # A valid zstd frame of the wrong size in the place of c/0/1.
+    (tmp_path / "a" / "c" / "0" / "1").write_bytes((tmp_path / "b" / "c" / "0" / "0").read_bytes())
+    with zarr.config.set(PIPELINE):
+        with pytest.raises(zarrs_nvcomp.DecodeError, match=r"c/0/1.* decodes to 64 bytes"):
+            zarr.open_array(in_store(tmp_path / "a", store), mode="r")[...]
+
+
+def test_the_pipeline_path_resolves_without_importing_the_package():
+    # zarr finds the pipeline through the package's entry point.
+    code = (
+        "import zarr, numpy as np\n"
+        "zarr.config.set({'codec_pipeline.path': 'zarrs_nvcomp.NvcompCodecPipeline'})\n"
+        "z = zarr.create_array(zarr.storage.MemoryStore(), shape=(10,), chunks=(3,), dtype='i2')\n"
+        "z[:] = np.arange(10)\n"
+        "assert (z[:] == np.arange(10)).all()\n"
+        "print(type(z._async_array.codec_pipeline).__module__)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "zarrs_nvcomp"
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("store", ["local", "memory"])
+@pytest.mark.parametrize(
+    "chain", ["zstd", "zstd+crc32c", "numcodecs.zlib", "v2 lz4", "v2 zlib order F"]
+)
+def test_gpu_buffers_are_decoded_on_the_gpu(tmp_path, chain, store, paths):
+    cp = cupy_or_skip()
+    data = sample(np.dtype("<f4"), (50, 40), seed=5)
+    z = zarr.create_array(
+        tmp_path / "a",
+        shape=data.shape,
+        chunks=(16, 16),
+        dtype="<f4",
+        fill_value=2,
+        **CHAINS[chain],
+    )
+    z[:40] = data[:40]
+    reference = np.full(data.shape, 2, "<f4")
+    reference[:40] = data[:40]
+    selections = [(Ellipsis,), (slice(3, 47, 5), slice(1, 39, 3)), (12, slice(None))]
+    with zarr.config.set(PIPELINE), zarr.config.enable_gpu():
+        array = zarr.open_array(in_store(tmp_path / "a", store), mode="r")
+        for selection in selections:
+            got = array[selection]
+            assert isinstance(got, cp.ndarray)
+            np.testing.assert_array_equal(cp.asnumpy(got), reference[selection])
+    by_reader = store == "local" and chain != "v2 zlib order F"
+    assert [kind for kind, _ in paths] == ["reader" if by_reader else "engine"] * len(selections)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("store", ["local", "memory"])
+def test_gpu_values_write_through_the_batched_encoder(tmp_path, store, paths):
+    cp = cupy_or_skip()
+    data = sample(np.dtype("<f8"), (40, 30), seed=7)
+    target = tmp_path / "a" if store == "local" else zarr.storage.MemoryStore()
+    with zarr.config.set(PIPELINE), zarr.config.enable_gpu():
+        z = zarr.create_array(
+            target, shape=data.shape, chunks=(16, 16), dtype="<f8", compressors=[ZstdCodec()]
+        )
+        z[...] = cp.asarray(data)
+        z[5:20, 3] = cp.asarray(-data[5:20, 3])
+    reference = data.copy()
+    reference[5:20, 3] *= -1
+    np.testing.assert_array_equal(zarr.open_array(target, mode="r")[...], reference)
+    assert [p for p in paths if p[0] == "encode"] == [("encode", 6), ("encode", 2)]

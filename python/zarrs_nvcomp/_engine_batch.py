@@ -1,0 +1,122 @@
+"""The codec pipeline's engine calls: stored chunks of a batched chain
+decoded (framing checked and removed) and chunks encoded (framing added),
+each batch in one call of the engine."""
+
+from __future__ import annotations
+
+import functools
+import math
+import re
+from typing import Any
+
+import numpy as np
+
+from zarrs_nvcomp import _buffers
+from zarrs_nvcomp._chain import BatchedChain
+from zarrs_nvcomp._zarrs_nvcomp import DecodeError, Engine, decode_host_to_device
+
+__all__ = ["chunk_key", "decode_stored", "encode_for_store", "engine_decode", "engine_encode"]
+
+
+def decode_stored(
+    chain: BatchedChain,
+    dtype: np.dtype,
+    specs: list[Any],
+    stored: list[Any],
+    keys: list[str],
+    *,
+    on_device: bool,
+) -> list[Any]:
+    """The stored chunks (zarr buffers) decoded in one engine call, each an
+    array of its spec's shape and ``dtype`` (CuPy when ``on_device``).
+    :class:`DecodeError` naming the chunk and the codec for a chunk that
+    fails its checksum, cannot be decoded or decodes to the wrong size."""
+    if not stored:
+        return []
+    raw = [_host_bytes(chunk) for chunk in stored]
+    bodies = [
+        chain.framing.body(chunk, key, chain.codec) for chunk, key in zip(raw, keys, strict=True)
+    ]
+    decoded = engine_decode(chain, bodies, keys, on_device)
+    chunks = []
+    for spec, chunk, key, data in zip(specs, raw, keys, decoded, strict=True):
+        expected = math.prod(spec.shape) * dtype.itemsize
+        if data.nbytes != expected:
+            raise DecodeError(
+                f"chunk {key} ({chain.codec}) decodes to {data.nbytes} bytes, "
+                f"its shape {spec.shape} needs {expected} bytes"
+            )
+        chain.framing.check_decoded(chunk, data, key, chain.codec)
+        order = spec.order if chain.v2 else "C"
+        chunks.append(data.view(dtype).reshape(spec.shape, order=order))
+    return chunks
+
+
+def encode_for_store(
+    chain: BatchedChain, chunks: list[np.ndarray], orders: list[str]
+) -> list[bytes]:
+    """Host chunks encoded in one engine call, in ``orders`` ("C" or "F"),
+    framed as stored."""
+    if not chunks:
+        return []
+    flat = [
+        np.ascontiguousarray(c.reshape(-1, order=o)).view(np.uint8)
+        for c, o in zip(chunks, orders, strict=True)
+    ]
+    encoded = engine_encode(chain, flat)
+    return [chain.framing.frame(body, data) for body, data in zip(encoded, flat, strict=True)]
+
+
+def engine_decode(
+    chain: BatchedChain, bodies: list[np.ndarray], keys: list[str], on_device: bool
+) -> list[Any]:
+    """Decodes ``bodies`` (host memory) in one call: into one device
+    allocation on the current CUDA device, or into host memory on the CPU."""
+    try:
+        if on_device:
+            cp = _buffers.cupy_module()
+            engine = _engine(chain.config_json, f"cuda:{cp.cuda.Device().id}")
+            return _buffers.device_outputs(decode_host_to_device(engine, bodies))
+        return _buffers.host_outputs(_engine(chain.config_json, "cpu").decode(bodies))
+    except DecodeError as e:
+        raise DecodeError(_name_chunks(str(e), keys, chain.codec)) from None
+
+
+def engine_encode(chain: BatchedChain, chunks: list[np.ndarray]) -> list[bytes]:
+    """Encodes host ``chunks`` in one call on the CPU, in parallel (zarr
+    hands the pipeline host values; the GPU pays off for large batches of
+    device data only)."""
+    return _engine(chain.config_json, "cpu").encode(chunks).to_bytes_list()
+
+
+@functools.cache
+def _engine(config_json: str, device: str) -> Engine:
+    return Engine(config_json, device)
+
+
+_BUFFER = re.compile(r"\bbuffer (\d+)\b")
+
+
+def _name_chunks(message: str, keys: list[str], codec: str) -> str:
+    """The engine's message with each ``buffer i`` replaced by the chunk's key."""
+
+    def key(match: re.Match[str]) -> str:
+        i = int(match.group(1))
+        return f"chunk {keys[i]} ({codec})" if i < len(keys) else match.group(0)
+
+    return _BUFFER.sub(key, message)
+
+
+def chunk_key(getter: Any) -> str:
+    """The store key of a chunk (a shard's inner chunk: its coordinates)."""
+    path = getattr(getter, "path", None)
+    if path is not None:
+        return str(path)
+    coords = getattr(getter, "chunk_coords", None)
+    return f"inner chunk {tuple(coords)}" if coords is not None else repr(getter)
+
+
+def _host_bytes(buffer: Any) -> np.ndarray:
+    """A chunk's stored bytes as a flat ``uint8`` host array (a shard's
+    inner chunks may be GPU buffers under ``enable_gpu()``)."""
+    return np.ascontiguousarray(buffer.as_numpy_array()).reshape(-1).view(np.uint8)

@@ -1,0 +1,139 @@
+"""A zarr read request as one call of the chunk-parallel reader.
+
+zarr hands the codec pipeline one item per chunk: the chunk's store path,
+the part of the chunk selected and where it goes in the output. When the
+chunks lie in a store the reader opens by URL (a local directory, S3, HTTP)
+and the selection is a box of strided ranges (integers and slices), the
+whole request is one call of the reader, which fetches the chunks with its
+own object_store client, overlapping fetching and decoding, and scatters
+them on the device: the same path as :func:`zarrs_nvcomp.read_chunks_parallel`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["ReaderRequest", "reader_request"]
+
+
+class ReaderRequest:
+    """The array (its store URL, options and path in the store) and the
+    basic-indexing selection that a zarr read request reads."""
+
+    __slots__ = ("options", "selection", "url")
+
+    def __init__(self, url: str, options: dict[str, str], selection: tuple[Any, ...]) -> None:
+        self.url = url
+        self.options = options
+        self.selection = selection
+
+
+def reader_request(
+    items: list[Any], metadata: Any, out_shape: tuple[int, ...]
+) -> ReaderRequest | None:
+    """The reader's request for zarr's read ``items`` (byte getter, chunk
+    spec, chunk selection, output selection, complete) of the array with
+    ``metadata``, filling an output of ``out_shape``; None where the reader
+    cannot serve it (another store, an index array, keys it cannot parse)."""
+    from zarrs_nvcomp._stores import location
+
+    ndim = len(metadata.shape)
+    first = items[0][0]
+    store, path = getattr(first, "store", None), getattr(first, "path", None)
+    if ndim == 0 or store is None or path is None:
+        return None
+    try:
+        url, options = location(store, None)
+    except TypeError:
+        return None
+    keys = _ChunkKeys(metadata, ndim)
+    prefix = keys.prefix(path)
+    if prefix is None:
+        return None
+    selected: list[dict[int, Any]] = [{} for _ in range(ndim)]
+    for getter, spec, chunk_selection, _, _ in items:
+        coords = keys.coords(getattr(getter, "path", ""), prefix)
+        if coords is None or getattr(getter, "store", None) is not store:
+            return None
+        if len(chunk_selection) != ndim:
+            return None
+        for axis, (coord, part) in enumerate(zip(coords, chunk_selection, strict=True)):
+            origin = coord * spec.shape[axis]
+            if isinstance(part, slice):
+                start, stop, step = part.indices(spec.shape[axis])
+                selected[axis][origin + start] = range(origin + start, origin + stop, step)
+            elif isinstance(part, int):
+                selected[axis][origin + part] = origin + part
+            else:
+                return None
+    selection = tuple(_axis_selection(parts) for parts in selected)
+    if any(s is None for s in selection):
+        return None
+    shape = tuple(len(range(s.start, s.stop, s.step)) for s in selection if isinstance(s, slice))
+    if shape != tuple(out_shape):
+        return None
+    array_url = f"{url.rstrip('/')}/{prefix}" if prefix else url
+    return ReaderRequest(array_url, options, selection)
+
+
+def _axis_selection(parts: dict[int, Any]) -> Any:
+    """One axis's selection: an integer, or a slice whose indices are the
+    union of the chunks' ranges; None where they are not one strided range."""
+    values = list(parts.values())
+    if all(isinstance(v, int) for v in values):
+        return values[0] if len(set(values)) == 1 else None
+    if not all(isinstance(v, range) for v in values):
+        return None
+    ranges = sorted((r for r in values if len(r)), key=lambda r: r.start)
+    if not ranges:
+        return None
+    step = ranges[0].step
+    expected_start = ranges[0].start
+    for r in ranges:
+        if r.start != expected_start or (len(r) > 1 and r.step != step):
+            return None
+        expected_start = r[-1] + step
+    return slice(ranges[0].start, ranges[-1][-1] + 1, step)
+
+
+class _ChunkKeys:
+    """Parses chunk keys of one array: the array's path in the store and a
+    chunk's coordinates, checked against zarr's own encoding of them."""
+
+    def __init__(self, metadata: Any, ndim: int) -> None:
+        self.metadata = metadata
+        encoding = getattr(metadata, "chunk_key_encoding", None)
+        if encoding is None:  # zarr v2
+            self.separator = metadata.dimension_separator or "."
+            self.tag = False
+        else:
+            self.separator = encoding.separator
+            self.tag = getattr(encoding, "name", "default") == "default"
+        self.parts = (ndim + self.tag) if self.separator == "/" else 1
+
+    def prefix(self, path: str) -> str | None:
+        """The array's path in the store, from the path of one of its chunks."""
+        parts = path.split("/")
+        if len(parts) < self.parts or self._coords("/".join(parts[-self.parts :])) is None:
+            return None
+        return "/".join(parts[: -self.parts])
+
+    def coords(self, path: str, prefix: str) -> tuple[int, ...] | None:
+        start = f"{prefix}/" if prefix else ""
+        if not path.startswith(start):
+            return None
+        return self._coords(path[len(start) :])
+
+    def _coords(self, key: str) -> tuple[int, ...] | None:
+        body = key
+        if self.tag:
+            if not key.startswith("c" + self.separator):
+                return None
+            body = key[2:]
+        try:
+            coords = tuple(int(p) for p in body.split(self.separator))
+        except ValueError:
+            return None
+        if self.metadata.encode_chunk_key(coords) != key:
+            return None
+        return coords
