@@ -36,6 +36,7 @@
 
 pub mod algorithm;
 pub mod batch;
+pub mod blosc_header;
 pub mod codec;
 pub mod cpu;
 pub mod cuda;
@@ -44,7 +45,9 @@ pub mod error;
 pub mod fork;
 pub mod format;
 pub mod limits;
+pub mod numcodecs;
 pub mod reader;
+pub mod shard_index;
 pub mod zarrs_codec;
 
 pub use algorithm::{Algorithm, DataType};

@@ -1,0 +1,47 @@
+//! numcodecs codecs that zarrs does not provide, registered with zarrs'
+//! codec registry so that arrays using them open through
+//! [`zarrs::array::Array::open`] and this crate's [`reader`](crate::reader).
+//!
+//! | zarr v2 `id` | zarr v3 `name` | kind | module |
+//! |---|---|---|---|
+//! | `delta` | `numcodecs.delta` | filter (array to array) | [`delta`] |
+//! | `astype` | `numcodecs.astype` | filter | [`astype`] |
+//! | `quantize` | `numcodecs.quantize` | filter | [`quantize`] |
+//! | `packbits` | `numcodecs.packbits` | filter (changes the shape) | [`packbits`] |
+//! | `lzma` | `numcodecs.lzma` | compressor (bytes to bytes) | [`lzma`] |
+//!
+//! zarrs itself provides, with the features this crate enables: `blosc`,
+//! `sharding_indexed`, `transpose`, `bytes` (both byte orders), `crc32c`,
+//! `fixedscaleoffset`, `shuffle`, `bitround`, `fletcher32`, `adler32`, `bz2`,
+//! `zstd`, `gzip`, `zlib`; this crate's [`zarrs_codec`](crate::zarrs_codec)
+//! adds `nvcomp_batch` and numcodecs `lz4`.
+//!
+//! Filters see elements in native byte order (zarrs' `bytes` codec, after
+//! them in the chain, handles the stored byte order); a filter applied to a
+//! data type other than its configured `dtype` is an error naming the codec.
+//! Registration is by `inventory` when this crate is linked, like
+//! [`zarrs_codec`](crate::zarrs_codec)'s.
+
+pub mod astype;
+pub mod delta;
+mod filter;
+pub mod lzma;
+mod numeric;
+pub mod packbits;
+pub mod quantize;
+
+/// Keeps this module's plugin registrations in the final binary, as
+/// [`zarrs_codec::register`](crate::zarrs_codec::register) does for its own:
+/// a reference to each codec's constructor.
+#[inline(never)]
+pub fn register() {
+    use zarrs::array::codec::api::{Codec, CodecTraitsV3};
+    type Create = fn(&zarrs::metadata::v3::MetadataV3) -> Result<Codec, zarrs::plugin::PluginCreateError>;
+    std::hint::black_box::<[Create; 5]>([
+        <astype::AsTypeCodec as CodecTraitsV3>::create,
+        <delta::DeltaCodec as CodecTraitsV3>::create,
+        <lzma::LzmaCodec as CodecTraitsV3>::create,
+        <packbits::PackBitsCodec as CodecTraitsV3>::create,
+        <quantize::QuantizeCodec as CodecTraitsV3>::create,
+    ]);
+}
