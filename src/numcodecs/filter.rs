@@ -109,6 +109,22 @@ pub(crate) fn elements(shape: &[NonZeroU64]) -> u64 {
     shape.iter().map(|d| d.get()).product()
 }
 
+/// The fill value of the encoded elements: the encoded fill value where the
+/// filter keeps the shape, zero bytes otherwise (an encoded chunk of fill
+/// values is then never compared with it element by element).
+pub(crate) fn encoded_fill_value<F: Filter>(
+    filter: &F,
+    data_type: &DataType,
+    fill_value: &FillValue,
+) -> Result<FillValue, CodecError> {
+    if F::KEEPS_SHAPE {
+        let encoded = filter.encode(fill_value.as_ne_bytes(), data_type).map_err(codec_error::<F>)?;
+        return Ok(FillValue::new(encoded));
+    }
+    let encoded_type = filter.encoded_data_type(data_type).map_err(codec_error::<F>)?;
+    Ok(FillValue::new(vec![0; encoded_type.fixed_size().unwrap_or(1)]))
+}
+
 /// Decodes whole chunks through a non-elementwise array-to-array codec and
 /// extracts the requested subset.
 pub(crate) struct WholeChunkDecoder<I: ?Sized> {
@@ -287,6 +303,14 @@ macro_rules! impl_filter_codec {
             ) -> Result<zarrs::array::DataType, zarrs::array::CodecError> {
                 $crate::numcodecs::filter::Filter::encoded_data_type(self, decoded)
                     .map_err($crate::numcodecs::filter::codec_error::<$codec>)
+            }
+
+            fn encoded_fill_value(
+                &self,
+                data_type: &zarrs::array::DataType,
+                fill_value: &zarrs::array::FillValue,
+            ) -> Result<zarrs::array::FillValue, zarrs::array::CodecError> {
+                $crate::numcodecs::filter::encoded_fill_value(self, data_type, fill_value)
             }
 
             fn encoded_shape(

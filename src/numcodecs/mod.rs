@@ -10,6 +10,9 @@
 //! | `packbits` | `numcodecs.packbits` | filter (changes the shape) | [`packbits`] |
 //! | `lzma` | `numcodecs.lzma` | compressor (bytes to bytes) | [`lzma`] |
 //!
+//! [`alias`] maps numcodecs' names of `zstd`, `gzip`, `blosc` (v3) and
+//! `bitround` (v2) onto zarrs' codecs.
+//!
 //! zarrs itself provides, with the features this crate enables: `blosc`,
 //! `sharding_indexed`, `transpose`, `bytes` (both byte orders), `crc32c`,
 //! `fixedscaleoffset`, `shuffle`, `bitround`, `fletcher32`, `adler32`, `bz2`,
@@ -22,6 +25,7 @@
 //! Registration is by `inventory` when this crate is linked, like
 //! [`zarrs_codec`](crate::zarrs_codec)'s.
 
+pub mod alias;
 pub mod astype;
 pub mod delta;
 mod filter;
@@ -37,7 +41,12 @@ pub mod quantize;
 pub fn register() {
     use zarrs::array::codec::api::{Codec, CodecTraitsV3};
     type Create = fn(&zarrs::metadata::v3::MetadataV3) -> Result<Codec, zarrs::plugin::PluginCreateError>;
-    std::hint::black_box::<[Create; 5]>([
+    type CreateV2 = fn(&zarrs::metadata::v2::MetadataV2) -> Result<Codec, zarrs::plugin::PluginCreateError>;
+    std::hint::black_box::<CreateV2>(<alias::BitroundV2 as zarrs::array::codec::api::CodecTraitsV2>::create);
+    std::hint::black_box::<[Create; 8]>([
+        <alias::NumcodecsBlosc as CodecTraitsV3>::create,
+        <alias::NumcodecsGzip as CodecTraitsV3>::create,
+        <alias::NumcodecsZstd as CodecTraitsV3>::create,
         <astype::AsTypeCodec as CodecTraitsV3>::create,
         <delta::DeltaCodec as CodecTraitsV3>::create,
         <lzma::LzmaCodec as CodecTraitsV3>::create,

@@ -1,0 +1,68 @@
+"""Every codec chain zarr-python writes reads through the reader
+(``device="cpu"``: the batched path or the zarrs pipeline) exactly as
+zarr-python reads it, element by element, whole and in part."""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import numpy as np
+import pytest
+import zarr
+from chain_cases import CASES, write_case
+
+from zarrs_nvcomp import open_array, read_chunks_parallel
+
+PARTIAL = (slice(3, 30, 2), slice(5, 21))
+
+
+def zarr_read(path, selection=...):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return np.asarray(zarr.open_array(str(path), mode="r")[...])[selection]
+
+
+@pytest.mark.parametrize("case_id", sorted(CASES))
+def test_chain_reads_like_zarr_python(tmp_path, case_id):
+    path = write_case(tmp_path, case_id)
+    data, _ = CASES[case_id]
+    want = zarr_read(path)
+    np.testing.assert_array_equal(want, zarr_read(path))
+    got = read_chunks_parallel(str(path), device="cpu")
+    assert got.dtype == want.dtype and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    part = read_chunks_parallel(str(path), PARTIAL, device="cpu")
+    np.testing.assert_array_equal(part, want[PARTIAL])
+    if not any(lossy in case_id for lossy in ["quantize", "bitround"]):
+        # The lossless chains (and the lossy ones on data they keep) return the data written.
+        np.testing.assert_array_equal(got, data)
+
+
+@pytest.mark.parametrize("case_id", ["v3-sharded-end-crc32c", "v3-blosc-lz4-shuffle-int16-0"])
+def test_single_elements_and_strides(tmp_path, case_id):
+    path = write_case(tmp_path, case_id)
+    want = zarr_read(path)
+    array = open_array(str(path))
+    for selection in [(5, 7), (slice(None, None, 5), slice(2, None, 3)), (36, slice(None))]:
+        np.testing.assert_array_equal(array.read(selection, device="cpu"), want[selection])
+
+
+def test_unknown_codec_fails_at_open_naming_it(tmp_path):
+    path = write_case(tmp_path, "v3-crc32c")
+    meta_path = path / "zarr.json"
+    meta = json.loads(meta_path.read_text())
+    meta["codecs"][-1] = {"name": "made_up_codec", "configuration": {}}
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(Exception, match="made_up_codec"):
+        open_array(str(path))
+
+
+def test_v2_unknown_filter_fails_at_open_naming_it(tmp_path):
+    path = write_case(tmp_path, "v2-delta")
+    meta_path = path / ".zarray"
+    meta = json.loads(meta_path.read_text())
+    meta["filters"] = [{"id": "made_up_filter"}]
+    meta_path.write_text(json.dumps(meta))
+    with pytest.raises(Exception, match="made_up_filter"):
+        open_array(str(path))
