@@ -341,7 +341,9 @@ pub fn parse(chunk: &[u8]) -> Result<BloscLayout, BloscHeaderError> {
         let nsplits = if split { typesize } else { 1 };
         let out_of_bounds = |reason: String| BloscHeaderError::Block { block, reason };
         if block_len % nsplits != 0 {
-            return Err(out_of_bounds(format!("{block_len} bytes do not split into {nsplits} streams")));
+            return Err(out_of_bounds(format!(
+                "{block_len} bytes do not split into {nsplits} streams"
+            )));
         }
         let stream_len = block_len / nsplits;
         let mut at = u32_at(chunk, HEADER_LEN + 4 * block) as usize;
@@ -355,7 +357,11 @@ pub fn parse(chunk: &[u8]) -> Result<BloscLayout, BloscHeaderError> {
                 .get(at..at + 4)
                 .filter(|_| at + 4 <= cbytes)
                 .map(|b| u32::from_le_bytes(b.try_into().expect("four bytes")) as usize)
-                .ok_or_else(|| out_of_bounds(format!("the size of stream {stream} at {at} is past the end ({cbytes})")))?;
+                .ok_or_else(|| {
+                    out_of_bounds(format!(
+                        "the size of stream {stream} at {at} is past the end ({cbytes})"
+                    ))
+                })?;
             let src = at + 4..at + 4 + size;
             if size > i32::MAX as usize || src.end > cbytes {
                 return Err(out_of_bounds(format!(
@@ -433,7 +439,14 @@ mod tests {
         let mut chunk = header(FLAG_MEMCPYED | FLAG_SHUFFLE, 4, 8, 8, 24);
         chunk.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
         let layout = parse(&chunk).unwrap();
-        assert_eq!(layout.items, [BloscItem { src: 16..24, dst: 0..8, codec: None }]);
+        assert_eq!(
+            layout.items,
+            [BloscItem {
+                src: 16..24,
+                dst: 0..8,
+                codec: None
+            }]
+        );
         assert!(layout.unshuffles.is_empty());
         chunk[12] = 25;
         assert!(matches!(parse(&chunk), Err(BloscHeaderError::CompressedSize { .. })));
@@ -455,8 +468,16 @@ mod tests {
         assert_eq!(
             layout.items,
             [
-                BloscItem { src: 28..36, dst: 0..8, codec: None },
-                BloscItem { src: 40..43, dst: 8..12, codec: Some(BloscCodec::Zstd) },
+                BloscItem {
+                    src: 28..36,
+                    dst: 0..8,
+                    codec: None
+                },
+                BloscItem {
+                    src: 40..43,
+                    dst: 8..12,
+                    codec: Some(BloscCodec::Zstd)
+                },
             ]
         );
         // Every corruption of an offset or size is an error, never a panic.
@@ -475,13 +496,25 @@ mod tests {
     #[test]
     fn header_fields_are_checked() {
         assert!(matches!(parse(&[2, 1, 0]), Err(BloscHeaderError::TooShort { len: 3 })));
-        assert!(matches!(parse(&header(0, 1, 8, 8, 16)[..]), Err(BloscHeaderError::CompressedSize { .. })));
+        assert!(matches!(
+            parse(&header(0, 1, 8, 8, 16)[..]),
+            Err(BloscHeaderError::CompressedSize { .. })
+        ));
         let mut v3 = header(0, 1, 8, 8, 16);
         v3[0] = 3;
         assert!(matches!(parse(&v3), Err(BloscHeaderError::Version { version: 3 })));
-        assert!(matches!(parse(&header(7 << 5, 1, 8, 8, 16)), Err(BloscHeaderError::Compressor { code: 7, .. })));
-        assert!(matches!(parse(&header(0, 0, 8, 8, 16)), Err(BloscHeaderError::Geometry { .. })));
-        assert!(matches!(parse(&header(FLAG_RESERVED, 1, 8, 8, 16)), Err(BloscHeaderError::ReservedFlag { .. })));
+        assert!(matches!(
+            parse(&header(7 << 5, 1, 8, 8, 16)),
+            Err(BloscHeaderError::Compressor { code: 7, .. })
+        ));
+        assert!(matches!(
+            parse(&header(0, 0, 8, 8, 16)),
+            Err(BloscHeaderError::Geometry { .. })
+        ));
+        assert!(matches!(
+            parse(&header(FLAG_RESERVED, 1, 8, 8, 16)),
+            Err(BloscHeaderError::ReservedFlag { .. })
+        ));
         assert!(parse(&header(0, 1, 0, 0, 16)).unwrap().items.is_empty());
     }
 
@@ -489,7 +522,12 @@ mod tests {
     fn byte_unshuffle_inverts_shuffle() {
         let shuffled = [1, 3, 5, 2, 4, 6, 9]; // three 2-byte elements and a trailing byte
         let mut out = [0; 7];
-        Unshuffle { block: 0..7, shuffle: Shuffle::Byte, typesize: 2 }.undo(&shuffled, &mut out);
+        Unshuffle {
+            block: 0..7,
+            shuffle: Shuffle::Byte,
+            typesize: 2,
+        }
+        .undo(&shuffled, &mut out);
         assert_eq!(out, [1, 2, 3, 4, 5, 6, 9]);
     }
 }

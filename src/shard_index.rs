@@ -115,7 +115,9 @@ impl ShardIndexSpec {
 
     /// The index's length in bytes.
     pub fn index_len(&self) -> u64 {
-        self.chunks.saturating_mul(16).saturating_add(if self.crc32c { 4 } else { 0 })
+        self.chunks
+            .saturating_mul(16)
+            .saturating_add(if self.crc32c { 4 } else { 0 })
     }
 
     /// The index's byte range in a shard of `shard_len` bytes.
@@ -214,10 +216,16 @@ mod tests {
         let pairs = [(0, 10), (EMPTY, EMPTY), (10, 5)];
         let end = spec(3, IndexLocation::End, true);
         assert_eq!(end.index_range(15 + 52).unwrap(), 15..67);
-        assert_eq!(end.parse(&index(&pairs, true), 67).unwrap(), [Some(0..10), None, Some(10..15)]);
+        assert_eq!(
+            end.parse(&index(&pairs, true), 67).unwrap(),
+            [Some(0..10), None, Some(10..15)]
+        );
         let start = spec(3, IndexLocation::Start, false);
         let shifted = [(48, 10), (EMPTY, EMPTY), (58, 5)];
-        assert_eq!(start.parse(&index(&shifted, false), 63).unwrap(), [Some(48..58), None, Some(58..63)]);
+        assert_eq!(
+            start.parse(&index(&shifted, false), 63).unwrap(),
+            [Some(48..58), None, Some(58..63)]
+        );
     }
 
     #[test]
@@ -227,14 +235,30 @@ mod tests {
         bytes[3] ^= 1;
         assert!(matches!(end.parse(&bytes, 44), Err(ShardIndexError::Checksum { .. })));
         let past = index(&[(0, 4), (4, 100)], true);
-        assert!(matches!(end.parse(&past, 44), Err(ShardIndexError::Chunk { chunk: 1, .. })));
+        assert!(matches!(
+            end.parse(&past, 44),
+            Err(ShardIndexError::Chunk { chunk: 1, .. })
+        ));
         let into_index = index(&[(0, 4), (4, 20)], true);
-        assert!(end.parse(&into_index, 44).unwrap_err().to_string().contains("overlaps the index"));
+        assert!(end
+            .parse(&into_index, 44)
+            .unwrap_err()
+            .to_string()
+            .contains("overlaps the index"));
         let half = index(&[(EMPTY, 4), (4, 4)], true);
-        assert!(matches!(end.parse(&half, 44), Err(ShardIndexError::Chunk { chunk: 0, .. })));
+        assert!(matches!(
+            end.parse(&half, 44),
+            Err(ShardIndexError::Chunk { chunk: 0, .. })
+        ));
         let overflow = index(&[(u64::MAX - 1, 4), (4, 4)], true);
-        assert!(matches!(end.parse(&overflow, 44), Err(ShardIndexError::Chunk { chunk: 0, .. })));
-        assert!(matches!(end.parse(&bytes[1..], 44), Err(ShardIndexError::Length { .. })));
+        assert!(matches!(
+            end.parse(&overflow, 44),
+            Err(ShardIndexError::Chunk { chunk: 0, .. })
+        ));
+        assert!(matches!(
+            end.parse(&bytes[1..], 44),
+            Err(ShardIndexError::Length { .. })
+        ));
         assert!(matches!(end.index_range(10), Err(ShardIndexError::Length { .. })));
     }
 
@@ -251,6 +275,10 @@ mod tests {
         assert!(with_crc.crc32c);
         assert_eq!(with_crc.index_len(), 68);
         assert!(ShardIndexSpec::from_index_codecs(&[big, crc], IndexLocation::End, 4).is_err());
-        assert!(!ShardIndexSpec::from_index_codecs(&[bytes], IndexLocation::Start, 4).unwrap().crc32c);
+        assert!(
+            !ShardIndexSpec::from_index_codecs(&[bytes], IndexLocation::Start, 4)
+                .unwrap()
+                .crc32c
+        );
     }
 }

@@ -93,7 +93,8 @@ fn items_decode_like_c_blosc() {
                             .expect("blosc compresses");
                         let reference = blosc_decompress_bytes(&chunk, len, 1).expect("blosc decompresses");
                         assert_eq!(reference, input);
-                        let case = format!("{compressor:?} {shuffle:?} typesize {typesize} blocksize {blocksize} len {len}");
+                        let case =
+                            format!("{compressor:?} {shuffle:?} typesize {typesize} blocksize {blocksize} len {len}");
                         if let Some(out) = decode_items(&chunk) {
                             assert!(out == reference, "{case}: items decode differently from c-blosc");
                             decoded_by_items += 1;
@@ -113,8 +114,16 @@ fn items_decode_like_c_blosc() {
 fn corrupt_chunks_are_errors_not_panics() {
     let input = data(50_000);
     let level = BloscCompressionLevel::try_from(5).unwrap();
-    let chunk =
-        blosc_compress_bytes(&input, level, BloscShuffleMode::Shuffle, 4, BloscCompressor::LZ4, 4096, 1).unwrap();
+    let chunk = blosc_compress_bytes(
+        &input,
+        level,
+        BloscShuffleMode::Shuffle,
+        4,
+        BloscCompressor::LZ4,
+        4096,
+        1,
+    )
+    .unwrap();
     assert!(matches!(
         parse(&chunk[..chunk.len() - 1]),
         Err(BloscHeaderError::CompressedSize { .. })

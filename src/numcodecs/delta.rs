@@ -127,7 +127,10 @@ mod tests {
         let data: Vec<u8> = [1000i64, 1010, 990].iter().flat_map(|v| v.to_ne_bytes()).collect();
         let encoded = codec.encode(&data, &zarrs::array::data_type::int64()).unwrap();
         assert_eq!(encoded.len(), 6);
-        assert_eq!(codec.decode(&encoded, &zarrs::array::data_type::int64(), 3).unwrap(), data);
+        assert_eq!(
+            codec.decode(&encoded, &zarrs::array::data_type::int64(), 3).unwrap(),
+            data
+        );
     }
 
     #[test]
@@ -135,8 +138,12 @@ mod tests {
         let codec = codec(serde_json::json!({"dtype": "<i4"}));
         let int32 = zarrs::array::data_type::int32();
         assert!(codec.decode(&[0; 8], &zarrs::array::data_type::float32(), 2).is_err());
-        assert!(codec.decode(&[0; 7], &int32, 2).unwrap_err().contains("7 encoded bytes"));
-        let unknown = DeltaCodec::from_configuration(serde_json::json!({"dtype": "<i4", "scale": 2}).as_object().unwrap());
+        assert!(codec
+            .decode(&[0; 7], &int32, 2)
+            .unwrap_err()
+            .contains("7 encoded bytes"));
+        let unknown =
+            DeltaCodec::from_configuration(serde_json::json!({"dtype": "<i4", "scale": 2}).as_object().unwrap());
         assert!(unknown.unwrap_err().contains("scale"));
     }
 }

@@ -118,7 +118,9 @@ pub(crate) fn encoded_fill_value<F: Filter>(
     fill_value: &FillValue,
 ) -> Result<FillValue, CodecError> {
     if F::KEEPS_SHAPE {
-        let encoded = filter.encode(fill_value.as_ne_bytes(), data_type).map_err(codec_error::<F>)?;
+        let encoded = filter
+            .encode(fill_value.as_ne_bytes(), data_type)
+            .map_err(codec_error::<F>)?;
         return Ok(FillValue::new(encoded));
     }
     let encoded_type = filter.encoded_data_type(data_type).map_err(codec_error::<F>)?;
@@ -159,12 +161,28 @@ impl<I: ?Sized> WholeChunkDecoder<I> {
         ArraySubset::new_with_shape(self.encoded_shape.iter().map(|d| d.get()).collect())
     }
 
-    fn extract(&self, encoded: ArrayBytes<'_>, indexer: &dyn Indexer, options: &CodecOptions) -> Result<ArrayBytes<'static>, CodecError> {
+    /// A missing chunk: the fill value (its encoded form need not decode).
+    fn fill(&self, indexer: &dyn Indexer) -> Result<ArrayBytes<'static>, CodecError> {
+        Ok(ArrayBytes::new_fill_value(
+            &self.data_type,
+            indexer.len(),
+            &self.fill_value,
+        )?)
+    }
+
+    fn extract(
+        &self,
+        encoded: ArrayBytes<'_>,
+        indexer: &dyn Indexer,
+        options: &CodecOptions,
+    ) -> Result<ArrayBytes<'static>, CodecError> {
         let decoded = self
             .codec
             .decode(encoded, &self.shape, &self.data_type, &self.fill_value, options)?;
         let shape: Vec<u64> = self.shape.iter().map(|d| d.get()).collect();
-        Ok(decoded.extract_array_subset(indexer, &shape, &self.data_type)?.into_owned())
+        Ok(decoded
+            .extract_array_subset(indexer, &shape, &self.data_type)?
+            .into_owned())
     }
 }
 
@@ -182,12 +200,17 @@ impl<I: ?Sized + ArrayPartialDecoderTraits> ArrayPartialDecoderTraits for WholeC
     }
 
     fn partial_decode(&self, indexer: &dyn Indexer, options: &CodecOptions) -> Result<ArrayBytes<'_>, CodecError> {
+        if !self.input.exists()? {
+            return self.fill(indexer);
+        }
         let encoded = self.input.partial_decode(&self.whole_encoded(), options)?;
         self.extract(encoded, indexer, options)
     }
 
     fn supports_partial_decode(&self) -> bool {
-        false
+        // Any subset decodes (from the whole chunk). zarrs' transpose decoder
+        // asks its input for the untransposed whole chunk where this is false.
+        true
     }
 }
 
@@ -210,12 +233,17 @@ impl<I: ?Sized + AsyncArrayPartialDecoderTraits> AsyncArrayPartialDecoderTraits 
         indexer: &dyn Indexer,
         options: &CodecOptions,
     ) -> Result<ArrayBytes<'a>, CodecError> {
+        if !self.input.exists().await? {
+            return self.fill(indexer);
+        }
         let encoded = self.input.partial_decode(&self.whole_encoded(), options).await?;
         self.extract(encoded, indexer, options)
     }
 
     fn supports_partial_decode(&self) -> bool {
-        false
+        // Any subset decodes (from the whole chunk). zarrs' transpose decoder
+        // asks its input for the untransposed whole chunk where this is false.
+        true
     }
 }
 

@@ -94,9 +94,9 @@ impl LzmaCodec {
     fn from_map(map: &serde_json::Map<String, serde_json::Value>) -> Result<Self, PluginCreateError> {
         let invalid = |reason: String| PluginCreateError::Other(format!("numcodecs.lzma: {reason}"));
         let configuration: LzmaConfiguration = parse_configuration(map).map_err(invalid)?;
-        let lzma2_only = configuration.filters.as_deref().is_some_and(|f| {
-            matches!(f, [one] if one.get("id").and_then(serde_json::Value::as_u64) == Some(FILTER_LZMA2))
-        });
+        let lzma2_only = configuration.filters.as_deref().is_some_and(
+            |f| matches!(f, [one] if one.get("id").and_then(serde_json::Value::as_u64) == Some(FILTER_LZMA2)),
+        );
         let format = match (configuration.format, &configuration.filters) {
             (0, None) => Format::Auto,
             (1, None) => Format::Xz,
@@ -276,7 +276,10 @@ mod tests {
     #[test]
     fn auto_reads_both_containers() {
         let xz = codec(serde_json::json!({})).unwrap().encode_bytes(b"xz data").unwrap();
-        let alone = codec(serde_json::json!({"format": 2})).unwrap().encode_bytes(b"alone").unwrap();
+        let alone = codec(serde_json::json!({"format": 2}))
+            .unwrap()
+            .encode_bytes(b"alone")
+            .unwrap();
         let auto = codec(serde_json::json!({"format": 0})).unwrap();
         assert_eq!(auto.decode_bytes(&xz, 100).unwrap(), b"xz data");
         assert_eq!(auto.decode_bytes(&alone, 100).unwrap(), b"alone");
@@ -289,6 +292,9 @@ mod tests {
         assert!(err.contains("numcodecs.lzma") && err.contains("filter chain"), "{err}");
         let mut truncated = codec(serde_json::json!({})).unwrap().encode_bytes(&[7; 1000]).unwrap();
         truncated.truncate(truncated.len() - 8);
-        assert!(codec(serde_json::json!({})).unwrap().decode_bytes(&truncated, 1000).is_err());
+        assert!(codec(serde_json::json!({}))
+            .unwrap()
+            .decode_bytes(&truncated, 1000)
+            .is_err());
     }
 }

@@ -10,7 +10,8 @@
 //! | `packbits` | `numcodecs.packbits` | filter (changes the shape) | [`packbits`] |
 //! | `lzma` | `numcodecs.lzma` | compressor (bytes to bytes) | [`lzma`] |
 //!
-//! [`alias`] maps numcodecs' names of `zstd`, `gzip`, `blosc` (v3) and
+//! [`checked_blosc`] puts a structural check of every chunk in front of
+//! zarrs' `blosc`. [`alias`] maps numcodecs' names of `zstd`, `gzip`, `blosc` (v3) and
 //! `bitround` (v2) onto zarrs' codecs.
 //!
 //! zarrs itself provides, with the features this crate enables: `blosc`,
@@ -27,6 +28,7 @@
 
 pub mod alias;
 pub mod astype;
+pub mod checked_blosc;
 pub mod delta;
 mod filter;
 pub mod lzma;
@@ -37,8 +39,17 @@ pub mod quantize;
 /// Keeps this module's plugin registrations in the final binary, as
 /// [`zarrs_codec::register`](crate::zarrs_codec::register) does for its own:
 /// a reference to each codec's constructor.
+/// Also registers [`checked_blosc`] in zarrs' runtime registry (once).
 #[inline(never)]
 pub fn register() {
+    static RUNTIME: std::sync::Once = std::sync::Once::new();
+    RUNTIME.call_once(|| {
+        // The handle would unregister it; the codec stays for the process.
+        let _handle = zarrs::array::codec::api::register_codec_v3(zarrs::array::codec::api::CodecRuntimePluginV3::new(
+            |name| name == "blosc",
+            checked_blosc::CheckedBloscCodec::create,
+        ));
+    });
     use zarrs::array::codec::api::{Codec, CodecTraitsV3};
     type Create = fn(&zarrs::metadata::v3::MetadataV3) -> Result<Codec, zarrs::plugin::PluginCreateError>;
     type CreateV2 = fn(&zarrs::metadata::v2::MetadataV2) -> Result<Codec, zarrs::plugin::PluginCreateError>;

@@ -90,7 +90,9 @@ impl Filter for PackBitsCodec {
             ));
         }
         let bits = &encoded[1..];
-        Ok((0..elements as usize).map(|i| (bits[i / 8] >> (7 - i % 8)) & 1).collect())
+        Ok((0..elements as usize)
+            .map(|i| (bits[i / 8] >> (7 - i % 8)) & 1)
+            .collect())
     }
 }
 

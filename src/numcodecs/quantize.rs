@@ -120,8 +120,13 @@ mod tests {
         let codec = QuantizeCodec::from_configuration(json.as_object().unwrap()).unwrap();
         assert_eq!(codec.scale(), 128.0);
         let float64 = zarrs::array::data_type::float64();
-        let data: Vec<u8> = [std::f64::consts::PI, -1.0 / 3.0].iter().flat_map(|v| v.to_ne_bytes()).collect();
-        let decoded = codec.decode(&codec.encode(&data, &float64).unwrap(), &float64, 2).unwrap();
+        let data: Vec<u8> = [std::f64::consts::PI, -1.0 / 3.0]
+            .iter()
+            .flat_map(|v| v.to_ne_bytes())
+            .collect();
+        let decoded = codec
+            .decode(&codec.encode(&data, &float64).unwrap(), &float64, 2)
+            .unwrap();
         let values: Vec<f64> = decoded.chunks_exact(8).map(f64::read).collect();
         assert_eq!(values, [402.0 / 128.0, -43.0 / 128.0]);
         let ints = serde_json::json!({"digits": 2, "dtype": "<i4"});
