@@ -45,10 +45,10 @@ pub mod error;
 pub mod fork;
 pub mod format;
 pub mod limits;
-pub mod numcodecs;
 pub mod reader;
 pub mod shard_index;
 pub mod zarrs_codec;
+pub mod zarrs_plugins;
 
 pub use algorithm::{Algorithm, DataType};
 pub use batch::Batch;

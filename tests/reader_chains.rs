@@ -258,7 +258,7 @@ async fn corrupt_shards_name_the_shard() {
 #[tokio::test(flavor = "multi_thread")]
 async fn corrupt_blosc_headers_name_the_chunk() {
     // As the reader's open_array does: blosc chunks checked before c-blosc sees them.
-    zarrs_nvcomp::numcodecs::register();
+    zarrs_nvcomp::zarrs_plugins::register();
     let store = memory_store();
     let dtype = dtype("int16");
     let codecs = json!([bytes_codec(), blosc("lz4", "shuffle", 2)]);

@@ -245,6 +245,8 @@ def write_case(root: Path, case_id: str) -> Path:
     with warnings.catch_warnings():
         # zarr-python warns that numcodecs codecs are not in the v3 specification.
         warnings.simplefilter("ignore")
-        z = zarr.create_array(str(path), shape=data.shape, chunks=chunks, dtype=data.dtype, **kwargs)
+        z = zarr.create_array(
+            str(path), shape=data.shape, chunks=chunks, dtype=data.dtype, **kwargs
+        )
         z[...] = data
     return path

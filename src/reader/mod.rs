@@ -391,7 +391,7 @@ pub fn runtime() -> &'static tokio::runtime::Runtime {
 /// ([`store::request_budget`]), however many requests it makes.
 pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) -> Result<ObjectStoreArray, ReadError> {
     crate::zarrs_codec::register();
-    crate::numcodecs::register();
+    crate::zarrs_plugins::register();
     let store = open_store(url, storage_options)?;
     let budget = store::request_budget(storage_options)?;
     let deadline = tokio::time::Instant::now() + budget;

@@ -265,8 +265,8 @@ macro_rules! impl_filter_codec {
             ) -> Result<zarrs::array::codec::api::Codec, zarrs::plugin::PluginCreateError> {
                 let empty = zarrs::metadata::Configuration::default();
                 let configuration = metadata.configuration().unwrap_or(&empty);
-                let filter = <$codec as $crate::numcodecs::filter::Filter>::from_configuration(configuration)
-                    .map_err($crate::numcodecs::filter::create_error::<$codec>)?;
+                let filter = <$codec as $crate::zarrs_plugins::filter::Filter>::from_configuration(configuration)
+                    .map_err($crate::zarrs_plugins::filter::create_error::<$codec>)?;
                 Ok(zarrs::array::codec::api::Codec::ArrayToArray(std::sync::Arc::new(filter)))
             }
         }
@@ -275,8 +275,8 @@ macro_rules! impl_filter_codec {
             fn create(
                 metadata: &zarrs::metadata::v2::MetadataV2,
             ) -> Result<zarrs::array::codec::api::Codec, zarrs::plugin::PluginCreateError> {
-                let filter = <$codec as $crate::numcodecs::filter::Filter>::from_configuration(metadata.configuration())
-                    .map_err($crate::numcodecs::filter::create_error::<$codec>)?;
+                let filter = <$codec as $crate::zarrs_plugins::filter::Filter>::from_configuration(metadata.configuration())
+                    .map_err($crate::zarrs_plugins::filter::create_error::<$codec>)?;
                 Ok(zarrs::array::codec::api::Codec::ArrayToArray(std::sync::Arc::new(filter)))
             }
         }
@@ -291,7 +291,7 @@ macro_rules! impl_filter_codec {
                 _version: zarrs::plugin::ZarrVersion,
                 _options: &zarrs::array::codec::api::CodecMetadataOptions,
             ) -> Option<zarrs::metadata::Configuration> {
-                Some($crate::numcodecs::filter::Filter::configuration(self).into())
+                Some($crate::zarrs_plugins::filter::Filter::configuration(self).into())
             }
 
             fn partial_decoder_capability(&self) -> zarrs::array::codec::api::PartialDecoderCapability {
@@ -329,8 +329,8 @@ macro_rules! impl_filter_codec {
                 &self,
                 decoded: &zarrs::array::DataType,
             ) -> Result<zarrs::array::DataType, zarrs::array::CodecError> {
-                $crate::numcodecs::filter::Filter::encoded_data_type(self, decoded)
-                    .map_err($crate::numcodecs::filter::codec_error::<$codec>)
+                $crate::zarrs_plugins::filter::Filter::encoded_data_type(self, decoded)
+                    .map_err($crate::zarrs_plugins::filter::codec_error::<$codec>)
             }
 
             fn encoded_fill_value(
@@ -338,14 +338,14 @@ macro_rules! impl_filter_codec {
                 data_type: &zarrs::array::DataType,
                 fill_value: &zarrs::array::FillValue,
             ) -> Result<zarrs::array::FillValue, zarrs::array::CodecError> {
-                $crate::numcodecs::filter::encoded_fill_value(self, data_type, fill_value)
+                $crate::zarrs_plugins::filter::encoded_fill_value(self, data_type, fill_value)
             }
 
             fn encoded_shape(
                 &self,
                 shape: &[std::num::NonZeroU64],
             ) -> Result<zarrs::array::ChunkShape, zarrs::array::CodecError> {
-                Ok($crate::numcodecs::filter::Filter::encoded_shape(self, shape))
+                Ok($crate::zarrs_plugins::filter::Filter::encoded_shape(self, shape))
             }
 
             fn decoded_shape(
@@ -353,7 +353,7 @@ macro_rules! impl_filter_codec {
                 shape: &[std::num::NonZeroU64],
             ) -> Result<Option<zarrs::array::ChunkShape>, zarrs::array::CodecError> {
                 // Not invertible where the filter changes the shape.
-                Ok(<$codec as $crate::numcodecs::filter::Filter>::KEEPS_SHAPE.then(|| shape.to_vec()))
+                Ok(<$codec as $crate::zarrs_plugins::filter::Filter>::KEEPS_SHAPE.then(|| shape.to_vec()))
             }
 
             fn encode<'a>(
@@ -364,8 +364,8 @@ macro_rules! impl_filter_codec {
                 _fill_value: &zarrs::array::FillValue,
                 _options: &zarrs::array::CodecOptions,
             ) -> Result<zarrs::array::ArrayBytes<'a>, zarrs::array::CodecError> {
-                $crate::numcodecs::filter::transform::<$codec>(bytes, |b| {
-                    $crate::numcodecs::filter::Filter::encode(self, b, data_type)
+                $crate::zarrs_plugins::filter::transform::<$codec>(bytes, |b| {
+                    $crate::zarrs_plugins::filter::Filter::encode(self, b, data_type)
                 })
             }
 
@@ -377,9 +377,9 @@ macro_rules! impl_filter_codec {
                 _fill_value: &zarrs::array::FillValue,
                 _options: &zarrs::array::CodecOptions,
             ) -> Result<zarrs::array::ArrayBytes<'a>, zarrs::array::CodecError> {
-                let elements = $crate::numcodecs::filter::elements(shape);
-                $crate::numcodecs::filter::transform::<$codec>(bytes, |b| {
-                    $crate::numcodecs::filter::Filter::decode(self, b, data_type, elements)
+                let elements = $crate::zarrs_plugins::filter::elements(shape);
+                $crate::zarrs_plugins::filter::transform::<$codec>(bytes, |b| {
+                    $crate::zarrs_plugins::filter::Filter::decode(self, b, data_type, elements)
                 })
             }
 
@@ -394,7 +394,7 @@ macro_rules! impl_filter_codec {
                 std::sync::Arc<dyn zarrs::array::codec::api::ArrayPartialDecoderTraits>,
                 zarrs::array::CodecError,
             > {
-                Ok(std::sync::Arc::new($crate::numcodecs::filter::WholeChunkDecoder::new(
+                Ok(std::sync::Arc::new($crate::zarrs_plugins::filter::WholeChunkDecoder::new(
                     input, self, shape, data_type, fill_value,
                 )?))
             }
@@ -410,7 +410,7 @@ macro_rules! impl_filter_codec {
                 std::sync::Arc<dyn zarrs::array::codec::api::AsyncArrayPartialDecoderTraits>,
                 zarrs::array::CodecError,
             > {
-                Ok(std::sync::Arc::new($crate::numcodecs::filter::WholeChunkDecoder::new(
+                Ok(std::sync::Arc::new($crate::zarrs_plugins::filter::WholeChunkDecoder::new(
                     input, self, shape, data_type, fill_value,
                 )?))
             }

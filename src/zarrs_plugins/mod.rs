@@ -1,5 +1,6 @@
-//! numcodecs codecs that zarrs does not provide, registered with zarrs'
-//! codec registry so that arrays using them open through
+//! Codecs registered with zarrs that it lacks: numcodecs filters and
+//! compressors, numcodecs names of zarrs codecs, and a checked `blosc`,
+//! registered with zarrs' codec registry so that arrays using them open through
 //! [`zarrs::array::Array::open`] and this crate's [`reader`](crate::reader).
 //!
 //! | zarr v2 `id` | zarr v3 `name` | kind | module |
