@@ -7,7 +7,7 @@ use std::io::Read;
 use zarrs::array::codec::bytes_to_bytes::blosc::{
     blosc_compress_bytes, blosc_decompress_bytes, BloscCompressionLevel, BloscCompressor, BloscShuffleMode,
 };
-use zarrs_nvcomp::blosc_header::{parse, BloscCodec, BloscHeaderError};
+use zarrs_nvcomp::blosc_header::{parse, BloscCodec, BloscHeaderError, BloscItem, Shuffle, Unshuffle};
 
 const COMPRESSORS: [BloscCompressor; 6] = [
     BloscCompressor::BloscLZ,
@@ -142,4 +142,100 @@ fn corrupt_chunks_are_errors_not_panics() {
             }
         }
     }
+}
+
+/// A blosc1 header: format version 2, compressor version 1.
+fn header(flags: u8, typesize: u8, nbytes: u32, blocksize: u32, cbytes: u32) -> Vec<u8> {
+    let mut h = vec![2, 1, flags, typesize];
+    for v in [nbytes, blocksize, cbytes] {
+        h.extend_from_slice(&v.to_le_bytes());
+    }
+    h
+}
+
+const MEMCPYED: u8 = 0x2;
+const BYTE_SHUFFLE: u8 = 0x1;
+const ZSTD: u8 = 4 << 5;
+
+#[test]
+fn memcpyed_chunk_is_one_copy() {
+    let mut chunk = header(MEMCPYED | BYTE_SHUFFLE, 4, 8, 8, 24);
+    chunk.extend_from_slice(&[1, 2, 3, 4, 5, 6, 7, 8]);
+    let layout = parse(&chunk).unwrap();
+    assert_eq!(
+        layout.items,
+        [BloscItem {
+            src: 16..24,
+            dst: 0..8,
+            codec: None
+        }]
+    );
+    assert!(layout.unshuffles.is_empty());
+    chunk[12] = 25;
+    assert!(matches!(parse(&chunk), Err(BloscHeaderError::CompressedSize { .. })));
+}
+
+#[test]
+fn streams_tile_the_blocks() {
+    // Two blocks of 8 bytes, the second 4 bytes short; typesize 1: not split.
+    let mut chunk = header(ZSTD, 1, 12, 8, 0);
+    chunk.extend_from_slice(&24u32.to_le_bytes());
+    chunk.extend_from_slice(&36u32.to_le_bytes());
+    chunk.extend_from_slice(&8u32.to_le_bytes());
+    chunk.extend_from_slice(&[9; 8]); // stored: the size equals the block's
+    chunk.extend_from_slice(&3u32.to_le_bytes());
+    chunk.extend_from_slice(&[7; 3]);
+    let len = chunk.len() as u32;
+    chunk[12..16].copy_from_slice(&len.to_le_bytes());
+    let layout = parse(&chunk).unwrap();
+    let item = |src, dst, codec| BloscItem { src, dst, codec };
+    assert_eq!(
+        layout.items,
+        [item(28..36, 0..8, None), item(40..43, 8..12, Some(BloscCodec::Zstd))]
+    );
+    let mut bad = chunk.clone();
+    bad[16] = 200;
+    assert!(matches!(parse(&bad), Err(BloscHeaderError::Block { block: 0, .. })));
+    bad = chunk.clone();
+    bad[16] = 4; // inside the header
+    assert!(matches!(parse(&bad), Err(BloscHeaderError::Block { block: 0, .. })));
+}
+
+#[test]
+fn header_fields_are_checked() {
+    assert!(matches!(parse(&[2, 1, 0]), Err(BloscHeaderError::TooShort { len: 3 })));
+    // Too short for the offsets of its one block.
+    assert!(matches!(
+        parse(&header(0, 1, 8, 8, 16)),
+        Err(BloscHeaderError::CompressedSize { .. })
+    ));
+    let mut v3 = header(0, 1, 8, 8, 16);
+    v3[0] = 3;
+    assert!(matches!(parse(&v3), Err(BloscHeaderError::Version { version: 3 })));
+    assert!(matches!(
+        parse(&header(7 << 5, 1, 8, 8, 16)),
+        Err(BloscHeaderError::Compressor { code: 7, .. })
+    ));
+    assert!(matches!(
+        parse(&header(0, 0, 8, 8, 16)),
+        Err(BloscHeaderError::Geometry { .. })
+    ));
+    assert!(matches!(
+        parse(&header(0x08, 1, 8, 8, 16)),
+        Err(BloscHeaderError::ReservedFlag { .. })
+    ));
+    assert!(parse(&header(0, 1, 0, 0, 16)).unwrap().items.is_empty());
+}
+
+#[test]
+fn byte_unshuffle_keeps_trailing_bytes() {
+    let shuffled = [1, 3, 5, 2, 4, 6, 9]; // three 2-byte elements and a trailing byte
+    let mut out = [0; 7];
+    let unshuffle = Unshuffle {
+        block: 0..7,
+        shuffle: Shuffle::Byte,
+        typesize: 2,
+    };
+    unshuffle.undo(&shuffled, &mut out);
+    assert_eq!(out, [1, 2, 3, 4, 5, 6, 9]);
 }

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use zarrs::array::DataType;
 
 use super::filter::{check_data_type, check_len, configuration_map, impl_filter_codec, parse_configuration, Filter};
-use super::numeric::{cast, with_element, Element, Numeric};
+use super::numeric::{cast, dtype_and_astype, with_element, Element, Numeric};
 
 /// The numcodecs `delta` filter (see the [module documentation](self)).
 #[derive(Debug, Clone)]
@@ -69,8 +69,7 @@ impl Filter for DeltaCodec {
 
     fn from_configuration(configuration: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
         let configuration: DeltaConfiguration = parse_configuration(configuration)?;
-        let dtype = Numeric::parse(&configuration.dtype)?;
-        let astype = configuration.astype.as_deref().map_or(Ok(dtype), Numeric::parse)?;
+        let (dtype, astype) = dtype_and_astype(&configuration.dtype, configuration.astype.as_deref())?;
         Ok(Self {
             configuration,
             dtype,

@@ -75,6 +75,12 @@ impl Numeric {
     }
 }
 
+/// A filter's `dtype` and its optional stored type (`astype`, default `dtype`).
+pub(crate) fn dtype_and_astype(dtype: &str, astype: Option<&str>) -> Result<(Numeric, Numeric), String> {
+    let dtype = Numeric::parse(dtype)?;
+    Ok((dtype, astype.map_or(Ok(dtype), Numeric::parse)?))
+}
+
 /// A primitive element read from and written to native-endian bytes.
 pub(crate) trait Element: Copy + 'static {
     /// Bytes per element.

@@ -22,7 +22,7 @@ use serde::{Deserialize, Serialize};
 use zarrs::array::DataType;
 
 use super::filter::{check_data_type, check_len, configuration_map, impl_filter_codec, parse_configuration, Filter};
-use super::numeric::{cast, Element, Numeric};
+use super::numeric::{cast, dtype_and_astype, Element, Numeric};
 
 /// The numcodecs `quantize` filter (see the [module documentation](self)).
 #[derive(Debug, Clone)]
@@ -59,8 +59,7 @@ impl Filter for QuantizeCodec {
 
     fn from_configuration(configuration: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
         let configuration: QuantizeConfiguration = parse_configuration(configuration)?;
-        let dtype = Numeric::parse(&configuration.dtype)?;
-        let astype = configuration.astype.as_deref().map_or(Ok(dtype), Numeric::parse)?;
+        let (dtype, astype) = dtype_and_astype(&configuration.dtype, configuration.astype.as_deref())?;
         for t in [dtype, astype] {
             if !matches!(t, Numeric::F32 | Numeric::F64) {
                 return Err(format!("only float data types (f4, f8) quantize, not {t:?}"));
