@@ -13,7 +13,7 @@ import pytest
 import zarr
 from chain_cases import CASES, write_case
 
-from zarrs_nvcomp import open_array, read_chunks_parallel
+from zarrs_nvcomp import DecodeError, open_array, read_chunks_parallel
 
 PARTIAL = (slice(3, 30, 2), slice(5, 21))
 
@@ -24,7 +24,25 @@ def zarr_read(path, selection=...):
         return np.asarray(zarr.open_array(str(path), mode="r")[...])[selection]
 
 
-@pytest.mark.parametrize("case_id", sorted(CASES))
+# A known gap: zarrs' transpose (v2 order F) over a filter registered here
+# fails with an indexer error (an error, not wrong data).
+KNOWN_GAPS = {"v2-order-F-delta"}
+
+
+@pytest.mark.parametrize(
+    "case_id",
+    [
+        pytest.param(
+            c,
+            marks=pytest.mark.xfail(
+                strict=True, raises=DecodeError, reason="zarrs transpose over a numcodecs filter"
+            ),
+        )
+        if c in KNOWN_GAPS
+        else c
+        for c in sorted(CASES)
+    ],
+)
 def test_chain_reads_like_zarr_python(tmp_path, case_id):
     path = write_case(tmp_path, case_id)
     data, _ = CASES[case_id]

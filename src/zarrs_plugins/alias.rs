@@ -5,7 +5,7 @@
 //! |---|---|---|
 //! | v3 `numcodecs.zstd` (zarr-python's `numcodecs.zarr3.Zstd`) | `zstd` | `level` (default 0), `checksum` (default false) |
 //! | v3 `numcodecs.gzip` | `gzip` | `level` (default 1, numcodecs' `GZip` default) |
-//! | v3 `numcodecs.blosc` | `blosc` | numcodecs' `Blosc` configuration, as zarrs reads it in zarr v2, numcodecs' defaults (`clevel` 5, `shuffle` 1, `blocksize` 0) filled in |
+//! | v3 `numcodecs.blosc` | `blosc` | numcodecs' `Blosc` configuration, as zarrs reads it in zarr v2, numcodecs' defaults (`clevel` 5, `shuffle` 1, `blocksize` 0) filled in; the shuffle comes from each chunk's header |
 //! | v2 `bitround` | `bitround` | `keepbits` |
 
 use serde_json::{json, Map, Value};
@@ -22,6 +22,25 @@ fn create_target(target: &str, mut configuration: Map<String, Value>) -> Result<
 
 fn or_default(configuration: &Map<String, Value>, key: &str, default: Value) -> Value {
     configuration.get(key).cloned().unwrap_or(default)
+}
+
+/// numcodecs' `Blosc` configuration as zarrs' v3 `blosc` one, numcodecs'
+/// defaults filled in (zarr-python leaves them out). Without the element
+/// size, the v3 configuration says no shuffle: decoding reads the shuffle
+/// from each chunk's header, so this changes nothing when reading (and the
+/// alias is for reading). An invalid configuration is passed on as it is,
+/// for zarrs' error.
+fn numcodecs_blosc_to_v3(configuration: &Map<String, Value>) -> Map<String, Value> {
+    use zarrs::metadata_ext::codec::blosc::{codec_blosc_v2_numcodecs_to_v3, BloscCodecConfigurationNumcodecs};
+    let mut filled = configuration.clone();
+    for (key, default) in [("clevel", json!(5)), ("shuffle", json!(1)), ("blocksize", json!(0))] {
+        filled.entry(key).or_insert(default);
+    }
+    serde_json::from_value::<BloscCodecConfigurationNumcodecs>(Value::Object(filled))
+        .ok()
+        .and_then(|numcodecs| serde_json::to_value(codec_blosc_v2_numcodecs_to_v3(&numcodecs, None)).ok())
+        .and_then(|v3| v3.as_object().cloned())
+        .unwrap_or_else(|| configuration.clone())
 }
 
 /// Declares an alias type, registered for the versions given.
@@ -94,14 +113,7 @@ alias!(
     "zarr v3 `numcodecs.blosc`, read as zarrs' `blosc`.",
     (NumcodecsBlosc, v3: "numcodecs.blosc"),
     "blosc",
-    |c| {
-        // numcodecs' Blosc defaults, which zarr-python leaves out of the metadata.
-        let mut translated = c.clone();
-        for (key, default) in [("clevel", json!(5)), ("shuffle", json!(1)), ("blocksize", json!(0))] {
-            translated.entry(key).or_insert(default);
-        }
-        translated
-    },
+    |c| numcodecs_blosc_to_v3(c),
     [V3]
 );
 
