@@ -8,7 +8,8 @@ venv=${1:-.venv}
 zarr2_venv=${2:-.venv-zarr2}
 
 need_apt=()
-command -v cc >/dev/null || need_apt+=(build-essential)
+# c-blosc's Snappy (through zarrs' blosc) is C++: a C++ compiler too.
+{ command -v cc && command -v c++; } >/dev/null || need_apt+=(build-essential)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
 if ((${#need_apt[@]})); then
   sudo=; [[ $(id -u) == 0 ]] || sudo=sudo

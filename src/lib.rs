@@ -36,6 +36,7 @@
 
 pub mod algorithm;
 pub mod batch;
+pub mod blosc_header;
 pub mod codec;
 pub mod cpu;
 pub mod cuda;
@@ -47,7 +48,9 @@ mod host_memory;
 pub mod limits;
 mod profile;
 pub mod reader;
+pub mod shard_index;
 pub mod zarrs_codec;
+pub mod zarrs_plugins;
 
 pub use algorithm::{Algorithm, DataType};
 pub use batch::Batch;

@@ -22,6 +22,7 @@ use super::{ObjectStoreArray, ReadError};
 /// ([`store::request_budget`]), however many requests it makes.
 pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) -> Result<ObjectStoreArray, ReadError> {
     crate::zarrs_codec::register();
+    crate::zarrs_plugins::register();
     let store = open_store(url, storage_options)?;
     let budget = store::request_budget(storage_options)?;
     let deadline = tokio::time::Instant::now() + budget;
