@@ -36,7 +36,6 @@
 
 pub mod algorithm;
 pub mod batch;
-pub mod blosc_header;
 pub mod codec;
 pub mod cpu;
 pub mod cuda;
@@ -48,7 +47,6 @@ mod host_memory;
 pub mod limits;
 mod profile;
 pub mod reader;
-pub mod shard_index;
 pub mod zarrs_codec;
 pub mod zarrs_plugins;
 

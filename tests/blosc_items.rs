@@ -7,7 +7,7 @@ use std::io::Read;
 use zarrs::array::codec::bytes_to_bytes::blosc::{
     blosc_compress_bytes, blosc_decompress_bytes, BloscCompressionLevel, BloscCompressor, BloscShuffleMode,
 };
-use zarrs_nvcomp::blosc_header::{parse, BloscCodec, BloscHeaderError, BloscItem, Shuffle, Unshuffle};
+use zarrs_nvcomp::format::blosc::{parse, BloscCodec, BloscHeaderError, BloscItem, Shuffle, Unshuffle};
 
 const COMPRESSORS: [BloscCompressor; 6] = [
     BloscCompressor::BloscLZ,

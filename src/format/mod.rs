@@ -12,6 +12,8 @@
 //! | [`gzip`] | gzip member | RFC 1952 header, CRC-32 and ISIZE trailer |
 //! | [`gdeflate`] | zarrs `gdeflate` | u64 LE decoded length, page count and page sizes, then the pages |
 //! | [`ans`] | nvCOMP ANS | u32 LE decoded length leading each chunk |
+//! | [`blosc`] | Blosc 1 chunk | 16-byte header, block offsets, split streams: the items a batched decoder takes |
+//! | [`shard_index`] | zarr `sharding_indexed` | the (offset, nbytes) index at the start or end of a shard, with its CRC-32C |
 //!
 //! nvCOMP's cascaded and bitcomp streams carry their own headers, which only
 //! nvCOMP reads (through its size query): nothing of them is parsed here.
@@ -29,10 +31,12 @@
 //!   need when the head is too short.
 
 pub mod ans;
+pub mod blosc;
 pub mod deflate;
 pub mod gdeflate;
 pub mod gzip;
 pub mod lz4;
+pub mod shard_index;
 pub mod snappy;
 pub mod zstd;
 

@@ -3,7 +3,7 @@
 //! c-blosc trusts much of a chunk's header: a chunk whose version byte or
 //! block offsets are corrupt can decode, through zarrs' partial decoder
 //! (`blosc_getitem`), to wrong data without an error. This codec parses each
-//! chunk with [`crate::blosc_header::parse`] first (version, flags, sizes,
+//! chunk with [`crate::format::blosc::parse`] first (version, flags, sizes,
 //! every block offset and stream size within the chunk, the decoded size
 //! equal to the chunk's) and only then hands it to zarrs' `blosc`. Chunks
 //! always decode whole (no `blosc_getitem`).
@@ -24,7 +24,7 @@ use zarrs::metadata::v3::MetadataV3;
 use zarrs::metadata::Configuration;
 use zarrs::plugin::{PluginCreateError, ZarrVersion};
 
-use crate::blosc_header;
+use crate::format::blosc;
 
 /// zarrs' `blosc` codec with every chunk checked before decoding (see the
 /// [module documentation](self)).
@@ -47,7 +47,7 @@ impl CheckedBloscCodec {
 
 /// Checks `chunk`'s structure and, where known, its decoded size.
 fn check(chunk: &[u8], decoded: &BytesRepresentation) -> Result<(), CodecError> {
-    let layout = blosc_header::parse(chunk).map_err(|e| CodecError::Other(format!("blosc: {e}")))?;
+    let layout = blosc::parse(chunk).map_err(|e| CodecError::Other(format!("blosc: {e}")))?;
     if let BytesRepresentation::FixedSize(size) = decoded {
         if u64::from(layout.header.nbytes) != *size {
             return Err(CodecError::Other(format!(
