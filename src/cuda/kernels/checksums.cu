@@ -1,0 +1,138 @@
+// Checksums of many device buffers in one launch: the low 32 bits of XXH64
+// (seed 0; Zstandard's content checksum) and Adler-32 (zlib's trailer).
+//
+// Compiled to PTX by scripts/regenerate-ptx.sh (clang, no CUDA toolkit);
+// the PTX is committed next to this file and loaded by the driver at run
+// time, so building the crate needs neither nvcc nor NVRTC.
+//
+// One thread per buffer: a batch has thousands of buffers, so threads are
+// plenty, and a buffer's bytes are read in order, as both sums require.
+
+#ifdef __CUDA__
+#define KERNEL extern "C" __attribute__((global))
+#define DEVICE static __attribute__((device)) __attribute__((always_inline))
+#else
+#define KERNEL
+#define DEVICE static inline
+#endif
+
+typedef unsigned char u8;
+typedef unsigned int u32;
+typedef unsigned long long u64;
+
+enum { KIND_XXH64_LOW32 = 0, KIND_ADLER32 = 1 };
+
+static const u64 P1 = 0x9E3779B185EBCA87ULL;
+static const u64 P2 = 0xC2B2AE3D27D4EB4FULL;
+static const u64 P3 = 0x165667B19E3779F9ULL;
+static const u64 P4 = 0x85EBCA77C2B2AE63ULL;
+static const u64 P5 = 0x27D4EB2F165667C5ULL;
+
+DEVICE u64 rotl64(u64 x, int r) { return (x << r) | (x >> (64 - r)); }
+
+// Little-endian loads, aligned or not: outputs may start at any byte.
+DEVICE u64 load64(const u8 *p, int aligned) {
+    if (aligned) return *(const u64 *)p;
+    u64 v = 0;
+    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
+    return v;
+}
+
+DEVICE u32 load32(const u8 *p) {
+    return (u32)p[0] | ((u32)p[1] << 8) | ((u32)p[2] << 16) | ((u32)p[3] << 24);
+}
+
+DEVICE u64 round64(u64 acc, u64 input) {
+    acc += input * P2;
+    acc = rotl64(acc, 31);
+    return acc * P1;
+}
+
+DEVICE u64 merge64(u64 acc, u64 val) {
+    acc ^= round64(0, val);
+    return acc * P1 + P4;
+}
+
+DEVICE u32 xxh64_low32(const u8 *p, u64 len) {
+    const u8 *end = p + len;
+    int aligned = ((u64)p & 7) == 0;
+    u64 h;
+    if (len >= 32) {
+        u64 v1 = P1 + P2, v2 = P2, v3 = 0, v4 = 0 - P1;
+        const u8 *limit = end - 32;
+        do {
+            v1 = round64(v1, load64(p, aligned));
+            v2 = round64(v2, load64(p + 8, aligned));
+            v3 = round64(v3, load64(p + 16, aligned));
+            v4 = round64(v4, load64(p + 24, aligned));
+            p += 32;
+        } while (p <= limit);
+        h = rotl64(v1, 1) + rotl64(v2, 7) + rotl64(v3, 12) + rotl64(v4, 18);
+        h = merge64(h, v1);
+        h = merge64(h, v2);
+        h = merge64(h, v3);
+        h = merge64(h, v4);
+    } else {
+        h = P5;
+    }
+    h += len;
+    while (p + 8 <= end) {
+        h ^= round64(0, load64(p, aligned));
+        h = rotl64(h, 27) * P1 + P4;
+        p += 8;
+    }
+    if (p + 4 <= end) {
+        h ^= (u64)load32(p) * P1;
+        h = rotl64(h, 23) * P2 + P3;
+        p += 4;
+    }
+    while (p < end) {
+        h ^= (u64)(*p) * P5;
+        h = rotl64(h, 11) * P1;
+        p++;
+    }
+    h ^= h >> 33;
+    h *= P2;
+    h ^= h >> 29;
+    h *= P3;
+    h ^= h >> 32;
+    return (u32)h;
+}
+
+// 5552 bytes is the longest run whose sums fit 32 bits before reduction
+// (zlib's NMAX).
+DEVICE u32 adler32(const u8 *p, u64 len) {
+    const u32 MOD = 65521;
+    u32 a = 1, b = 0;
+    while (len > 0) {
+        u32 n = len < 5552 ? (u32)len : 5552;
+        len -= n;
+        while (n--) {
+            a += *p++;
+            b += a;
+        }
+        a %= MOD;
+        b %= MOD;
+    }
+    return (b << 16) | a;
+}
+
+// `table` holds three arrays of `count` words: buffer addresses, lengths
+// and kinds; `sums` receives one word per buffer.
+KERNEL void checksums(const u64 *table, u64 count, u32 *sums) {
+#ifdef __CUDA__
+    u64 k = (u64)__nvvm_read_ptx_sreg_ctaid_x() * __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x();
+    if (k >= count) return;
+    const u8 *p = (const u8 *)table[k];
+    u64 len = table[count + k];
+    u64 kind = table[2 * count + k];
+    sums[k] = kind == KIND_ADLER32 ? adler32(p, len) : xxh64_low32(p, len);
+#else
+    for (u64 k = 0; k < count; k++) {
+        const u8 *p = (const u8 *)table[k];
+        u64 len = table[count + k];
+        u64 kind = table[2 * count + k];
+        sums[k] = kind == KIND_ADLER32 ? adler32(p, len) : xxh64_low32(p, len);
+    }
+#endif
+}
