@@ -417,3 +417,46 @@ fn device_outputs_default_to_the_devices_memory() {
     assert_eq!(codec.max_decoded_size(), zarrs_nvcomp::default_max_decoded_size());
     assert_eq!(codec.with_max_decoded_size(10).max_device_decoded_size(), 10);
 }
+
+/// A Zstandard frame of `data` with a content checksum (sized, or streamed).
+fn zstd_with_checksum(data: &[u8], sized: bool) -> Vec<u8> {
+    let mut frame = Vec::new();
+    let mut enc = zstd::stream::Encoder::new(&mut frame, 3).unwrap();
+    enc.include_checksum(true).unwrap();
+    if sized {
+        enc.set_pledged_src_size(Some(data.len() as u64)).unwrap();
+        enc.include_contentsize(true).unwrap();
+    }
+    std::io::Write::write_all(&mut enc, data).unwrap();
+    enc.finish().unwrap();
+    frame
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn zstd_content_checksums_are_checked_on_the_gpu() {
+    // nvCOMP's decoder ignores the checksum; the engine checks it on the device.
+    let data = [field_f32(300 * KIB, 11), field_f32(64 * KIB, 12)];
+    for sized in [true, false] {
+        let frames: Vec<Vec<u8>> = data.iter().map(|d| zstd_with_checksum(d, sized)).collect();
+        for trusted in [false, true] {
+            let codec = gpu("zstd").with_trusted_input(trusted);
+            let decoded = codec.decode_batch(&refs(&frames)).unwrap();
+            assert!(decoded.get(0) == data[0].as_slice() && decoded.get(1) == data[1].as_slice());
+            let mut bad = frames.clone();
+            let last = bad[1].len() - 1;
+            bad[1][last] ^= 0x40;
+            assert!(
+                cpu("zstd").decode_batch(&refs(&bad)).is_err(),
+                "the CPU rejects the checksum"
+            );
+            let err = codec.decode_batch(&refs(&bad)).unwrap_err();
+            assert!(
+                matches!(&err, Error::Corrupt { index: 1, reason } if reason.contains("content checksum mismatch")),
+                "sized {sized}, trusted {trusted}: {err}"
+            );
+            // The engine is still usable after a mismatch.
+            assert!(codec.decode_batch(&refs(&frames)).unwrap().get(0) == data[0].as_slice());
+        }
+    }
+}

@@ -1,7 +1,8 @@
 //! `CudaEngine::decode_scatter` on a real GPU: decoded buffers and fill rows
 //! land where the scatter puts them, wrong sizes and mismatched batches are
 //! errors naming the buffer, and host-output batches of mismatched lengths
-//! are errors rather than panics.
+//! are errors rather than panics, and zlib Adler-32 trailers are checked on
+//! the device.
 //!
 //! Ignored without a GPU; run with `cargo test --release --test gpu_scatter -- --include-ignored`.
 
@@ -55,6 +56,7 @@ fn scatter() -> Scatter {
         copies: vec![(0, rows(0, 0, 8, 8, 8)), (1, rows(2 * 8 + 1, 8, 4, 4, 8))],
         fill_value: vec![FILL],
         fills: vec![rows(0, 4 * PITCH + 16, 8, 4, 0)],
+        adler32: Vec::new(),
     }
 }
 
@@ -141,4 +143,60 @@ fn wrong_sizes_and_lengths_are_errors() {
     // The engine is still usable.
     // SAFETY: as above.
     unsafe { engine.decode_scatter(&lz4(), &inputs, &scatter(), dst, options(false)) }.unwrap();
+}
+
+/// Raw DEFLATE of each chunk (as the reader hands zlib streams to the GPU,
+/// their header and trailer stripped) and the Adler-32 of each.
+fn deflated(chunks: &[&[u8]]) -> (Vec<Vec<u8>>, Vec<u32>) {
+    let deflate: Algorithm = "deflate".parse().unwrap();
+    let encoded = BatchCodec::new(deflate, Backend::Cpu)
+        .unwrap()
+        .encode_batch(chunks)
+        .unwrap()
+        .to_vecs();
+    let sums = chunks.iter().map(simd_adler32::adler32).collect();
+    (encoded, sums)
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn adler32_trailers_are_checked_on_the_device() {
+    let engine = engine();
+    let (a, b, _) = chunks();
+    let (encoded, sums) = deflated(&[&a, &b]);
+    let inputs: Vec<&[u8]> = encoded.iter().map(Vec::as_slice).collect();
+    let deflate: Algorithm = "deflate".parse().unwrap();
+    for trusted in [false, true] {
+        let (_out, dst) = output(&engine);
+        let mut good = scatter();
+        good.adler32 = vec![(0, sums[0]), (1, sums[1])];
+        // SAFETY: as above.
+        unsafe { engine.decode_scatter(&deflate, &inputs, &good, dst, options(trusted)) }.unwrap();
+        let mut host = vec![0u8; OUT_LEN];
+        // SAFETY: as above.
+        unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, dst.ptr) }.unwrap();
+        assert_eq!(host, expected(&a, &b), "trusted: {trusted}");
+
+        let mut bad = scatter();
+        bad.adler32 = vec![(0, sums[0]), (1, sums[1] ^ 1)];
+        // SAFETY: as above.
+        let err = unsafe { engine.decode_scatter(&deflate, &inputs, &bad, dst, options(trusted)) }.unwrap_err();
+        assert!(
+            matches!(&err, Error::Corrupt { index: 1, reason } if reason.contains("Adler-32 mismatch")),
+            "{err}"
+        );
+    }
+    // The engine is still usable after a mismatch.
+    let (_out, dst) = output(&engine);
+    // SAFETY: as above.
+    unsafe {
+        engine.decode_scatter(
+            &lz4(),
+            &chunks().2.iter().map(Vec::as_slice).collect::<Vec<_>>(),
+            &scatter(),
+            dst,
+            options(false),
+        )
+    }
+    .unwrap();
 }

@@ -12,6 +12,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import numcodecs
 import numpy as np
 import pytest
 import zarr
@@ -143,3 +144,43 @@ def test_fuzz_corpus_case(case_file, monkeypatch, request):
     trusted = NvCompBatchCodec(case["algorithm"], device="cuda", trusted_input=True)
     valid = [base64.b64decode(b) for b in case["valid"]]
     assert len(trusted.decode_batch(valid)) == len(valid)
+
+
+def flip_last_byte(key: Path) -> None:
+    raw = bytearray(key.read_bytes())
+    raw[-1] ^= 0x01
+    key.write_bytes(bytes(raw))
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_a_wrong_zstd_content_checksum_is_an_error_on_both_paths(tmp_path, device):
+    # Only the stored checksum differs: the stream itself decodes cleanly,
+    # and nvCOMP does not read checksums, so the engine checks them.
+    path = tmp_path / "a.zarr"
+    data = field((512, 512))
+    arr = zarr.create_array(
+        path, shape=data.shape, chunks=(256, 256), dtype="f4",
+        compressors=ZstdCodec(level=3, checksum=True),
+    )  # fmt: skip
+    arr[:] = data
+    flip_last_byte(path / "c" / "0" / "1")
+    with pytest.raises(DecodeError, match="c/0/1"):
+        zarrs_nvcomp.read_chunks_parallel(str(path), device=device)
+    np.testing.assert_array_equal(
+        zarrs_nvcomp.read_chunks_parallel(str(path), np.s_[:256, :256], device="cpu"),
+        data[:256, :256],
+    )
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda"])
+def test_a_wrong_zlib_adler32_is_an_error_on_both_paths(tmp_path, device):
+    path = tmp_path / "a.zarr"
+    data = field((512, 512))
+    arr = zarr.create_array(
+        path, shape=data.shape, chunks=(256, 256), dtype="f4", zarr_format=2,
+        compressors=numcodecs.Zlib(level=1),
+    )  # fmt: skip
+    arr[:] = data
+    flip_last_byte(path / "1.0")
+    with pytest.raises(DecodeError, match=r"\b1\.0\b"):
+        zarrs_nvcomp.read_chunks_parallel(str(path), device=device)

@@ -32,7 +32,7 @@ def checksums(tmp_path_factory):
         check=True,
     )
     fn = ctypes.CDLL(str(lib)).checksums
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_uint64, ctypes.c_void_p]
+    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_void_p]
 
     def run(buffers: list[bytes], kind: int, misalign: int = 0) -> list[int]:
         # Each buffer `misalign` bytes past an 8-byte boundary.
@@ -43,9 +43,10 @@ def checksums(tmp_path_factory):
             arr[at : at + len(b)] = np.frombuffer(b, np.uint8)
             ptrs.append(arr.ctypes.data + at)
         n = len(buffers)
-        table = np.array(ptrs + [len(b) for b in buffers] + [kind] * n, np.uint64)
+        addresses = np.array(ptrs, np.uint64)
+        lengths = np.array([len(b) for b in buffers], np.uint64)
         sums = np.zeros(n, np.uint32)
-        fn(table.ctypes.data, n, sums.ctypes.data)
+        fn(addresses.ctypes.data, lengths.ctypes.data, n, kind, sums.ctypes.data)
         return [int(s) for s in sums]
 
     return run

@@ -6,6 +6,7 @@
 
 use std::ops::Range;
 
+use super::checksums::ContentCheck;
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
 use crate::format::{self, ans, gdeflate, gzip, lz4, snappy, BufferEnds};
@@ -17,14 +18,15 @@ pub(crate) const SMALL_CHUNK_LIMIT: usize = 1 << 24;
 pub(crate) const LARGE_CHUNK_LIMIT: usize = (1 << 31) - 1;
 
 /// One nvCOMP chunk of a decode: a byte range of buffer `buffer`, decoding to
-/// `decoded` bytes (`None`: ask nvCOMP), whose CRC-32 must be `crc32` where
-/// the format stores one (gzip).
+/// `decoded` bytes (`None`: ask nvCOMP), whose decoded bytes must match
+/// `check` where the format stores a checksum of them (gzip, Zstandard frames
+/// with a content checksum).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct DecodePiece {
     pub buffer: usize,
     pub input: Range<usize>,
     pub decoded: Option<usize>,
-    pub crc32: Option<u32>,
+    pub check: Option<ContentCheck>,
 }
 
 fn declared(index: usize, size: u64, max: u64) -> Result<usize> {
@@ -73,7 +75,7 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: BufferEnds<'
             buffer: index,
             input: 0..f.len,
             decoded,
-            crc32: None,
+            check: None,
         }]
     };
     let pieces = match *algorithm {
@@ -83,7 +85,7 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: BufferEnds<'
                 buffer: index,
                 input: lz4::HEADER_LEN..f.len,
                 decoded: Some(declared(index, size as u64, max)?),
-                crc32: None,
+                check: None,
             }]
         }
         // nvCOMP's Snappy and Zstandard decoders do not validate their input, so
@@ -108,7 +110,7 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: BufferEnds<'
                     buffer: index,
                     input: fr.range,
                     decoded: fr.content_size.map(|s| s as usize),
-                    crc32: None,
+                    check: fr.checksum.map(ContentCheck::ZstdXxh64),
                 })
                 .collect()
         }
@@ -119,7 +121,7 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: BufferEnds<'
                 buffer: index,
                 input: 0..f.len,
                 decoded: Some(declared(index, trailer.isize.into(), max)?),
-                crc32: Some(trailer.crc32),
+                check: Some(ContentCheck::GzipCrc32(trailer.crc32)),
             }]
         }
         Algorithm::Gdeflate { has_header: true, .. } => return gdeflate_pieces(index, f, max),
@@ -161,7 +163,7 @@ fn gdeflate_pieces(index: usize, f: BufferEnds<'_>, max: u64) -> Result<Pieces> 
             buffer: index,
             input,
             decoded: Some(gdeflate::page_decoded_len(decoded_len, page)),
-            crc32: None,
+            check: None,
         })
         .collect();
     Ok(Pieces::Ready(pieces))
@@ -240,7 +242,7 @@ mod tests {
             buffer: 2,
             input,
             decoded,
-            crc32: None,
+            check: None,
         };
         // The empty frame decodes to nothing and is left out.
         assert_eq!(
@@ -273,7 +275,7 @@ mod tests {
                 buffer: 3,
                 input: 4..6,
                 decoded: Some(16),
-                crc32: None,
+                check: None,
             }]
         );
         assert!(matches!(

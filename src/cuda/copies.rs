@@ -10,13 +10,14 @@
 //! The kernel is PTX text, compiled by the driver at first use, so the crate
 //! needs neither nvcc nor NVRTC.
 
-use std::ffi::{c_void, CString};
+use std::ffi::c_void;
 use std::sync::Arc;
 
-use cudarc::driver::sys::{CUfunction, CUmodule, CUstream};
+use cudarc::driver::sys::CUstream;
 use cudarc::driver::{result, CudaContext};
 
 use super::memory::{cuda_err, ensure_device, DeviceBuffer};
+use super::ptx::PtxKernel;
 use crate::error::Result;
 
 /// One copy: `len` bytes from `src` to `dst`.
@@ -173,28 +174,15 @@ const TABLE_ARRAYS: usize = 7;
 /// copies goes through.
 #[derive(Debug)]
 pub(crate) struct CopyKernel {
-    module: CUmodule,
-    function: CUfunction,
+    kernel: PtxKernel,
     table: Option<DeviceBuffer>,
 }
-
-// SAFETY: module and function handles are usable from any thread of the context.
-unsafe impl Send for CopyKernel {}
 
 impl CopyKernel {
     /// Compiles and loads the kernel into `ctx`.
     pub fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
-        ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
-        let src = CString::new(ptx()).expect("PTX has no NUL");
-        // SAFETY: a NUL-terminated PTX image; the driver copies what it needs.
-        let module = unsafe { result::module::load_data(src.as_ptr().cast()) }.map_err(cuda_err("cuModuleLoadData"))?;
-        let name = CString::new("copy_rows").unwrap();
-        // SAFETY: `module` was just loaded and holds the entry `copy_rows`.
-        let function =
-            unsafe { result::module::get_function(module, name) }.map_err(cuda_err("cuModuleGetFunction"))?;
         Ok(Self {
-            module,
-            function,
+            kernel: PtxKernel::load(ctx, &ptx(), "copy_rows")?,
             table: None,
         })
     }
@@ -238,22 +226,8 @@ impl CopyKernel {
         let blocks = u32::try_from(n).expect("fewer than 2^32 copies per launch");
         // SAFETY: two u64 parameters, as the kernel declares; the caller vouches for the memory.
         unsafe {
-            result::launch_kernel(
-                self.function,
-                (blocks, parts, 1),
-                (THREADS, 1, 1),
-                0,
-                stream,
-                &mut params,
-            )
+            self.kernel
+                .launch((blocks, parts, 1), (THREADS, 1, 1), stream, &mut params)
         }
-        .map_err(cuda_err("cuLaunchKernel"))
-    }
-}
-
-impl Drop for CopyKernel {
-    fn drop(&mut self) {
-        // SAFETY: loaded by `load` and not unloaded before.
-        let _ = unsafe { result::module::unload(self.module) };
     }
 }

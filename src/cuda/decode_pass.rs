@@ -97,12 +97,12 @@ impl CudaEngine {
         if area.n > 0 {
             self.decompress(s, &pass, area, &out, &mut profile)?;
         }
-        let checks = self.enqueue_crc32(s, &pieces, area)?;
+        let checks = self.enqueue_checks(s, &pieces, area)?;
         self.copy_to_dest(s, &pass, dest, &mut out)?;
         let in_flight = self.fetch_results(s, area, &out, matches!(dest, Dest::Host(_)))?;
         profile.mark("results");
         self.check_results(s, &pieces)?;
-        self.check_crc32(&pieces, checks)?;
+        self.check_content(&pieces, checks)?;
         if let Dest::Host(deliver) = dest {
             self.deliver(s, area.n, &out.ranges, in_flight, &mut **deliver)?;
             profile.mark("delivered");

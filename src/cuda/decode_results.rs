@@ -3,15 +3,16 @@
 //! nvCOMP reports a status and a decoded size per chunk; both come back to
 //! pinned memory with one copy, and host data after them in transfer groups,
 //! an event after each, so that the first group is handed over while later
-//! ones are still in flight. nvCOMP's gzip decoder does not check the stored
-//! CRC-32, so the decoded data's CRC-32s are computed on the device and
-//! compared here.
+//! ones are still in flight. nvCOMP's decoders do not check the checksums the
+//! formats store (gzip's CRC-32, Zstandard's content checksum), so the
+//! decoded data's checksums are computed on the device and compared here.
 
 use std::ops::Range;
 
 use cudarc::driver::{result, CudaEvent};
 
 use super::api::{self, BatchArgs};
+use super::checksums::ContentCheck;
 use super::chunking::DecodePiece;
 use super::decode::Deliver;
 use super::decode_pass::Outputs;
@@ -25,36 +26,47 @@ use crate::error::{Error, Result};
 pub(super) type InFlight = (Range<usize>, CudaEvent);
 
 impl CudaEngine {
-    /// nvCOMP's gzip decoder does not check the stored CRC-32: the data it
-    /// decoded is checked on the device, in this process (the CRC kernel
-    /// reads only the declared output sizes). Enqueues the CRC-32s of the
-    /// decoded pieces where any has a stored one; returns where they (`n`
-    /// words) and their statuses (`n` more) will be.
-    pub(super) fn enqueue_crc32(
+    /// nvCOMP's decoders do not check the checksums a format stores of the
+    /// decoded data (gzip's CRC-32, a Zstandard frame's content checksum): it
+    /// is checked on the device, in this process (the kernels read only the
+    /// declared output sizes). Enqueues the checksums of the decoded pieces
+    /// where any has a stored one; returns where they (`n` words) and, for
+    /// gzip, nvCOMP's statuses (`n` more) will be.
+    pub(super) fn enqueue_checks(
         &self,
         s: &mut Scratch,
         pieces: &[DecodePiece],
         area: InputArea,
     ) -> Result<Option<u64>> {
         let n = area.n;
-        if n == 0 || !pieces.iter().any(|p| p.crc32.is_some()) {
+        let Some(first) = pieces.iter().find_map(|p| p.check) else {
+            return Ok(None);
+        };
+        if n == 0 {
             return Ok(None);
         }
         let checks = ensure_device(&self.ctx, &mut s.checks, 8 * n)?.ptr();
-        let args = BatchArgs {
-            n,
-            in_ptrs: area.array(Table::OUT_PTRS) as _,
-            in_bytes: area.array(Table::OUT_BYTES) as _,
-            out_ptrs: std::ptr::null(),
-            out_bytes: std::ptr::null_mut(),
-            actual_bytes: std::ptr::null_mut(),
-            statuses: (checks + 4 * n as u64) as _,
-            temp: std::ptr::null_mut(),
-            temp_bytes: 0,
-            stream: self.cu_stream(),
-        };
-        // SAFETY: the output table and the outputs hold `n` chunks of the declared sizes.
-        unsafe { api::crc32(self.lib, &args, checks as _)? };
+        let (ptrs, lens) = (area.array(Table::OUT_PTRS), area.array(Table::OUT_BYTES));
+        match first.kernel_kind() {
+            // SAFETY: the output table and the outputs hold `n` chunks of the declared sizes.
+            Some(kind) => unsafe { self.summer(s)?.enqueue(ptrs, lens, n, kind, checks, self.cu_stream())? },
+            None => {
+                let args = BatchArgs {
+                    n,
+                    in_ptrs: ptrs as _,
+                    in_bytes: lens as _,
+                    out_ptrs: std::ptr::null(),
+                    out_bytes: std::ptr::null_mut(),
+                    actual_bytes: std::ptr::null_mut(),
+                    statuses: (checks + 4 * n as u64) as _,
+                    temp: std::ptr::null_mut(),
+                    temp_bytes: 0,
+                    stream: self.cu_stream(),
+                };
+                // SAFETY: as above.
+                unsafe { api::crc32(self.lib, &args, checks as _)? };
+            }
+        }
         Ok(Some(checks))
     }
 
@@ -124,34 +136,29 @@ impl CudaEngine {
         Ok(())
     }
 
-    /// Compares the CRC-32s at `checks` with the stored ones, once the
+    /// Compares the checksums at `checks` with the stored ones, once the
     /// stream has computed them.
-    pub(super) fn check_crc32(&self, pieces: &[DecodePiece], checks: Option<u64>) -> Result<()> {
+    pub(super) fn check_content(&self, pieces: &[DecodePiece], checks: Option<u64>) -> Result<()> {
         let Some(checks) = checks else {
             return Ok(());
         };
         let n = pieces.len();
         self.sync()?;
         let mut words = vec![0u32; 2 * n];
-        // SAFETY: `2n` words of the checks buffer, written by the finished CRC call.
+        // SAFETY: `2n` words of the checks buffer: the sums written by the
+        // finished kernel, and nvCOMP's statuses for gzip (read only then).
         unsafe { result::memcpy_dtoh_sync(&mut words, checks) }.map_err(cuda_err("cuMemcpyDtoH"))?;
-        let (crcs, statuses) = words.split_at(n);
+        let (sums, statuses) = words.split_at(n);
         for (k, p) in pieces.iter().enumerate() {
-            let Some(stored) = p.crc32 else { continue };
-            if statuses[k] != nvcomp_sys::nvcompSuccess {
+            let Some(check) = p.check else { continue };
+            if matches!(check, ContentCheck::GzipCrc32(_)) && statuses[k] != nvcomp_sys::nvcompSuccess {
                 return Err(Error::Nvcomp {
                     call: "nvcompBatchedCRC32Async",
                     status: api::status_name(statuses[k]),
                 });
             }
-            if crcs[k] != stored {
-                return Err(Error::Corrupt {
-                    index: p.buffer,
-                    reason: format!(
-                        "gzip CRC-32 mismatch: stored {stored:#010x}, decoded data has {:#010x}",
-                        crcs[k]
-                    ),
-                });
+            if sums[k] != check.stored() {
+                return Err(check.mismatch(p.buffer, sums[k]));
             }
         }
         Ok(())

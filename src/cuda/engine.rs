@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::{result, CudaContext, CudaSlice, CudaStream};
 
+use super::checksums::ChecksumKernel;
 use super::copies::{CopyKernel, Rows};
 use super::isolation;
 use super::memory::{cuda_err, DeviceBuffer, MemoryPool, PinnedBuffer};
@@ -60,8 +61,10 @@ pub(super) struct Scratch {
     pub(super) copier: Option<CopyKernel>,
     /// The process that decodes untrusted batches, once started.
     pub(super) worker: Option<isolation::Worker>,
-    /// CRC-32s of decoded gzip data and their statuses.
+    /// Checksums of decoded data (and nvCOMP's statuses for gzip's CRC-32).
     pub(super) checks: Option<DeviceBuffer>,
+    /// The checksum kernel, loaded at first use.
+    pub(super) summer: Option<ChecksumKernel>,
 }
 
 impl CudaEngine {
@@ -178,6 +181,14 @@ impl CudaEngine {
     pub(super) unsafe fn download<T>(&self, dst: &mut [T], src: u64) -> Result<()> {
         // SAFETY: the caller's.
         unsafe { result::memcpy_dtoh_async(dst, src, self.cu_stream()) }.map_err(cuda_err("cuMemcpyDtoHAsync"))
+    }
+
+    /// The checksum kernel, loaded at first use.
+    pub(super) fn summer<'s>(&self, s: &'s mut Scratch) -> Result<&'s mut ChecksumKernel> {
+        if s.summer.is_none() {
+            s.summer = Some(ChecksumKernel::load(&self.ctx)?);
+        }
+        Ok(s.summer.as_mut().expect("loaded above"))
     }
 
     /// Enqueues `copies` with the copy kernel, loaded at first use.

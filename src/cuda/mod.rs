@@ -21,6 +21,7 @@
 //! - `device_batch`: [`DeviceBatch`], decoded or encoded buffers on the device.
 
 mod api;
+mod checksums;
 mod chunking;
 mod copies;
 mod decode;
@@ -34,6 +35,7 @@ mod engine;
 mod framing;
 pub mod isolation;
 mod memory;
+mod ptx;
 mod scatter;
 mod staging;
 

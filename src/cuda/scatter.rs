@@ -10,6 +10,7 @@
 
 use cudarc::driver::DevicePtr;
 
+use super::checksums::ContentCheck;
 use super::copies::Rows;
 use super::memory::cuda_err;
 use super::{CudaEngine, DecodeOptions, DeviceRegion};
@@ -89,6 +90,9 @@ pub struct Scatter {
     /// that is a multiple of its length starts with its first byte (a pitch
     /// of 0 reads the same row every time).
     pub fills: Vec<RowCopy>,
+    /// `(buffer, stored)`: the Adler-32 (zlib's trailer) that decoded buffer
+    /// `buffer` must have; checked on the device before anything is placed.
+    pub adler32: Vec<(usize, u32)>,
 }
 
 impl Scatter {
@@ -180,6 +184,19 @@ impl CudaEngine {
                         });
                     }
                 }
+                let sums: Vec<(u64, u64)> = scatter
+                    .adler32
+                    .iter()
+                    .map(|&(i, _)| (batch.region(i).ptr, batch.region(i).len as u64))
+                    .collect();
+                let checks: Vec<(usize, ContentCheck)> = scatter
+                    .adler32
+                    .iter()
+                    .map(|&(i, stored)| (i, ContentCheck::ZlibAdler32(stored)))
+                    .collect();
+                // SAFETY: the regions are the decoded batch's, live until the
+                // stream is synchronised below.
+                unsafe { self.verify_checksums(&sums, &checks)? };
                 rows.extend(
                     scatter
                         .copies

@@ -33,6 +33,9 @@ pub struct Frame {
     pub raw_and_rle_bytes: u64,
     /// Number of its compressed blocks (each decodes to at most 128 KiB).
     pub compressed_blocks: u64,
+    /// Its content checksum, where its header says it has one: the low 32
+    /// bits of XXH64 (seed 0) of the decoded bytes.
+    pub checksum: Option<u32>,
 }
 
 /// Walks a buffer of Zstandard frames back to back: the data frames in
@@ -59,6 +62,7 @@ pub fn frames(buf: &[u8]) -> Result<Vec<Frame>, String> {
                     content_size,
                     raw_and_rle_bytes: walk.raw_and_rle_bytes,
                     compressed_blocks: walk.compressed_blocks,
+                    checksum: walk.checksum,
                 });
                 walk.len
             }
@@ -87,6 +91,8 @@ struct FrameBlocks {
     raw_and_rle_bytes: u64,
     /// Number of its compressed blocks.
     compressed_blocks: u64,
+    /// Its content checksum, if it has one.
+    checksum: Option<u32>,
 }
 
 /// The length and blocks of the Zstandard frame at the start of `buf` (its
@@ -137,14 +143,18 @@ fn frame_blocks(buf: &[u8]) -> Result<FrameBlocks, String> {
             break;
         }
     }
-    at += if checksum { 4 } else { 0 };
-    if at > buf.len() {
-        return Err("Zstandard checksum truncated".into());
-    }
+    let checksum = if checksum {
+        let word = buf.get(at..at + 4).ok_or("Zstandard checksum truncated")?;
+        at += 4;
+        Some(u32::from_le_bytes(word.try_into().expect("4 bytes")))
+    } else {
+        None
+    };
     Ok(FrameBlocks {
         len: at,
         raw_and_rle_bytes,
         compressed_blocks,
+        checksum,
     })
 }
 
@@ -164,6 +174,8 @@ mod tests {
             let walked = frames(&frame).unwrap();
             let spans: Vec<_> = walked.iter().map(|f| (f.range.clone(), f.content_size)).collect();
             assert_eq!(spans, vec![(0..frame.len(), None)]);
+            let stored = u32::from_le_bytes(frame[frame.len() - 4..].try_into().unwrap());
+            assert_eq!(walked[0].checksum, checksum.then_some(stored));
             // 300,000 equal bytes: blocks of at most 128 KiB, raw, RLE or compressed.
             let f = &walked[0];
             assert!(

@@ -157,6 +157,7 @@ impl WaveDecoder for DeviceWaves {
                     streams.push(stream);
                     keys.push(item.key);
                     scatter.decoded_lens.push(item.decoded_len);
+                    scatter.adler32.extend(item.adler32.map(|stored| (buffer, stored)));
                     item.place.row_copies(|rows| scatter.copies.push((buffer, rows)));
                 }
                 None if fill_is_zero(&self.fill) => {}

@@ -117,22 +117,18 @@ DEVICE u32 adler32(const u8 *p, u64 len) {
     return (b << 16) | a;
 }
 
-// `table` holds three arrays of `count` words: buffer addresses, lengths
-// and kinds; `sums` receives one word per buffer.
-KERNEL void checksums(const u64 *table, u64 count, u32 *sums) {
+// `ptrs` and `lens` hold `count` buffer addresses and lengths (device
+// arrays: nvCOMP's own output table can serve); `sums` receives one word
+// per buffer, the checksum `kind` of its bytes.
+KERNEL void checksums(const u64 *ptrs, const u64 *lens, u64 count, u64 kind, u32 *sums) {
 #ifdef __CUDA__
     u64 k = (u64)__nvvm_read_ptx_sreg_ctaid_x() * __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x();
     if (k >= count) return;
-    const u8 *p = (const u8 *)table[k];
-    u64 len = table[count + k];
-    u64 kind = table[2 * count + k];
-    sums[k] = kind == KIND_ADLER32 ? adler32(p, len) : xxh64_low32(p, len);
 #else
-    for (u64 k = 0; k < count; k++) {
-        const u8 *p = (const u8 *)table[k];
-        u64 len = table[count + k];
-        u64 kind = table[2 * count + k];
-        sums[k] = kind == KIND_ADLER32 ? adler32(p, len) : xxh64_low32(p, len);
-    }
+    for (u64 k = 0; k < count; k++)
 #endif
+    {
+        const u8 *p = (const u8 *)ptrs[k];
+        sums[k] = kind == KIND_ADLER32 ? adler32(p, lens[k]) : xxh64_low32(p, lens[k]);
+    }
 }

@@ -1,0 +1,67 @@
+//! Kernels of this crate, shipped as PTX text and compiled by the driver at
+//! first use: the crate needs neither nvcc nor NVRTC to build or run.
+
+use std::ffi::{c_void, CString};
+use std::sync::Arc;
+
+use cudarc::driver::sys::{CUfunction, CUmodule, CUstream};
+use cudarc::driver::{result, CudaContext};
+
+use super::memory::cuda_err;
+use crate::error::Result;
+
+/// One entry point of a PTX module loaded into a context; the module is
+/// unloaded on drop.
+#[derive(Debug)]
+pub(super) struct PtxKernel {
+    module: CUmodule,
+    function: CUfunction,
+}
+
+// SAFETY: module and function handles are usable from any thread of the context.
+unsafe impl Send for PtxKernel {}
+
+impl PtxKernel {
+    /// Compiles `ptx` and looks up its entry `name`, in `ctx`.
+    pub(super) fn load(ctx: &Arc<CudaContext>, ptx: &str, name: &str) -> Result<Self> {
+        ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
+        let src = CString::new(ptx).expect("PTX has no NUL");
+        // SAFETY: a NUL-terminated PTX image; the driver copies what it needs.
+        let module = unsafe { result::module::load_data(src.as_ptr().cast()) }.map_err(cuda_err("cuModuleLoadData"))?;
+        let entry = CString::new(name).expect("entry names have no NUL");
+        // SAFETY: `module` was just loaded.
+        match unsafe { result::module::get_function(module, entry) } {
+            Ok(function) => Ok(Self { module, function }),
+            Err(e) => {
+                // SAFETY: loaded above and not used after.
+                let _ = unsafe { result::module::unload(module) };
+                Err(cuda_err("cuModuleGetFunction")(e))
+            }
+        }
+    }
+
+    /// Enqueues one launch on `stream`.
+    ///
+    /// # Safety
+    /// `params` must point to values of the types, and in the order, that
+    /// the entry declares, and every address they carry must be valid for
+    /// what the kernel does with it until the stream has run it.
+    pub(super) unsafe fn launch(
+        &self,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        stream: CUstream,
+        params: &mut [*mut c_void],
+    ) -> Result<()> {
+        // SAFETY: the caller's.
+        unsafe { result::launch_kernel(self.function, grid, block, 0, stream, params) }
+            .map_err(cuda_err("cuLaunchKernel"))
+    }
+}
+
+impl Drop for PtxKernel {
+    fn drop(&mut self) {
+        // SAFETY: loaded by `load` and not unloaded before.
+        let _ = unsafe { result::module::unload(self.module) };
+    }
+}
