@@ -45,6 +45,7 @@ pub mod fork;
 pub mod format;
 pub mod limits;
 pub mod reader;
+pub mod writer;
 pub mod zarrs_codec;
 
 pub use algorithm::{Algorithm, DataType};

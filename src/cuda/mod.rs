@@ -7,6 +7,7 @@
 mod api;
 mod copies;
 mod device_batch;
+mod download;
 mod engine;
 pub mod isolation;
 mod memory;
@@ -20,6 +21,7 @@ use cudarc::driver::{result, sys};
 
 pub(crate) use copies::Rows;
 pub use device_batch::DeviceBatch;
+pub use download::download_batch;
 pub use engine::CudaEngine;
 
 use crate::error::GpuUnavailable;

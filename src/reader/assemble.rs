@@ -62,7 +62,7 @@ impl BoxCopy {
     /// The copy as strided rows, from a source at device address `src` to a
     /// destination at `dst`: one entry per index of the dimensions outside
     /// the innermost outer one.
-    fn device_rows(&self, src: u64, dst: u64, rows: &mut Vec<Rows>) {
+    pub(crate) fn device_rows(&self, src: u64, dst: u64, rows: &mut Vec<Rows>) {
         let at = |base: u64, offset: usize| base + offset as u64;
         let Some((inner, planes)) = self.outer.split_last() else {
             rows.push(Rows {

@@ -95,7 +95,8 @@ pub use store::{open_store, StoreIo};
 use crate::codec::{Backend, BatchCodec};
 use crate::cuda::CudaEngine;
 use crate::fork::PerProcess;
-use chain::Chain;
+pub(crate) use chain::{classify as classify_chain, Chain, FastChain};
+pub(crate) use plan::{plan as plan_chunks, BoxCopy};
 use progress::Tracker;
 
 /// An array opened by [`open_array`].

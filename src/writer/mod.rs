@@ -1,0 +1,437 @@
+//! The chunk-parallel writer: writes a subset of a zarr array (v2 or v3)
+//! from host or device memory, encoding every chunk of a wave in one batch
+//! call and storing them with concurrent puts.
+//!
+//! ```no_run
+//! use zarrs::array::ArraySubset;
+//! use zarrs_nvcomp::reader::open_array_blocking;
+//! use zarrs_nvcomp::writer::{write_chunks_parallel_blocking, WriteData, WriteOptions};
+//!
+//! # fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let array = open_array_blocking("/data/field.zarr", &Default::default())?;
+//! let subset = ArraySubset::new_with_ranges(&[0..1024, 0..1024]);
+//! let data = vec![0u8; 1024 * 1024 * 4];
+//! let summary = write_chunks_parallel_blocking(&array, &subset, WriteData::Host(&data), &WriteOptions::default())?;
+//! println!("{} chunks stored", summary.stored);
+//! # Ok(()) }
+//! ```
+//!
+//! # How a write runs
+//!
+//! 1. [`plan`](self): the chunks the subset covers, and for each the copy of
+//!    its part from the data (C order, exactly the subset's shape, native
+//!    byte order); the chunks are grouped in waves of about
+//!    [`WriteOptions::wave_bytes`] decoded bytes.
+//! 2. Per wave: chunks the subset covers only in part are read (through the
+//!    [reader](crate::reader), concurrently) and the subset's elements
+//!    copied over them; chunks reaching past the array's end hold the fill
+//!    value there. Chunks are gathered on the host (rayon) or, for device
+//!    data, on the device (one launch of the copy kernel into one staging
+//!    allocation).
+//! 3. Chains the reader decodes in batches (`bytes` + `nvcomp_batch`,
+//!    `zstd`, `gzip`, numcodecs `lz4` or `zlib`, optionally `crc32c`) are
+//!    encoded in one batch call per wave: one nvCOMP batch on the GPU, whose
+//!    results come to pinned host memory in one transfer, or the CPU backend
+//!    in parallel. Other chains (sharding, blosc, filters, ...) go through
+//!    the zarrs pipeline, chunk by chunk, from host memory (device data is
+//!    copied to the host first, in one transfer).
+//! 4. The wave's chunks are stored with concurrent puts, at most
+//!    [`WriteOptions::max_concurrent_requests`] in flight, while the next
+//!    wave is gathered and encoded. Chunks equal to the fill value are not
+//!    stored, and any stored one is deleted, unless
+//!    [`WriteOptions::write_empty_chunks`].
+//!
+//! Errors about one chunk name its store key. A failed write may leave some
+//! chunks of the subset written and others not.
+
+mod create;
+mod encode;
+mod gather;
+mod plan;
+mod store;
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use zarrs::array::{Array, ArrayBytes, ArraySubset, CodecOptions};
+use zarrs::storage::AsyncReadableWritableStorageTraits;
+
+pub use create::{create_array, create_array_blocking, NewArray};
+pub use store::WriteSummary;
+
+use crate::codec::Backend;
+use crate::cuda::CudaEngine;
+use crate::reader::{classify_chain, read_chunks_parallel, runtime, DeviceArray, ReadError, ReadOptions, Selection};
+use encode::{ChunkEncoder, Stored};
+use plan::ChunkWrite;
+
+/// Errors of the writer. Errors about one chunk name its store key.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The subset does not fit the array.
+    #[error("invalid subset: {reason}")]
+    InvalidSubset {
+        /// Why.
+        reason: String,
+    },
+    /// The data does not hold the subset.
+    #[error("the data has {actual} bytes, the subset of shape {shape:?} needs {expected}")]
+    DataSize {
+        /// The subset's shape.
+        shape: Vec<u64>,
+        /// Bytes the subset needs.
+        expected: usize,
+        /// Bytes given.
+        actual: usize,
+    },
+    /// Invalid options or metadata for a new array.
+    #[error("invalid options: {reason}")]
+    Config {
+        /// Why.
+        reason: String,
+    },
+    /// Putting or deleting a chunk failed (after the store's retries).
+    #[error("storing chunk {key} failed: {reason}")]
+    Store {
+        /// The chunk's key.
+        key: String,
+        /// The store's error.
+        reason: String,
+    },
+    /// The zarrs pipeline (chains without a batched encoder) failed on a chunk.
+    #[error("zarrs failed to write chunk {key}: {reason}")]
+    ChunkPipeline {
+        /// The chunk's key.
+        key: String,
+        /// zarrs' error.
+        reason: String,
+    },
+    /// Reading what a write needs (stored chunks the subset covers in part,
+    /// or the array after creating it) failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The writer's own machinery failed (a task panicked or was cancelled).
+    #[error("the write failed: {reason}")]
+    Pipeline {
+        /// Why.
+        reason: String,
+    },
+    /// The batch codec or the GPU failed.
+    #[error(transparent)]
+    Engine(#[from] crate::Error),
+}
+
+impl WriteError {
+    /// A planning error of the reader as a writer's error.
+    fn from_plan(err: ReadError) -> Self {
+        match err {
+            ReadError::InvalidSubset { reason } => Self::InvalidSubset { reason },
+            other => Self::Read(other),
+        }
+    }
+
+    /// A device allocation error of the reader as a writer's error.
+    fn from_read(err: ReadError) -> Self {
+        match err {
+            ReadError::Engine(e) => Self::Engine(e),
+            other => Self::Read(other),
+        }
+    }
+}
+
+/// Options of a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Where to encode: [`Backend::Cpu`], [`Backend::Cuda`] (an error without
+    /// a usable GPU) or [`Backend::Auto`] (the GPU when device 0 is usable).
+    /// Device data needs a GPU; `Auto` then means device 0.
+    pub device: Backend,
+    /// Most store requests (puts, deletes, reads of partly covered chunks)
+    /// in flight at once (default 64).
+    pub max_concurrent_requests: usize,
+    /// Decoded bytes per wave (default 256 MiB; on the CPU at most
+    /// [`crate::reader::CPU_WAVE_BYTES_PER_THREAD`] per thread); a wave
+    /// holds at least one chunk.
+    pub wave_bytes: usize,
+    /// Whether chunks equal to the fill value are stored too (default
+    /// `false`: they are not, and any stored one is deleted, as zarr does).
+    pub write_empty_chunks: bool,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self {
+            device: Backend::Auto,
+            max_concurrent_requests: 64,
+            wave_bytes: 256 << 20,
+            write_empty_chunks: false,
+        }
+    }
+}
+
+/// The data of a write: the subset's elements, C order, native byte order.
+#[derive(Debug, Clone, Copy)]
+pub enum WriteData<'a> {
+    /// In host memory.
+    Host(&'a [u8]),
+    /// In device memory ([`WriteData::device`]).
+    Device {
+        /// Device address (`CUdeviceptr`).
+        ptr: u64,
+        /// Length in bytes.
+        len: usize,
+        /// Borrows the memory for the write.
+        _memory: PhantomData<&'a [u8]>,
+    },
+}
+
+impl WriteData<'_> {
+    /// `len` bytes at device address `ptr`.
+    ///
+    /// # Safety
+    /// The memory must be readable device memory of the device the write
+    /// runs on, and not written, until the write returns (or its future is
+    /// dropped).
+    pub unsafe fn device(ptr: u64, len: usize) -> Self {
+        Self::Device {
+            ptr,
+            len,
+            _memory: PhantomData,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Host(bytes) => bytes.len(),
+            Self::Device { len, .. } => *len,
+        }
+    }
+}
+
+/// [`write_chunks_parallel`] on the reader's shared runtime; must not be
+/// called from within a tokio runtime.
+pub fn write_chunks_parallel_blocking<S: ?Sized + AsyncReadableWritableStorageTraits + 'static>(
+    array: &Array<S>,
+    subset: &ArraySubset,
+    data: WriteData<'_>,
+    options: &WriteOptions,
+) -> Result<WriteSummary, WriteError> {
+    runtime().block_on(write_chunks_parallel(array, subset, data, options))
+}
+
+/// The GPU engine a write runs on, `None` for the CPU.
+fn resolve_device(device: Backend, data: &WriteData<'_>) -> Result<Option<Arc<CudaEngine>>, WriteError> {
+    let on_device = matches!(data, WriteData::Device { .. });
+    match device {
+        Backend::Cpu if on_device => Err(WriteError::Config {
+            reason: "device data cannot be written with the CPU backend; copy it to the host first".into(),
+        }),
+        Backend::Cpu => Ok(None),
+        Backend::Auto if !on_device => Ok(CudaEngine::get(0).ok()),
+        Backend::Auto => Ok(Some(CudaEngine::get(0).map_err(crate::Error::GpuUnavailable)?)),
+        Backend::Cuda { device } => Ok(Some(CudaEngine::get(device).map_err(crate::Error::GpuUnavailable)?)),
+    }
+}
+
+/// Writes `data` (the elements of `subset`, C order, native byte order)
+/// into `array`; see the [module documentation](self).
+pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTraits + 'static>(
+    array: &Array<S>,
+    subset: &ArraySubset,
+    data: WriteData<'_>,
+    options: &WriteOptions,
+) -> Result<WriteSummary, WriteError> {
+    let data_type = array.data_type();
+    let elem = data_type.fixed_size().ok_or_else(|| WriteError::Config {
+        reason: format!("data type {data_type} has elements of variable size; the writer writes fixed-size elements"),
+    })?;
+    let shape = subset.shape().to_vec();
+    Selection::from(subset)
+        .check_within(array.shape())
+        .map_err(|reason| WriteError::InvalidSubset { reason })?;
+    let expected = subset.num_elements_usize() * elem;
+    if data.len() != expected {
+        return Err(WriteError::DataSize {
+            shape,
+            expected,
+            actual: data.len(),
+        });
+    }
+    let engine = resolve_device(options.device, &data)?;
+    let fill = array.fill_value().as_ne_bytes().to_vec();
+    let chunks = plan::plan(array, subset, elem)?;
+    let chain = match classify_chain(array.metadata(), Some(elem)) {
+        crate::reader::Chain::Fast(chain) if engine.is_some() || chain.algorithm.has_cpu_implementation() => {
+            Some(chain)
+        }
+        crate::reader::Chain::Fast(chain) => {
+            return Err(WriteError::Engine(crate::Error::NeedsGpu {
+                algorithm: chain.algorithm.name(),
+            }))
+        }
+        crate::reader::Chain::Fallback(reason) => {
+            log::info!("zarrs-nvcomp writer: writing through the zarrs pipeline: {reason}");
+            None
+        }
+    };
+    let Some(chain) = chain else {
+        let host;
+        let data = match data {
+            WriteData::Host(bytes) => bytes,
+            WriteData::Device { ptr, len, .. } => {
+                let engine = engine.as_ref().expect("device data has an engine");
+                host = gather::download_chunk(engine, crate::cuda::DeviceRegion { ptr, len })?;
+                &host
+            }
+        };
+        return write_with_zarrs(array, chunks, data, &fill, options).await;
+    };
+    let encoder = Arc::new(ChunkEncoder::new(chain, engine.as_ref())?);
+    let wave_bytes = match &engine {
+        Some(_) => options.wave_bytes,
+        None => options
+            .wave_bytes
+            .min(crate::reader::CPU_WAVE_BYTES_PER_THREAD.saturating_mul(crate::fork::num_threads())),
+    };
+    let storage = array.storage();
+    let fill: Arc<[u8]> = fill.into();
+    let mut summary = WriteSummary::default();
+    let mut storing: Option<tokio::task::JoinHandle<Result<WriteSummary, WriteError>>> = None;
+    for wave in plan::waves(chunks, wave_bytes.max(1)) {
+        let old = read_partial(array, &wave, options).await?;
+        let stored = encode_wave(&encoder, engine.as_ref(), &wave, data, old, &fill, options).await?;
+        if let Some(previous) = storing.take() {
+            summary += joined(previous.await)?;
+        }
+        let keyed = wave.into_iter().map(|c| c.key).zip(stored).collect();
+        storing = Some(tokio::spawn(store::store_wave(
+            storage.clone(),
+            keyed,
+            options.max_concurrent_requests,
+        )));
+    }
+    if let Some(last) = storing {
+        summary += joined(last.await)?;
+    }
+    Ok(summary)
+}
+
+/// The result of a writer task.
+fn joined<T>(result: Result<Result<T, WriteError>, tokio::task::JoinError>) -> Result<T, WriteError> {
+    result.map_err(|e| WriteError::Pipeline {
+        reason: format!("writer task failed: {e}"),
+    })?
+}
+
+/// The stored values of the wave's partly covered chunks (their in-bounds
+/// box, C order; the fill value where none is stored), read concurrently;
+/// `None` for the other chunks.
+async fn read_partial<S: ?Sized + AsyncReadableWritableStorageTraits + 'static>(
+    array: &Array<S>,
+    wave: &[ChunkWrite],
+    options: &WriteOptions,
+) -> Result<Vec<Option<Vec<u8>>>, WriteError> {
+    let read = ReadOptions {
+        device: Backend::Cpu,
+        max_concurrent_requests: options.max_concurrent_requests,
+        ..ReadOptions::default()
+    };
+    let reads = wave.iter().map(|chunk| {
+        let read = &read;
+        async move {
+            if !chunk.partial {
+                return Ok(None);
+            }
+            let bounded = array
+                .chunk_subset_bounded(&chunk.indices)
+                .map_err(|e| WriteError::InvalidSubset { reason: e.to_string() })?;
+            let data = read_chunks_parallel(array, &bounded, read).await?;
+            Ok(Some(data.into_host_bytes()?))
+        }
+    });
+    futures::future::try_join_all(reads).await
+}
+
+/// Gathers and encodes one wave; the encoding runs on the blocking pool.
+async fn encode_wave(
+    encoder: &Arc<ChunkEncoder>,
+    engine: Option<&Arc<CudaEngine>>,
+    wave: &[ChunkWrite],
+    data: WriteData<'_>,
+    old: Vec<Option<Vec<u8>>>,
+    fill: &Arc<[u8]>,
+    options: &WriteOptions,
+) -> Result<Vec<Stored>, WriteError> {
+    let (encoder, fill, write_fill) = (encoder.clone(), fill.clone(), options.write_empty_chunks);
+    let task = match (data, engine) {
+        (WriteData::Host(bytes), _) => {
+            let chunks = gather::gather_host(wave, bytes, &old, &fill);
+            tokio::task::spawn_blocking(move || {
+                crate::fork::in_pool(|| encoder.encode_host(&chunks, &fill, write_fill))
+            })
+        }
+        (WriteData::Device { ptr, .. }, Some(engine)) => {
+            // SAFETY: `WriteData::device`'s contract; the gather has finished
+            // with `ptr` when it returns.
+            let (staging, regions) = unsafe { gather::gather_device(engine, wave, ptr, &old, &fill) }?;
+            let engine = engine.clone();
+            tokio::task::spawn_blocking(move || {
+                let _staging: &DeviceArray = &staging;
+                if encoder.needs_host_bytes() {
+                    let chunks = regions
+                        .iter()
+                        .map(|r| gather::download_chunk(&engine, *r))
+                        .collect::<Result<Vec<_>, _>>()?;
+                    return encoder.encode_host(&chunks, &fill, write_fill);
+                }
+                encoder.encode_device(&engine, &regions, &fill, write_fill)
+            })
+        }
+        (WriteData::Device { .. }, None) => unreachable!("device data always has an engine"),
+    };
+    joined(task.await)
+}
+
+/// Writes the chunks through the zarrs pipeline, whole (partly covered
+/// chunks merged with their stored values first), concurrently.
+async fn write_with_zarrs<S: ?Sized + AsyncReadableWritableStorageTraits + 'static>(
+    array: &Array<S>,
+    chunks: Vec<ChunkWrite>,
+    data: &[u8],
+    fill: &[u8],
+    options: &WriteOptions,
+) -> Result<WriteSummary, WriteError> {
+    use futures::{StreamExt, TryStreamExt};
+    let codec_options = CodecOptions::default().with_store_empty_chunks(options.write_empty_chunks);
+    let mut summary = WriteSummary::default();
+    for wave in plan::waves(chunks, crate::reader::CPU_WAVE_BYTES_PER_THREAD * crate::fork::num_threads()) {
+        let old = read_partial(array, &wave, options).await?;
+        let bufs = gather::gather_host(&wave, data, &old, fill);
+        let done: Vec<WriteSummary> = futures::stream::iter(wave.iter().zip(bufs))
+            .map(|(chunk, buf)| {
+                let codec_options = &codec_options;
+                async move {
+                    let fill_chunk = !options.write_empty_chunks && gather::is_fill(&buf, fill);
+                    array
+                        .async_store_chunk_opt(&chunk.indices, ArrayBytes::new_flen(buf), codec_options)
+                        .await
+                        .map_err(|e| WriteError::ChunkPipeline {
+                            key: chunk.key.clone(),
+                            reason: e.to_string(),
+                        })?;
+                    Ok::<_, WriteError>(WriteSummary {
+                        stored: usize::from(!fill_chunk),
+                        fill_chunks: usize::from(fill_chunk),
+                        stored_bytes: 0,
+                    })
+                }
+            })
+            .buffer_unordered(options.max_concurrent_requests.max(1))
+            .try_collect()
+            .await?;
+        for s in done {
+            summary += s;
+        }
+    }
+    Ok(summary)
+}
