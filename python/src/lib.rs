@@ -20,6 +20,7 @@ use zarrs_nvcomp::{Algorithm, Backend, Batch, BatchCodec, Error};
 mod dtype;
 mod logging;
 mod reader;
+mod writer;
 
 /// The extension's Rust allocations come from mimalloc, which keeps freed
 /// memory mapped for the next allocations. glibc's malloc returns freed
@@ -685,6 +686,7 @@ fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_set_gpu_worker_command, m)?)?;
     m.add_function(wrap_pyfunction!(_serve_gpu_worker, m)?)?;
     reader::register(m)?;
+    writer::register(m)?;
     m.add("DecodeError", py.get_type::<DecodeError>())?;
     m.add("GpuUnavailableError", py.get_type::<GpuUnavailableError>())?;
     m.add("CudaError", py.get_type::<CudaError>())?;

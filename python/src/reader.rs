@@ -30,7 +30,7 @@ create_exception!(
     "The store cannot be read, holds no array at that path, or a chunk cannot be fetched."
 );
 
-fn read_error(err: ReadError) -> PyErr {
+pub(crate) fn read_error(err: ReadError) -> PyErr {
     let msg = err.to_string();
     match err {
         ReadError::InvalidUrl { .. } | ReadError::Config { .. } => PyValueError::new_err(msg),

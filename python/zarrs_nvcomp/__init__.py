@@ -37,6 +37,7 @@ from zarrs_nvcomp.reader import (
     open_array,
     read_chunks_parallel,
 )
+from zarrs_nvcomp.writer import create_array, write_chunks_parallel
 
 # Hand the wheel's nvCOMP to the Rust loader before anything opens it. A
 # re-import finds it opened already, which is not an error.
@@ -55,6 +56,7 @@ __all__ = [
     "GpuUnavailableError",
     "NvCompBatchCodec",
     "StoreError",
+    "create_array",
     "default_max_decoded_size",
     "gpu_available",
     "gpu_unavailable_reason",
@@ -63,6 +65,7 @@ __all__ = [
     "open_array",
     "read_chunks_parallel",
     "set_zarr_batch_size",
+    "write_chunks_parallel",
 ]
 
 

@@ -144,3 +144,20 @@ class CudaArray:
         dl_device: tuple[int, int] | None = None,
         copy: bool | None = None,
     ) -> object: ...
+
+# --- the writer (python/src/writer.rs) -------------------------------------
+
+def write_chunks(
+    url: str,
+    storage_options: dict[str, str] | None,
+    start: Sequence[int],
+    shape: Sequence[int],
+    host: Buffer | None = None,
+    device_data: tuple[int, int] | None = None,
+    device: str | None = None,
+    write_empty_chunks: bool = False,
+    max_concurrent_requests: int | None = None,
+) -> tuple[int, int, int]: ...
+def create_array_metadata(
+    url: str, new_json: str, storage_options: dict[str, str] | None = None
+) -> None: ...

@@ -85,10 +85,7 @@ pub fn download_batch(engine: &CudaEngine, batch: &DeviceBatch) -> Result<Vec<By
     let pool = pool(engine.device());
     let mut buffer = take(engine, &pool, end)?;
     if end > 0 {
-        engine
-            .context()
-            .bind_to_thread()
-            .map_err(cuda_err("cuCtxSetCurrent"))?;
+        engine.context().bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
         let stream = batch.stream.cu_stream();
         // SAFETY: `end` bytes of the batch's allocation into a pinned buffer
         // at least that large; the stream is synchronised before the buffer

@@ -101,7 +101,12 @@ pub(crate) unsafe fn gather_device(
         total += chunk.chunk_len;
     }
     let staging = DeviceArray::alloc(engine.clone(), total).map_err(WriteError::from_read)?;
-    let cuda = |call: &'static str| move |e: cudarc::driver::DriverError| Error::Cuda { call, reason: e.to_string() };
+    let cuda = |call: &'static str| {
+        move |e: cudarc::driver::DriverError| Error::Cuda {
+            call,
+            reason: e.to_string(),
+        }
+    };
     engine.context().bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
     let stream = engine.stream();
     let mut rows = Vec::new();

@@ -404,7 +404,10 @@ async fn write_with_zarrs<S: ?Sized + AsyncReadableWritableStorageTraits + 'stat
     use futures::{StreamExt, TryStreamExt};
     let codec_options = CodecOptions::default().with_store_empty_chunks(options.write_empty_chunks);
     let mut summary = WriteSummary::default();
-    for wave in plan::waves(chunks, crate::reader::CPU_WAVE_BYTES_PER_THREAD * crate::fork::num_threads()) {
+    for wave in plan::waves(
+        chunks,
+        crate::reader::CPU_WAVE_BYTES_PER_THREAD * crate::fork::num_threads(),
+    ) {
         let old = read_partial(array, &wave, options).await?;
         let bufs = gather::gather_host(&wave, data, &old, fill);
         let done: Vec<WriteSummary> = futures::stream::iter(wave.iter().zip(bufs))

@@ -32,7 +32,11 @@ pub(crate) struct ChunkWrite {
 
 /// Plans the write of `subset` of `array` (elements of `elem` bytes) from
 /// data that holds exactly the subset, C order.
-pub(crate) fn plan<S: ?Sized>(array: &Array<S>, subset: &ArraySubset, elem: usize) -> Result<Vec<ChunkWrite>, WriteError> {
+pub(crate) fn plan<S: ?Sized>(
+    array: &Array<S>,
+    subset: &ArraySubset,
+    elem: usize,
+) -> Result<Vec<ChunkWrite>, WriteError> {
     let selection = Selection::from(subset);
     let shape = subset.shape().to_vec();
     let data_len = subset.num_elements_usize() * elem;
