@@ -67,7 +67,10 @@ def _fill_value_json(fill_value: Any, dtype: np.dtype) -> Any:
     """``fill_value`` as zarr writes it in metadata."""
     value = np.asarray(fill_value, dtype=dtype).item()
     if isinstance(value, complex):
-        return [_fill_value_json(value.real, np.dtype("f8")), _fill_value_json(value.imag, np.dtype("f8"))]
+        return [
+            _fill_value_json(value.real, np.dtype("f8")),
+            _fill_value_json(value.imag, np.dtype("f8")),
+        ]
     if isinstance(value, float) and not math.isfinite(value):
         return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
     return value
@@ -172,13 +175,19 @@ def write_chunks_parallel(
     return stored, fill_chunks
 
 
-def _device_box(data: Any, dtype: np.dtype, out_shape: tuple[int, ...], box: list[int]) -> tuple[Any, int]:
+def _device_box(
+    data: Any, dtype: np.dtype, out_shape: tuple[int, ...], box: list[int]
+) -> tuple[Any, int]:
     """GPU ``data`` as a C-contiguous device array of ``box``'s shape and
     ``dtype`` (copied on the GPU where it is not one), and its device."""
     cp = _buffers.cupy_module()
     if cp is None:
         cai = getattr(data, "__cuda_array_interface__", None)
-        if cai is None or tuple(cai["shape"]) != tuple(out_shape) or np.dtype(cai["typestr"]) != dtype:
+        if (
+            cai is None
+            or tuple(cai["shape"]) != tuple(out_shape)
+            or np.dtype(cai["typestr"]) != dtype
+        ):
             raise TypeError(
                 "GPU data without CuPy must be a contiguous array of the selection's shape "
                 f"{out_shape} and dtype {dtype}"
