@@ -137,16 +137,43 @@ fn every_batched_chain_reads_back_through_zarrs_and_the_reader() {
 }
 
 #[test]
-fn sharded_arrays_are_written_through_zarrs() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("s.zarr");
-    let url = dir.to_str().unwrap();
+fn sharded_arrays_read_back_with_the_index_at_either_end() {
     let zstd = json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}});
-    create_array_blocking(url, &new_array(3, zstd, Some(vec![16, 32])), &HashMap::new()).unwrap();
-    let mut expected = vec![0u8; (SHAPE[0] * SHAPE[1] * 4) as usize];
-    write_box(url, &ArraySubset::new_with_shape(SHAPE.to_vec()), &mut expected, 3);
-    write_box(url, &ArraySubset::new_with_ranges(&[10..20, 7..45]), &mut expected, 4);
-    assert_reads_back(&dir, &expected, "a sharded array");
+    let gzip = json!({"name": "gzip", "configuration": {"level": 1}});
+    // (compressor, index location, crc32c on the index)
+    for (compressor, location, crc) in [
+        (zstd.clone(), "end", true),
+        (gzip, "start", false),
+        (zstd, "start", true),
+    ] {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("s.zarr");
+        let url = dir.to_str().unwrap();
+        let new = new_array(3, compressor.clone(), Some(vec![16, 32]));
+        let (key, mut metadata) = new.metadata().unwrap();
+        let sharding = &mut metadata["codecs"][0]["configuration"];
+        sharding["index_location"] = json!(location);
+        if !crc {
+            sharding["index_codecs"] = json!([{"name": "bytes", "configuration": {"endian": "little"}}]);
+        }
+        std::fs::create_dir_all(&dir).unwrap();
+        std::fs::write(dir.join(key), serde_json::to_vec(&metadata).unwrap()).unwrap();
+        let what = format!("sharded {compressor}, index at the {location}, crc32c {crc}");
+        let mut expected = vec![0u8; (SHAPE[0] * SHAPE[1] * 4) as usize];
+        write_box(url, &ArraySubset::new_with_shape(SHAPE.to_vec()), &mut expected, 3);
+        assert_reads_back(&dir, &expected, &what);
+        // Partial shards, and inner chunks that become fill: zeros over
+        // shard (0, 0)'s inner chunk (0, 0).
+        write_box(url, &ArraySubset::new_with_ranges(&[10..20, 7..45]), &mut expected, 4);
+        let array = zarrs_nvcomp::reader::open_array_blocking(url, &HashMap::new()).unwrap();
+        let zeros = vec![0u8; 8 * 16 * 4];
+        let inner = ArraySubset::new_with_ranges(&[0..8, 0..16]);
+        write_chunks_parallel_blocking(&array, &inner, WriteData::Host(&zeros), &cpu()).unwrap();
+        for r in 0..8 {
+            expected[r * 50 * 4..(r * 50 + 16) * 4].fill(0);
+        }
+        assert_reads_back(&dir, &expected, &format!("{what}, after partial writes"));
+    }
 }
 
 #[test]

@@ -19,7 +19,7 @@ use crate::reader::{BoxCopy, DeviceArray};
 
 /// Alignment of each chunk in the device staging allocation: nvCOMP's
 /// compressors read their inputs in place when they are aligned.
-const DEVICE_SLOT_ALIGN: usize = 256;
+pub(crate) const DEVICE_SLOT_ALIGN: usize = 256;
 
 /// `len` bytes of the fill value `fill` (one element), repeated.
 pub(crate) fn filled(len: usize, fill: &[u8]) -> Vec<u8> {

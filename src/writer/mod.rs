@@ -48,6 +48,7 @@ mod create;
 mod encode;
 mod gather;
 mod plan;
+mod shard;
 mod store;
 
 use std::marker::PhantomData;
@@ -61,9 +62,10 @@ pub use store::WriteSummary;
 
 use crate::codec::Backend;
 use crate::cuda::CudaEngine;
-use crate::reader::{classify_chain, read_chunks_parallel, runtime, DeviceArray, ReadError, ReadOptions, Selection};
+use crate::reader::{classify_chain, read_chunks_parallel, runtime, ReadError, ReadOptions, Selection};
 use encode::{ChunkEncoder, Stored};
 use plan::ChunkWrite;
+use shard::ShardLayout;
 
 /// Errors of the writer. Errors about one chunk name its store key.
 #[derive(Debug, thiserror::Error)]
@@ -260,33 +262,40 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     let engine = resolve_device(options.device, &data)?;
     let fill = array.fill_value().as_ne_bytes().to_vec();
     let chunks = plan::plan(array, subset, elem)?;
-    let chain = match classify_chain(array.metadata(), Some(elem)) {
-        crate::reader::Chain::Fast(chain) if engine.is_some() || chain.algorithm.has_cpu_implementation() => {
-            Some(chain)
-        }
-        crate::reader::Chain::Fast(chain) => {
+    let batched = match classify_chain(array.metadata(), Some(elem)) {
+        crate::reader::Chain::Fast(chain) => Ok((chain, None)),
+        crate::reader::Chain::Fallback(reason) => match shard::layout(array.metadata(), elem) {
+            Ok(layout) => Ok((layout.chain, Some(layout))),
+            Err(_) => Err(reason),
+        },
+    };
+    let (chain, shards) = match batched {
+        Ok((chain, _)) if engine.is_none() && !chain.algorithm.has_cpu_implementation() => {
             return Err(WriteError::Engine(crate::Error::NeedsGpu {
                 algorithm: chain.algorithm.name(),
             }))
         }
-        crate::reader::Chain::Fallback(reason) => {
+        Ok(batched) => batched,
+        Err(reason) => {
             log::info!("zarrs-nvcomp writer: writing through the zarrs pipeline: {reason}");
-            None
+            let host;
+            let data = match data {
+                WriteData::Host(bytes) => bytes,
+                WriteData::Device { ptr, len, .. } => {
+                    let engine = engine.as_ref().expect("device data has an engine");
+                    host = gather::download_chunk(engine, crate::cuda::DeviceRegion { ptr, len })?;
+                    &host
+                }
+            };
+            return write_with_zarrs(array, chunks, data, &fill, options).await;
         }
     };
-    let Some(chain) = chain else {
-        let host;
-        let data = match data {
-            WriteData::Host(bytes) => bytes,
-            WriteData::Device { ptr, len, .. } => {
-                let engine = engine.as_ref().expect("device data has an engine");
-                host = gather::download_chunk(engine, crate::cuda::DeviceRegion { ptr, len })?;
-                &host
-            }
-        };
-        return write_with_zarrs(array, chunks, data, &fill, options).await;
-    };
-    let encoder = Arc::new(ChunkEncoder::new(chain, engine.as_ref())?);
+    let encoder = Arc::new(WaveEncoder {
+        chunks: ChunkEncoder::new(chain, engine.as_ref())?,
+        shards,
+        elem,
+        write_fill: options.write_empty_chunks,
+    });
     let wave_bytes = match &engine {
         Some(_) => options.wave_bytes,
         None => options
@@ -299,7 +308,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     let mut storing: Option<tokio::task::JoinHandle<Result<WriteSummary, WriteError>>> = None;
     for wave in plan::waves(chunks, wave_bytes.max(1)) {
         let old = read_partial(array, &wave, options).await?;
-        let stored = encode_wave(&encoder, engine.as_ref(), &wave, data, old, &fill, options).await?;
+        let stored = encode_wave(&encoder, engine.as_ref(), &wave, data, old, &fill).await?;
         if let Some(previous) = storing.take() {
             summary += joined(previous.await)?;
         }
@@ -352,23 +361,74 @@ async fn read_partial<S: ?Sized + AsyncReadableWritableStorageTraits + 'static>(
     futures::future::try_join_all(reads).await
 }
 
+/// Encodes the gathered chunks of a wave: each chunk, or, for sharded
+/// arrays, the inner chunks of every shard in one batch and then each shard
+/// with its index.
+struct WaveEncoder {
+    chunks: ChunkEncoder,
+    shards: Option<ShardLayout>,
+    elem: usize,
+    write_fill: bool,
+}
+
+impl WaveEncoder {
+    fn host(&self, wave: &[ChunkWrite], gathered: Vec<Vec<u8>>, fill: &[u8]) -> Result<Vec<Stored>, WriteError> {
+        match &self.shards {
+            None => self.chunks.encode_host(&gathered, fill, self.write_fill),
+            Some(layout) => {
+                let inner = layout.split_host(wave, &gathered, self.elem);
+                drop(gathered);
+                let stored = self.chunks.encode_host(&inner, fill, self.write_fill)?;
+                Ok(layout.assemble(wave, stored))
+            }
+        }
+    }
+
+    fn device(
+        &self,
+        engine: &Arc<CudaEngine>,
+        wave: &[ChunkWrite],
+        regions: &[crate::cuda::DeviceRegion],
+        fill: &[u8],
+    ) -> Result<Vec<Stored>, WriteError> {
+        let split;
+        let (regions, layout) = match &self.shards {
+            None => (regions, None),
+            Some(layout) => {
+                split = layout.split_device(engine, wave, regions, self.elem)?;
+                (split.1.as_slice(), Some(layout))
+            }
+        };
+        let stored = if self.chunks.needs_host_bytes() {
+            let chunks = regions
+                .iter()
+                .map(|r| gather::download_chunk(engine, *r))
+                .collect::<Result<Vec<_>, _>>()?;
+            self.chunks.encode_host(&chunks, fill, self.write_fill)?
+        } else {
+            self.chunks.encode_device(engine, regions, fill, self.write_fill)?
+        };
+        Ok(match layout {
+            None => stored,
+            Some(layout) => layout.assemble(wave, stored),
+        })
+    }
+}
+
 /// Gathers and encodes one wave; the encoding runs on the blocking pool.
 async fn encode_wave(
-    encoder: &Arc<ChunkEncoder>,
+    encoder: &Arc<WaveEncoder>,
     engine: Option<&Arc<CudaEngine>>,
     wave: &[ChunkWrite],
     data: WriteData<'_>,
     old: Vec<Option<Vec<u8>>>,
     fill: &Arc<[u8]>,
-    options: &WriteOptions,
 ) -> Result<Vec<Stored>, WriteError> {
-    let (encoder, fill, write_fill) = (encoder.clone(), fill.clone(), options.write_empty_chunks);
+    let (encoder, fill, wave_owned) = (encoder.clone(), fill.clone(), wave.to_vec());
     let task = match (data, engine) {
         (WriteData::Host(bytes), _) => {
             let chunks = gather::gather_host(wave, bytes, &old, &fill);
-            tokio::task::spawn_blocking(move || {
-                crate::fork::in_pool(|| encoder.encode_host(&chunks, &fill, write_fill))
-            })
+            tokio::task::spawn_blocking(move || crate::fork::in_pool(|| encoder.host(&wave_owned, chunks, &fill)))
         }
         (WriteData::Device { ptr, .. }, Some(engine)) => {
             // SAFETY: `WriteData::device`'s contract; the gather has finished
@@ -376,15 +436,9 @@ async fn encode_wave(
             let (staging, regions) = unsafe { gather::gather_device(engine, wave, ptr, &old, &fill) }?;
             let engine = engine.clone();
             tokio::task::spawn_blocking(move || {
-                let _staging: &DeviceArray = &staging;
-                if encoder.needs_host_bytes() {
-                    let chunks = regions
-                        .iter()
-                        .map(|r| gather::download_chunk(&engine, *r))
-                        .collect::<Result<Vec<_>, _>>()?;
-                    return encoder.encode_host(&chunks, &fill, write_fill);
-                }
-                encoder.encode_device(&engine, &regions, &fill, write_fill)
+                let stored = encoder.device(&engine, &wave_owned, &regions, &fill);
+                drop(staging);
+                stored
             })
         }
         (WriteData::Device { .. }, None) => unreachable!("device data always has an engine"),
