@@ -153,19 +153,19 @@ def run_s3(root: Path, size_mb: int, repeats: int, threads: int) -> None:
     data = field_f32(min(size_mb, 256) << 20)
     chunks = ((1 << 20) // (4 * COLUMNS), COLUMNS)
     with moto_server() as endpoint:
-        options = {
-            "endpoint": endpoint,
-            "allow_http": "true",
+        credentials = {
             "access_key_id": "x",
             "secret_access_key": "x",
             "region": "us-east-1",
         }
+        options = {"endpoint": endpoint, "allow_http": "true", **credentials}
         client = boto3.client(
             "s3",
             endpoint_url=endpoint,
-            aws_access_key_id="x",
-            aws_secret_access_key="x",
-            region_name="us-east-1",
+            **{
+                f"aws_{k}" if k != "region" else "region_name": v
+                for k, v in credentials.items()
+            },
         )
         client.create_bucket(Bucket="bench")
         url = "s3://bench/field.zarr"

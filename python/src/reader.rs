@@ -56,7 +56,7 @@ const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 /// exception they raise (`KeyboardInterrupt` for Ctrl-C) cancels the work
 /// and is raised. (The future is made on the thread that runs it, so it
 /// need not be `Send`.)
-fn interruptible<T: Send, F: Future<Output = Result<T, ReadError>>>(
+pub(crate) fn run_interruptible<T: Send, F: Future<Output = T>>(
     py: Python<'_>,
     work: impl FnOnce() -> F + Send,
 ) -> PyResult<T> {
@@ -64,8 +64,15 @@ fn interruptible<T: Send, F: Future<Output = Result<T, ReadError>>>(
         block_on_checked(work(), SIGNAL_CHECK_INTERVAL, || {
             Python::attach(|py| py.check_signals())
         })
-    })?
-    .map_err(read_error)
+    })
+}
+
+/// [`run_interruptible`] for the reader's work.
+fn interruptible<T: Send, F: Future<Output = Result<T, ReadError>>>(
+    py: Python<'_>,
+    work: impl FnOnce() -> F + Send,
+) -> PyResult<T> {
+    run_interruptible(py, work)?.map_err(read_error)
 }
 
 /// [`interruptible`] for a read that reports its progress: the latest

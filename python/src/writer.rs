@@ -4,20 +4,16 @@
 //! metadata. Python turns selections into boxes and arrays into bytes.
 
 use std::collections::HashMap;
-use std::time::Duration;
 
 use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::{PyIndexError, PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
 use zarrs::array::ArraySubset;
-use zarrs_nvcomp::reader::{block_on_checked, open_array};
+use zarrs_nvcomp::reader::open_array;
 use zarrs_nvcomp::writer::{create_array, write_chunks_parallel, NewArray, WriteData, WriteError, WriteOptions};
 
-use crate::reader::{read_error, StoreError};
+use crate::reader::{read_error, run_interruptible, StoreError};
 use crate::{logging, parse_device, parse_json, to_py_err};
-
-/// How often a write looks for signals (Ctrl-C) to deliver.
-const SIGNAL_CHECK_INTERVAL: Duration = Duration::from_millis(100);
 
 fn write_error(err: WriteError) -> PyErr {
     let msg = err.to_string();
@@ -31,18 +27,12 @@ fn write_error(err: WriteError) -> PyErr {
     }
 }
 
-/// Runs `work` with the GIL released, delivering signals meanwhile: an
-/// exception their handlers raise (`KeyboardInterrupt`) cancels the work.
+/// [`run_interruptible`] for the writer's work.
 fn interruptible<T: Send, F: std::future::Future<Output = Result<T, WriteError>>>(
     py: Python<'_>,
     work: impl FnOnce() -> F + Send,
 ) -> PyResult<T> {
-    py.detach(|| {
-        block_on_checked(work(), SIGNAL_CHECK_INTERVAL, || {
-            Python::attach(|py| py.check_signals())
-        })
-    })?
-    .map_err(write_error)
+    run_interruptible(py, work)?.map_err(write_error)
 }
 
 /// Writes the box at `start` of shape `shape` of the array at `url` from

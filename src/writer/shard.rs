@@ -257,3 +257,63 @@ impl ShardLayout {
         Stored::Put(Bytes::from(out))
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use zarrs::metadata::v3::ArrayMetadataV3;
+
+    use super::*;
+    use crate::writer::NewArray;
+
+    fn metadata(compressor: serde_json::Value) -> ArrayMetadata {
+        let new = NewArray {
+            shape: vec![8, 8],
+            chunks: vec![2, 4],
+            shards: Some(vec![4, 8]),
+            data_type: "uint16".into(),
+            fill_value: json!(0),
+            compressor: Some(compressor),
+            zarr_format: 3,
+        };
+        let meta: ArrayMetadataV3 = serde_json::from_value(new.metadata().unwrap().1).unwrap();
+        ArrayMetadata::V3(meta)
+    }
+
+    #[test]
+    fn batched_inner_chains_have_a_layout() {
+        let zlib = metadata(json!({"name": "numcodecs.zlib", "configuration": {"level": 1}}));
+        let zlib = layout(&zlib, 2).unwrap();
+        assert_eq!(zlib.inner_shape, vec![2, 4]);
+        assert!(zlib.index_crc32c && !zlib.index_at_start && zlib.chain.framing.adler32);
+        let blosc = metadata(json!({"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5,
+            "shuffle": "noshuffle", "typesize": 2, "blocksize": 0}}));
+        assert!(layout(&blosc, 2).unwrap_err().contains("inner chunks"));
+    }
+
+    #[test]
+    fn shards_index_their_inner_chunks_and_leave_fill_ones_out() {
+        let gzip = layout(&metadata(json!({"name": "gzip", "configuration": {"level": 1}})), 2).unwrap();
+        let layout = ShardLayout {
+            index_at_start: true,
+            ..gzip
+        };
+        let chunks = [
+            Stored::Put(Bytes::from_static(b"abc")),
+            Stored::Fill,
+            Stored::Put(Bytes::from_static(b"de")),
+        ];
+        let Stored::Put(shard) = layout.shard(&chunks) else {
+            panic!("a shard of data is stored")
+        };
+        let index_len = 3 * 16 + 4;
+        assert_eq!(&shard[index_len..], b"abcde");
+        let word = |i: usize| u64::from_le_bytes(shard[8 * i..8 * i + 8].try_into().unwrap());
+        assert_eq!((word(0), word(1)), (index_len as u64, 3));
+        assert_eq!((word(2), word(3)), (u64::MAX, u64::MAX));
+        assert_eq!((word(4), word(5)), (index_len as u64 + 3, 2));
+        let crc = u32::from_le_bytes(shard[48..52].try_into().unwrap());
+        assert_eq!(crc, crc32c::crc32c(&shard[..48]));
+        assert!(matches!(layout.shard(&[Stored::Fill, Stored::Fill]), Stored::Fill));
+    }
+}
