@@ -50,11 +50,13 @@ mod gather;
 mod plan;
 mod shard;
 mod store;
+mod wave;
+mod zarrs_pipeline;
 
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use zarrs::array::{Array, ArrayBytes, ArraySubset, CodecOptions};
+use zarrs::array::{Array, ArraySubset};
 use zarrs::storage::AsyncReadableWritableStorageTraits;
 
 pub use create::{create_array, create_array_blocking, NewArray};
@@ -62,10 +64,10 @@ pub use store::WriteSummary;
 
 use crate::codec::Backend;
 use crate::cuda::CudaEngine;
-use crate::reader::{classify_chain, read_chunks_parallel, runtime, ReadError, ReadOptions, Selection};
-use encode::{ChunkEncoder, Stored};
-use plan::ChunkWrite;
-use shard::ShardLayout;
+use crate::reader::{classify_chain, runtime, ReadError, Selection};
+use encode::ChunkEncoder;
+use wave::{encode_wave, joined, read_partial, WaveEncoder};
+use zarrs_pipeline::write_with_zarrs;
 
 /// Errors of the writer. Errors about one chunk name its store key.
 #[derive(Debug, thiserror::Error)]
@@ -321,174 +323,6 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     }
     if let Some(last) = storing {
         summary += joined(last.await)?;
-    }
-    Ok(summary)
-}
-
-/// The result of a writer task.
-fn joined<T>(result: Result<Result<T, WriteError>, tokio::task::JoinError>) -> Result<T, WriteError> {
-    result.map_err(|e| WriteError::Pipeline {
-        reason: format!("writer task failed: {e}"),
-    })?
-}
-
-/// The stored values of the wave's partly covered chunks (their in-bounds
-/// box, C order; the fill value where none is stored), read concurrently;
-/// `None` for the other chunks.
-async fn read_partial<S: ?Sized + AsyncReadableWritableStorageTraits + 'static>(
-    array: &Array<S>,
-    wave: &[ChunkWrite],
-    options: &WriteOptions,
-) -> Result<Vec<Option<Vec<u8>>>, WriteError> {
-    let read = ReadOptions {
-        device: Backend::Cpu,
-        max_concurrent_requests: options.max_concurrent_requests,
-        ..ReadOptions::default()
-    };
-    let reads = wave.iter().map(|chunk| {
-        let read = &read;
-        async move {
-            if !chunk.partial {
-                return Ok(None);
-            }
-            let bounded = array
-                .chunk_subset_bounded(&chunk.indices)
-                .map_err(|e| WriteError::InvalidSubset { reason: e.to_string() })?;
-            let data = read_chunks_parallel(array, &bounded, read).await?;
-            Ok(Some(data.into_host_bytes()?))
-        }
-    });
-    futures::future::try_join_all(reads).await
-}
-
-/// Encodes the gathered chunks of a wave: each chunk, or, for sharded
-/// arrays, the inner chunks of every shard in one batch and then each shard
-/// with its index.
-struct WaveEncoder {
-    chunks: ChunkEncoder,
-    shards: Option<ShardLayout>,
-    elem: usize,
-    write_fill: bool,
-}
-
-impl WaveEncoder {
-    fn host(&self, wave: &[ChunkWrite], gathered: Vec<Vec<u8>>, fill: &[u8]) -> Result<Vec<Stored>, WriteError> {
-        match &self.shards {
-            None => self.chunks.encode_host(&gathered, fill, self.write_fill),
-            Some(layout) => {
-                let inner = layout.split_host(wave, &gathered, self.elem);
-                drop(gathered);
-                let stored = self.chunks.encode_host(&inner, fill, self.write_fill)?;
-                Ok(layout.assemble(wave, stored))
-            }
-        }
-    }
-
-    fn device(
-        &self,
-        engine: &Arc<CudaEngine>,
-        wave: &[ChunkWrite],
-        regions: &[crate::cuda::DeviceRegion],
-        fill: &[u8],
-    ) -> Result<Vec<Stored>, WriteError> {
-        let split;
-        let (regions, layout) = match &self.shards {
-            None => (regions, None),
-            Some(layout) => {
-                split = layout.split_device(engine, wave, regions, self.elem)?;
-                (split.1.as_slice(), Some(layout))
-            }
-        };
-        let stored = if self.chunks.needs_host_bytes() {
-            let chunks = regions
-                .iter()
-                .map(|r| gather::download_chunk(engine, *r))
-                .collect::<Result<Vec<_>, _>>()?;
-            self.chunks.encode_host(&chunks, fill, self.write_fill)?
-        } else {
-            self.chunks.encode_device(engine, regions, fill, self.write_fill)?
-        };
-        Ok(match layout {
-            None => stored,
-            Some(layout) => layout.assemble(wave, stored),
-        })
-    }
-}
-
-/// Gathers and encodes one wave; the encoding runs on the blocking pool.
-async fn encode_wave(
-    encoder: &Arc<WaveEncoder>,
-    engine: Option<&Arc<CudaEngine>>,
-    wave: &[ChunkWrite],
-    data: WriteData<'_>,
-    old: Vec<Option<Vec<u8>>>,
-    fill: &Arc<[u8]>,
-) -> Result<Vec<Stored>, WriteError> {
-    let (encoder, fill, wave_owned) = (encoder.clone(), fill.clone(), wave.to_vec());
-    let task = match (data, engine) {
-        (WriteData::Host(bytes), _) => {
-            let chunks = gather::gather_host(wave, bytes, &old, &fill);
-            tokio::task::spawn_blocking(move || crate::fork::in_pool(|| encoder.host(&wave_owned, chunks, &fill)))
-        }
-        (WriteData::Device { ptr, .. }, Some(engine)) => {
-            // SAFETY: `WriteData::device`'s contract; the gather has finished
-            // with `ptr` when it returns.
-            let (staging, regions) = unsafe { gather::gather_device(engine, wave, ptr, &old, &fill) }?;
-            let engine = engine.clone();
-            tokio::task::spawn_blocking(move || {
-                let stored = encoder.device(&engine, &wave_owned, &regions, &fill);
-                drop(staging);
-                stored
-            })
-        }
-        (WriteData::Device { .. }, None) => unreachable!("device data always has an engine"),
-    };
-    joined(task.await)
-}
-
-/// Writes the chunks through the zarrs pipeline, whole (partly covered
-/// chunks merged with their stored values first), concurrently.
-async fn write_with_zarrs<S: ?Sized + AsyncReadableWritableStorageTraits + 'static>(
-    array: &Array<S>,
-    chunks: Vec<ChunkWrite>,
-    data: &[u8],
-    fill: &[u8],
-    options: &WriteOptions,
-) -> Result<WriteSummary, WriteError> {
-    use futures::{StreamExt, TryStreamExt};
-    let codec_options = CodecOptions::default().with_store_empty_chunks(options.write_empty_chunks);
-    let mut summary = WriteSummary::default();
-    for wave in plan::waves(
-        chunks,
-        crate::reader::CPU_WAVE_BYTES_PER_THREAD * crate::fork::num_threads(),
-    ) {
-        let old = read_partial(array, &wave, options).await?;
-        let bufs = gather::gather_host(&wave, data, &old, fill);
-        let done: Vec<WriteSummary> = futures::stream::iter(wave.iter().zip(bufs))
-            .map(|(chunk, buf)| {
-                let codec_options = &codec_options;
-                async move {
-                    let fill_chunk = !options.write_empty_chunks && gather::is_fill(&buf, fill);
-                    array
-                        .async_store_chunk_opt(&chunk.indices, ArrayBytes::new_flen(buf), codec_options)
-                        .await
-                        .map_err(|e| WriteError::ChunkPipeline {
-                            key: chunk.key.clone(),
-                            reason: e.to_string(),
-                        })?;
-                    Ok::<_, WriteError>(WriteSummary {
-                        stored: usize::from(!fill_chunk),
-                        fill_chunks: usize::from(fill_chunk),
-                        stored_bytes: 0,
-                    })
-                }
-            })
-            .buffer_unordered(options.max_concurrent_requests.max(1))
-            .try_collect()
-            .await?;
-        for s in done {
-            summary += s;
-        }
     }
     Ok(summary)
 }
