@@ -16,7 +16,8 @@ pub struct WriteSummary {
     pub stored: usize,
     /// Chunks equal to the fill value, not stored (any stored one deleted).
     pub fill_chunks: usize,
-    /// Bytes put in the store.
+    /// Bytes put in the store (0 for chunks the zarrs pipeline stores,
+    /// which does not report them).
     pub stored_bytes: u64,
 }
 
