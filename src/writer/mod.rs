@@ -66,7 +66,7 @@ use crate::codec::Backend;
 use crate::cuda::CudaEngine;
 use crate::reader::{classify_chain, runtime, ReadError, Selection};
 use encode::ChunkEncoder;
-use wave::{encode_wave, joined, read_partial, WaveEncoder};
+use wave::{encode_wave, read_partial, WaveEncoder};
 use zarrs_pipeline::write_with_zarrs;
 
 /// Errors of the writer. Errors about one chunk name its store key.
@@ -307,22 +307,22 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     let storage = array.storage();
     let fill: Arc<[u8]> = fill.into();
     let mut summary = WriteSummary::default();
-    let mut storing: Option<tokio::task::JoinHandle<Result<WriteSummary, WriteError>>> = None;
+    let mut storing: Option<store::StoreTask> = None;
     for wave in plan::waves(chunks, wave_bytes.max(1)) {
         let old = read_partial(array, &wave, options).await?;
         let stored = encode_wave(&encoder, engine.as_ref(), &wave, data, old, &fill).await?;
         if let Some(previous) = storing.take() {
-            summary += joined(previous.await)?;
+            summary += previous.join().await?;
         }
         let keyed = wave.into_iter().map(|c| c.key).zip(stored).collect();
-        storing = Some(tokio::spawn(store::store_wave(
+        storing = Some(store::StoreTask::spawn(
             storage.clone(),
             keyed,
             options.max_concurrent_requests,
-        )));
+        ));
     }
     if let Some(last) = storing {
-        summary += joined(last.await)?;
+        summary += last.join().await?;
     }
     Ok(summary)
 }

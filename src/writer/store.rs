@@ -31,7 +31,7 @@ impl std::ops::AddAssign for WriteSummary {
 
 /// Puts or deletes every chunk of `wave` (keys and what to store), at most
 /// `in_flight` requests at once.
-pub(crate) async fn store_wave<S: ?Sized + AsyncWritableStorageTraits + 'static>(
+async fn store_wave<S: ?Sized + AsyncWritableStorageTraits + 'static>(
     storage: Arc<S>,
     wave: Vec<(String, Stored)>,
     in_flight: usize,
@@ -68,4 +68,32 @@ pub(crate) async fn store_wave<S: ?Sized + AsyncWritableStorageTraits + 'static>
         .try_collect::<()>()
         .await?;
     Ok(summary)
+}
+
+/// The puts of one wave, spawned so that they overlap the next wave's
+/// encoding; aborted when dropped before they are joined, so that a write
+/// whose future is dropped (cancelled, or failed on a later wave) stops
+/// storing.
+pub(crate) struct StoreTask(tokio::task::JoinHandle<Result<WriteSummary, WriteError>>);
+
+impl StoreTask {
+    /// Spawns [`store_wave`] on the current runtime.
+    pub fn spawn<S: ?Sized + AsyncWritableStorageTraits + 'static>(
+        storage: Arc<S>,
+        wave: Vec<(String, Stored)>,
+        in_flight: usize,
+    ) -> Self {
+        Self(tokio::spawn(store_wave(storage, wave, in_flight)))
+    }
+
+    /// Waits for the puts.
+    pub async fn join(mut self) -> Result<WriteSummary, WriteError> {
+        super::wave::joined((&mut self.0).await)
+    }
+}
+
+impl Drop for StoreTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
