@@ -2,6 +2,8 @@
 
 use std::ops::Range;
 
+use crate::error::{Error, Result};
+
 /// Buffers stored contiguously: buffer `i` is `data[offsets[i]..offsets[i + 1]]`.
 ///
 /// Both backends return their results this way, so a batch costs one
@@ -127,6 +129,16 @@ impl Batch {
     }
 }
 
+/// Checks that a batch of `inputs` buffers comes with as many outputs
+/// (output buffers, or their sizes): [`Error::BatchLength`] otherwise. Every
+/// API that takes both lists checks them here, before any work.
+pub fn check_batch_length(inputs: usize, outputs: usize) -> Result<()> {
+    if inputs != outputs {
+        return Err(Error::BatchLength { inputs, outputs });
+    }
+    Ok(())
+}
+
 /// Prefix sums of `sizes`, starting at 0.
 pub(crate) fn offsets_of(sizes: impl IntoIterator<Item = usize>) -> Vec<usize> {
     let mut offsets = vec![0];
@@ -151,5 +163,14 @@ mod tests {
         assert_eq!(batch.get(2), b"Xde");
         assert_eq!(batch.offsets(), &[0, 2, 2, 5]);
         assert!(Batch::from_buffers::<&[u8]>(&[]).is_empty());
+    }
+
+    #[test]
+    fn batch_lengths_must_match() {
+        assert!(check_batch_length(3, 3).is_ok());
+        assert!(matches!(
+            check_batch_length(2, 1),
+            Err(Error::BatchLength { inputs: 2, outputs: 1 })
+        ));
     }
 }

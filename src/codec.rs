@@ -8,7 +8,8 @@ use crate::cuda::CudaEngine;
 use crate::error::{Error, GpuUnavailable, Result};
 use crate::{cpu, cuda, limits};
 
-/// Which backend a [`BatchCodec`] should use.
+/// Which backend a [`BatchCodec`] or a read should use; [`Backend::resolve`]
+/// says what it resolves to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Backend {
     /// CUDA device 0 when it is usable, the CPU otherwise.
@@ -40,6 +41,32 @@ impl std::fmt::Display for BackendKind {
         match self {
             Self::Cpu => write!(f, "cpu"),
             Self::Cuda { device } => write!(f, "cuda:{device}"),
+        }
+    }
+}
+
+impl Backend {
+    /// The CUDA engine that work asked of this backend runs on, `None` for
+    /// the CPU. Every part of the crate that picks a backend (the batch codec,
+    /// the zarrs codec, the reader) resolves it here:
+    ///
+    /// - [`Backend::Cpu`]: the CPU.
+    /// - [`Backend::Cuda`]: the device's engine, or why the device cannot be
+    ///   used (no driver, no such device, nvCOMP missing or too new for the
+    ///   driver, a process forked after it initialised CUDA). Asking for a GPU
+    ///   and silently getting the CPU would hide a broken installation.
+    /// - [`Backend::Auto`]: device 0 when it is usable, the CPU otherwise
+    ///   (the reason logged at `debug` level). Both backends read and write
+    ///   the same bitstreams, so code that names no backend runs wherever it
+    ///   can. A [`BatchCodec`] made with `Auto` before a fork also falls back
+    ///   to the CPU in the child ([`BatchCodec::cuda`]).
+    pub fn resolve(self) -> std::result::Result<Option<Arc<CudaEngine>>, GpuUnavailable> {
+        match self {
+            Self::Cpu => Ok(None),
+            Self::Cuda { device } => CudaEngine::get(device).map(Some),
+            Self::Auto => Ok(CudaEngine::get(0)
+                .inspect_err(|e| log::debug!("zarrs-nvcomp: the automatic backend is the CPU: {e}"))
+                .ok()),
         }
     }
 }
@@ -76,14 +103,9 @@ impl BatchCodec {
     /// `Backend::Cuda` fails with [`Error::GpuUnavailable`] when the device
     /// cannot be used; `Backend::Auto` then falls back to the CPU.
     pub fn new(algorithm: Algorithm, backend: Backend) -> Result<Self> {
-        let cuda = match backend {
-            Backend::Cpu => None,
-            Backend::Cuda { device } => Some(CudaEngine::get(device).map_err(Error::GpuUnavailable)?),
-            Backend::Auto => CudaEngine::get(0).ok(),
-        };
         Ok(Self {
             algorithm,
-            cuda,
+            cuda: backend.resolve().map_err(Error::GpuUnavailable)?,
             auto: backend == Backend::Auto,
             max_decoded_size: None,
             trusted_input: false,
@@ -229,14 +251,9 @@ impl BatchCodec {
     }
 
     /// Decompresses `inputs[i]` into `outputs[i]`, whose size must equal the
-    /// decoded size ([`Error::OutputSize`] otherwise).
+    /// decoded size ([`Error::OutputSize`] otherwise; [`Error::BatchLength`]
+    /// where the lists differ in length, checked by either backend).
     pub fn decode_batch_into<B: AsRef<[u8]> + Sync>(&self, inputs: &[B], outputs: &mut [&mut [u8]]) -> Result<()> {
-        if inputs.len() != outputs.len() {
-            return Err(Error::BatchLength {
-                inputs: inputs.len(),
-                outputs: outputs.len(),
-            });
-        }
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
         crate::fork::in_pool(|| match self.cuda() {
             Some(engine) => engine.decode_batch_into(&self.algorithm, &inputs, outputs, self.decode_options()),

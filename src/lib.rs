@@ -44,6 +44,7 @@ pub mod error;
 pub mod fork;
 pub mod format;
 pub mod limits;
+mod profile;
 pub mod reader;
 pub mod writer;
 pub mod zarrs_codec;
@@ -53,10 +54,3 @@ pub use batch::Batch;
 pub use codec::{Backend, BackendKind, BatchCodec};
 pub use error::{Error, GpuUnavailable, Result};
 pub use limits::default_max_decoded_size;
-
-/// Whether `ZARRS_NVCOMP_PROFILE` is set: then the GPU engine and the reader
-/// print the time of each phase to stderr.
-pub(crate) fn profiling() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::env::var_os("ZARRS_NVCOMP_PROFILE").is_some())
-}

@@ -345,12 +345,7 @@ impl Engine {
         inputs: Vec<(u64, usize)>,
         outputs: Vec<(u64, usize)>,
     ) -> PyResult<()> {
-        if inputs.len() != outputs.len() {
-            return Err(to_py_err(Error::BatchLength {
-                inputs: inputs.len(),
-                outputs: outputs.len(),
-            }));
-        }
+        zarrs_nvcomp::batch::check_batch_length(inputs.len(), outputs.len()).map_err(to_py_err)?;
         check_disjoint(&inputs, &outputs)?;
         let engine = self.cuda()?.clone();
         let algorithm = *self.codec.algorithm();

@@ -428,12 +428,7 @@ pub fn decode_batch_into(
     outputs: &mut [&mut [u8]],
     max_decoded_size: u64,
 ) -> Result<()> {
-    if inputs.len() != outputs.len() {
-        return Err(Error::BatchLength {
-            inputs: inputs.len(),
-            outputs: outputs.len(),
-        });
-    }
+    crate::batch::check_batch_length(inputs.len(), outputs.len())?;
     let codec = Codec::of(algorithm)?;
     // Every declared size is checked against its output before any decoding,
     // so a wrong-size output leaves all outputs untouched.

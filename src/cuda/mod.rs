@@ -3,28 +3,46 @@
 //! The driver (`libcuda.so.1`, through cudarc) and nvCOMP (`libnvcomp.so.6`,
 //! through [`nvcomp_sys`]) are opened at run time. [`CudaEngine::get`] probes
 //! for both and reports why the backend is unusable instead of panicking.
+//!
+//! One job per module:
+//!
+//! - `driver`: opening the driver and nvCOMP, one engine per device;
+//! - `engine`: [`CudaEngine`], its context, stream and scratch memory;
+//! - `api`: nvCOMP's batched calls, one interface for every algorithm;
+//! - `plan`: how buffers map onto nvCOMP chunks (host logic only);
+//! - `staging`: the table nvCOMP reads and the input scratch around it;
+//! - `encode`, `encoded`: compression, and the framing of its output;
+//! - `decode`: the decode calls, their destinations, the ANS retry;
+//! - `framing`: the framing of a batch's inputs, device ones included;
+//! - `decode_pass`, `decode_results`: one decode, phase by phase;
+//! - `copies`: the copy kernel; `scatter`: decoding a batch and placing its
+//!   rows in one device buffer; `memory`: pinned and device buffers;
+//! - [`isolation`]: untrusted batches decoded in a worker process;
+//! - `device_batch`: [`DeviceBatch`], decoded or encoded buffers on the device.
 
 mod api;
 mod copies;
+mod decode;
+mod decode_pass;
+mod decode_results;
 mod device_batch;
 mod download;
+mod driver;
+mod encode;
+mod encoded;
 mod engine;
+mod framing;
 pub mod isolation;
 mod memory;
 mod plan;
-
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
-
-use cudarc::driver::{result, sys};
+mod scatter;
+mod staging;
 
 pub(crate) use copies::Rows;
 pub use device_batch::DeviceBatch;
 pub use download::download_batch;
 pub use engine::CudaEngine;
-
-use crate::error::GpuUnavailable;
+pub use scatter::{RowCopy, Scatter};
 
 /// How a batch is decoded on the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -56,108 +74,4 @@ pub struct DeviceRegion {
     pub ptr: u64,
     /// Length in bytes.
     pub len: usize,
-}
-
-/// What the driver reports: how many devices, and its CUDA version
-/// (`cuDriverGetVersion`, e.g. 13000).
-#[derive(Debug, Clone, Copy)]
-struct Driver {
-    count: usize,
-    version: i32,
-}
-
-/// The [`crate::fork::generation`] of the process that initialised the
-/// driver (`u64::MAX`: none has).
-static INITIALISED_IN: AtomicU64 = AtomicU64::new(u64::MAX);
-
-/// Checks the driver before cudarc touches it: cudarc panics when `libcuda`
-/// is absent, and the driver cannot be used in a child forked after its
-/// parent initialised it.
-fn probe_driver() -> Result<Driver, GpuUnavailable> {
-    static DRIVER: OnceLock<Result<Driver, GpuUnavailable>> = OnceLock::new();
-    crate::fork::register();
-    let initialised_in = INITIALISED_IN.load(Ordering::Acquire);
-    if initialised_in != u64::MAX && initialised_in != crate::fork::generation() {
-        return Err(GpuUnavailable::Forked);
-    }
-    DRIVER
-        .get_or_init(|| {
-            // SAFETY: only tries to open the library.
-            if !unsafe { sys::is_culib_present() } {
-                return Err(GpuUnavailable::NoLibcuda);
-            }
-            result::init().map_err(|e| GpuUnavailable::Driver(e.to_string()))?;
-            INITIALISED_IN.store(crate::fork::generation(), Ordering::Release);
-            let mut version = 0;
-            // SAFETY: writes one int.
-            unsafe { sys::cuDriverGetVersion(&mut version) }
-                .result()
-                .map_err(|e| GpuUnavailable::Driver(e.to_string()))?;
-            if version < 12000 {
-                return Err(GpuUnavailable::DriverTooOld { version });
-            }
-            let count = result::device::get_count().map_err(|e| GpuUnavailable::Driver(e.to_string()))?;
-            if count <= 0 {
-                return Err(GpuUnavailable::NoDevice);
-            }
-            Ok(Driver {
-                count: count as usize,
-                version,
-            })
-        })
-        .clone()
-}
-
-/// nvCOMP, checked against the driver: a build for a newer CUDA major
-/// version than the driver's fails in every call.
-fn open_nvcomp(driver_version: i32) -> Result<&'static nvcomp_sys::NvcompLibrary, GpuUnavailable> {
-    let unavailable = |e: nvcomp_sys::LoadError| {
-        if e.other_versions.is_empty() {
-            GpuUnavailable::NvcompNotFound {
-                tried: e.tried_list(),
-                driver_version,
-            }
-        } else {
-            GpuUnavailable::NvcompVersion {
-                found: e.other_versions,
-                driver_version,
-            }
-        }
-    };
-    let lib = nvcomp_sys::library().map_err(unavailable)?;
-    let nvcomp_cuda = nvcomp_sys::library_properties().map_err(unavailable)?.cudart_version;
-    if nvcomp_cuda / 1000 > driver_version as u32 / 1000 {
-        return Err(GpuUnavailable::NvcompNeedsNewerDriver {
-            path: nvcomp_sys::library_path().map_err(unavailable)?.display().to_string(),
-            nvcomp_cuda,
-            driver_version,
-        });
-    }
-    Ok(lib)
-}
-
-impl CudaEngine {
-    /// The engine of device `device`, created on first use and shared after;
-    /// the error says why the device cannot be used.
-    pub fn get(device: usize) -> Result<Arc<Self>, GpuUnavailable> {
-        static ENGINES: OnceLock<Mutex<HashMap<usize, Arc<CudaEngine>>>> = OnceLock::new();
-        let driver = probe_driver()?;
-        if device >= driver.count {
-            return Err(GpuUnavailable::NoSuchDevice {
-                requested: device,
-                count: driver.count,
-            });
-        }
-        let lib = open_nvcomp(driver.version)?;
-        let mut engines = ENGINES
-            .get_or_init(Mutex::default)
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        if let Some(engine) = engines.get(&device) {
-            return Ok(engine.clone());
-        }
-        let engine = Arc::new(CudaEngine::create(device, lib).map_err(|e| GpuUnavailable::Driver(e.to_string()))?);
-        engines.insert(device, engine.clone());
-        Ok(engine)
-    }
 }

@@ -5,6 +5,7 @@ use zarrs::array::{Array, ArraySubset};
 
 use super::selection::{Selection, StridedRange};
 use super::ReadError;
+use crate::cuda::RowCopy;
 
 /// One dimension of a box copy, outside the contiguous row.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -144,6 +145,39 @@ impl BoxCopy {
             }
         }
     }
+
+    /// The copy as strided rows in offsets relative to source and destination
+    /// (for the device's copy kernel, [`crate::cuda::Scatter`]): one per index
+    /// of the dimensions outside the innermost outer one.
+    pub(crate) fn row_copies(&self, mut f: impl FnMut(RowCopy)) {
+        if self.width == 0 {
+            return;
+        }
+        let Some((inner, planes)) = self.outer.split_last() else {
+            return f(RowCopy {
+                src_offset: self.src_offset,
+                dst_offset: self.dst_offset,
+                width: self.width,
+                rows: 1,
+                src_pitch: 0,
+                dst_pitch: 0,
+            });
+        };
+        let planes = Self {
+            outer: planes.to_vec(),
+            ..self.clone()
+        };
+        planes.for_each_row(|src_offset, dst_offset| {
+            f(RowCopy {
+                src_offset,
+                dst_offset,
+                width: self.width,
+                rows: inner.count,
+                src_pitch: inner.src_stride,
+                dst_pitch: inner.dst_stride,
+            })
+        });
+    }
 }
 
 /// One chunk of a read.
@@ -161,13 +195,6 @@ pub(crate) struct ChunkPlan {
     pub local_box: ArraySubset,
     /// Where the chunk's first selected element goes in the output.
     pub dst_start: Vec<u64>,
-}
-
-impl ChunkPlan {
-    /// Whether the decoded chunk is, whole, one contiguous run of the output.
-    pub fn is_whole_run(&self) -> bool {
-        self.copy.outer.is_empty() && self.copy.src_offset == 0 && self.copy.width == self.decoded_len
-    }
 }
 
 /// The chunks of a read and the output they fill.
@@ -393,5 +420,39 @@ mod tests {
         // A step along the outer dimension only keeps whole rows contiguous.
         let c = BoxCopy::strided(&[6, 4], &[0, 0], &[3, 1], &[2, 4], &[0, 0], &[2, 4], 2);
         assert_eq!((c.width, rows(&c)), (8, vec![(0, 0), (24, 8)]));
+    }
+
+    /// `(source offset, destination offset)` of every row of `copies`.
+    fn expand(copies: &[RowCopy]) -> Vec<(usize, usize)> {
+        let mut rows = Vec::new();
+        for c in copies {
+            rows.extend((0..c.rows).map(|r| (c.src_offset + r * c.src_pitch, c.dst_offset + r * c.dst_pitch)));
+        }
+        rows
+    }
+
+    #[test]
+    fn device_rows_copy_what_host_rows_copy() {
+        let boxes = [
+            // A whole chunk, one run of the output.
+            BoxCopy::new(&[4, 5], &[0, 0], &[8, 5], &[4, 0], &[4, 5], 2),
+            // A 2-D box: rows at pitches.
+            BoxCopy::new(&[4, 5], &[1, 1], &[3, 6], &[0, 2], &[2, 3], 1),
+            // A 3-D box: planes of rows.
+            BoxCopy::new(&[4, 5, 6], &[1, 1, 1], &[8, 8, 8], &[0, 2, 3], &[2, 3, 4], 2),
+            // Steps along both dimensions.
+            BoxCopy::strided(&[5, 9], &[1, 2], &[2, 3], &[2, 3], &[0, 0], &[2, 3], 1),
+        ];
+        for copy in boxes {
+            let mut host = Vec::new();
+            copy.for_each_row(|s, d| host.push((s, d)));
+            let mut device = Vec::new();
+            copy.row_copies(|rows| device.push(rows));
+            assert!(device.iter().all(|rows| rows.width == copy.width), "{copy:?}");
+            assert_eq!(expand(&device), host, "{copy:?}");
+        }
+        let mut none = Vec::new();
+        BoxCopy::new(&[2], &[0], &[2], &[0], &[0], 4).row_copies(|rows| none.push(rows));
+        assert!(none.is_empty());
     }
 }

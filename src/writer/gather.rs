@@ -122,7 +122,7 @@ pub(crate) unsafe fn gather_device(
                     .map_err(cuda("cuMemcpyHtoDAsync"))?;
                 bases.push(bytes);
             }
-            chunk.gather.device_rows(data, slot, &mut rows);
+            chunk.gather.row_copies(|r| rows.push(r.at(data, slot)));
         }
         // SAFETY: the caller vouches for `data`; the slots are disjoint parts
         // of the staging allocation, alive until after the synchronisation.

@@ -174,7 +174,8 @@ impl ShardLayout {
         let inner = DeviceArray::alloc(engine.clone(), total).map_err(WriteError::from_read)?;
         let mut rows: Vec<Rows> = Vec::new();
         for ((src, copy), start) in copies.iter().zip(&starts) {
-            copy.device_rows(*src, inner.device_ptr() + *start as u64, &mut rows);
+            let dst = inner.device_ptr() + *start as u64;
+            copy.row_copies(|r| rows.push(r.at(*src, dst)));
         }
         // SAFETY: the shard regions and the new allocation are live device
         // memory of this engine; the inner slots are disjoint.

@@ -1,0 +1,269 @@
+//! GPU decompression: the engine's decode calls, their destinations, the
+//! retry of ANS batches, and the blame for a batch the worker failed on.
+//!
+//! Every call runs one pass ([`super::decode_pass`]) over the batch into one
+//! of three destinations ([`Dest`]): host memory (the decoded bytes come back
+//! through pinned memory and are handed over group by group), a new device
+//! allocation ([`DeviceBatch`]), or the caller's device buffers.
+//!
+//! ANS streams carry their decoded size in an undocumented leading word,
+//! which the first pass trusts; if that pass finds the batch corrupt or too
+//! large, a second pass asks nvCOMP for the sizes instead. A batch an
+//! isolated worker failed on is blamed on the first buffer the CPU decoder
+//! rejects, where the algorithm has one.
+
+use std::ops::Range;
+
+use cudarc::driver::result;
+use rayon::prelude::*;
+
+use super::device_batch::DeviceBatch;
+use super::engine::{CudaEngine, Scratch};
+use super::memory::DeviceBuffer;
+use super::staging::Inputs;
+use super::{DecodeOptions, DeviceRegion};
+use crate::algorithm::Algorithm;
+use crate::batch::Batch;
+use crate::cpu;
+use crate::error::{Error, Result};
+
+/// Receives decoded host data group by group, while later groups are still
+/// being copied from the device: the ranges of all buffers, the buffers of
+/// this group, and the pinned bytes the ranges index.
+pub(super) type Deliver<'a> = dyn FnMut(&[Range<usize>], Range<usize>, &[u8]) -> Result<()> + 'a;
+
+/// Where decoded bytes go.
+pub(super) enum Dest<'a> {
+    /// Scratch device memory, then the pinned output buffer, handed over in groups.
+    Host(&'a mut Deliver<'a>),
+    /// A new device allocation, handed out as a [`DeviceBatch`].
+    NewDevice,
+    /// The caller's device buffers, one per input.
+    Given(&'a [DeviceRegion]),
+}
+
+/// The outcome of a decode: where each buffer's decoded bytes are.
+pub(super) struct Decoded {
+    /// Per buffer: its byte range in the destination.
+    pub(super) ranges: Vec<Range<usize>>,
+    /// The new allocation, for [`Dest::NewDevice`].
+    pub(super) memory: Option<DeviceBuffer>,
+}
+
+/// Copies each buffer's decoded bytes (`ranges` into `pinned`) to its output, in parallel.
+fn copy_out(outputs: &mut [&mut [u8]], ranges: &[Range<usize>], pinned: &[u8]) {
+    outputs
+        .par_iter_mut()
+        .zip(ranges)
+        .for_each(|(out, r)| out.copy_from_slice(&pinned[r.clone()]));
+}
+
+impl CudaEngine {
+    /// Decompresses host buffers on the GPU, results in host memory.
+    pub fn decode_batch(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[&[u8]],
+        options: impl Into<DecodeOptions>,
+    ) -> Result<Batch> {
+        self.decode_batch_in(algorithm, inputs, options, |_| Vec::new())
+    }
+
+    /// As [`Self::decode_batch`], in the allocation `storage(total_bytes)`
+    /// returns when it is large enough (see [`crate::BatchCodec::decode_batch_in`]).
+    pub fn decode_batch_in(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[&[u8]],
+        options: impl Into<DecodeOptions>,
+        storage: impl FnOnce(usize) -> Vec<u8>,
+    ) -> Result<Batch> {
+        let mut storage = Some(storage);
+        let mut batch: Option<Batch> = None;
+        let mut deliver = |ranges: &[Range<usize>], group: Range<usize>, pinned: &[u8]| {
+            let batch = batch.get_or_insert_with(|| {
+                let total = ranges.iter().map(Range::len).sum();
+                Batch::in_storage(ranges.iter().map(Range::len), storage.take().unwrap()(total)).0
+            });
+            let mut outputs = batch.buffers_mut();
+            copy_out(&mut outputs[group.clone()], &ranges[group], pinned);
+            Ok(())
+        };
+        let decoded = self.decode_to_host(algorithm, inputs, options.into(), &mut deliver)?;
+        Ok(batch.unwrap_or_else(|| Batch::zeroed(decoded.ranges.iter().map(Range::len))))
+    }
+
+    /// Decodes host buffers, handing the decoded bytes to `deliver` group by group.
+    fn decode_to_host(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[&[u8]],
+        options: DecodeOptions,
+        deliver: &mut Deliver<'_>,
+    ) -> Result<Decoded> {
+        let mut s = self.lock()?;
+        self.decode_core(&mut s, algorithm, Inputs::Host(inputs), options, Dest::Host(deliver))
+    }
+
+    /// Decompresses host buffers on the GPU into the caller's host buffers.
+    /// On error the outputs' contents are unspecified.
+    pub fn decode_batch_into(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[&[u8]],
+        outputs: &mut [&mut [u8]],
+        options: impl Into<DecodeOptions>,
+    ) -> Result<()> {
+        crate::batch::check_batch_length(inputs.len(), outputs.len())?;
+        let mut deliver = |ranges: &[Range<usize>], group: Range<usize>, pinned: &[u8]| {
+            if group.start == 0 {
+                for (i, (r, out)) in ranges.iter().zip(outputs.iter()).enumerate() {
+                    if r.len() != out.len() {
+                        return Err(Error::OutputSize {
+                            index: i,
+                            expected: r.len(),
+                            actual: out.len(),
+                        });
+                    }
+                }
+            }
+            copy_out(&mut outputs[group.clone()], &ranges[group], pinned);
+            Ok(())
+        };
+        self.decode_to_host(algorithm, inputs, options.into(), &mut deliver)?;
+        Ok(())
+    }
+
+    /// Decompresses host buffers (one pinned staging copy, one upload) into one
+    /// device allocation; the data never returns to the host.
+    pub fn decode_batch_to_device(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[&[u8]],
+        options: impl Into<DecodeOptions>,
+    ) -> Result<DeviceBatch> {
+        self.decode_to_new_device(algorithm, Inputs::Host(inputs), options.into())
+    }
+
+    fn decode_to_new_device(
+        &self,
+        algorithm: &Algorithm,
+        inputs: Inputs<'_>,
+        options: DecodeOptions,
+    ) -> Result<DeviceBatch> {
+        let mut s = self.lock()?;
+        let decoded = self.decode_core(&mut s, algorithm, inputs, options, Dest::NewDevice)?;
+        Ok(DeviceBatch {
+            memory: decoded.memory.expect("NewDevice decodes allocate"),
+            ranges: decoded.ranges,
+            stream: self.stream.clone(),
+        })
+    }
+
+    /// Decompresses device buffers into one device allocation.
+    ///
+    /// # Safety
+    /// Every region must be readable device memory of this engine's device,
+    /// not written by other work until the call returns.
+    pub unsafe fn decode_device(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[DeviceRegion],
+        options: impl Into<DecodeOptions>,
+    ) -> Result<DeviceBatch> {
+        self.decode_to_new_device(algorithm, Inputs::Device(inputs), options.into())
+    }
+
+    /// Decompresses device buffers into caller-owned device buffers, whose
+    /// sizes must equal the decoded sizes.
+    ///
+    /// # Safety
+    /// As [`Self::decode_device`]; outputs must be writable and not overlap.
+    pub unsafe fn decode_device_into(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[DeviceRegion],
+        outputs: &[DeviceRegion],
+        options: impl Into<DecodeOptions>,
+    ) -> Result<()> {
+        crate::batch::check_batch_length(inputs.len(), outputs.len())?;
+        let mut s = self.lock()?;
+        self.decode_core(
+            &mut s,
+            algorithm,
+            Inputs::Device(inputs),
+            options.into(),
+            Dest::Given(outputs),
+        )?;
+        Ok(())
+    }
+
+    /// Decodes a batch. ANS sizes are first read from the stream's leading
+    /// word (see [`super::plan::framing_bytes`]), which nvCOMP does not
+    /// document; if that fails, the batch is decoded again with nvCOMP's size
+    /// query.
+    fn decode_core(
+        &self,
+        s: &mut Scratch,
+        algorithm: &Algorithm,
+        inputs: Inputs<'_>,
+        options: DecodeOptions,
+        mut dest: Dest<'_>,
+    ) -> Result<Decoded> {
+        let first = self.decode_pass(s, algorithm, inputs, options, &mut dest, false);
+        if let (Err(e), true) = (&first, crate::profile::enabled()) {
+            eprintln!("zarrs_nvcomp profile: decode failed: {e}");
+        }
+        match first {
+            Err(Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. })
+                if matches!(algorithm, Algorithm::Ans { .. }) =>
+            {
+                self.decode_pass(s, algorithm, inputs, options, &mut dest, true)
+            }
+            Err(e @ Error::Worker { .. }) => Err(self.blame(algorithm, inputs, options.max_decoded_size, e)),
+            other => other,
+        }
+    }
+
+    /// The error of a batch the worker failed on: the first buffer the CPU
+    /// decoder rejects, where the algorithm has one, with the worker's error.
+    fn blame(&self, algorithm: &Algorithm, inputs: Inputs<'_>, max: u64, worker: Error) -> Error {
+        if !algorithm.has_cpu_implementation() {
+            return worker;
+        }
+        // Device buffers are copied to the host; host buffers are used as they are.
+        let copied: Vec<Vec<u8>> = match inputs {
+            Inputs::Host(_) => Vec::new(),
+            Inputs::Device(regions) => {
+                let copies = regions.iter().map(|r| {
+                    let mut bytes = vec![0u8; r.len];
+                    // SAFETY: the caller vouched for the regions.
+                    unsafe { result::memcpy_dtoh_sync(&mut bytes, r.ptr) }.map(|()| bytes)
+                });
+                match copies.collect() {
+                    Ok(copied) => copied,
+                    Err(_) => return worker,
+                }
+            }
+        };
+        let host: Vec<&[u8]> = match inputs {
+            Inputs::Host(bufs) => bufs.to_vec(),
+            Inputs::Device(_) => copied.iter().map(Vec::as_slice).collect(),
+        };
+        let rejected = host
+            .par_iter()
+            .enumerate()
+            .find_map_first(|(i, b)| cpu::decode_batch(algorithm, &[*b], max).err().map(|e| (i, e)));
+        match rejected {
+            Some((index, Error::Corrupt { reason, .. })) => Error::Corrupt {
+                index,
+                reason: format!("{reason} (the GPU decoder failed on its batch: {worker})"),
+            },
+            Some((index, e)) => Error::Corrupt {
+                index,
+                reason: format!("{e} (the GPU decoder failed on its batch: {worker})"),
+            },
+            None => worker,
+        }
+    }
+}

@@ -1,0 +1,433 @@
+//! One decode pass over a batch, phase by phase.
+//!
+//! The phases, in stream order, are those `ZARRS_NVCOMP_PROFILE` times:
+//!
+//! 1. **framing**: each input's nvCOMP chunks ([`super::framing`]);
+//! 2. **staging**: the table's input half written, the inputs nvCOMP cannot
+//!    read in place staged into the input scratch ([`super::staging`]);
+//! 3. **size query**: nvCOMP's decoded sizes, for chunks whose framing does
+//!    not declare them;
+//! 4. **upload**: the output laid out (each buffer's chunks back to back,
+//!    buffers aligned), the table's output half written, the table uploaded;
+//! 5. **decompress**: one nvCOMP call, here or in the isolated worker
+//!    ([`super::isolation`]), then gzip's CRC-32s computed on the device and
+//!    the decoded bytes copied where nvCOMP could not write them;
+//! 6. **results**: per-chunk statuses and sizes (and host data, group by
+//!    group) copied to pinned memory, then checked ([`super::decode_results`]);
+//! 7. **delivered**: host data handed over as each group arrives.
+//!
+//! Untrusted batches are decoded by the worker, from and into this engine's
+//! scratch memory only: no input is read in place, and the decoded bytes
+//! reach a device destination by this engine's own copies.
+
+use std::ops::Range;
+
+use super::api::{self, BatchArgs, NvcompApi};
+use super::copies::Copy;
+use super::decode::{Decoded, Dest};
+use super::engine::{CudaEngine, Scratch};
+use super::isolation::{self, Request, Shared};
+use super::memory::{ensure_device, ensure_pinned, DeviceBuffer, PinnedBuffer};
+use super::plan::{self, DecodePiece};
+use super::staging::{results_bytes, scatter_into, transfer_groups, InputArea, Inputs, Staging, Table};
+use super::DecodeOptions;
+use crate::algorithm::Algorithm;
+use crate::error::{Error, Result};
+use crate::profile::Profile;
+
+/// What every phase after framing reads.
+struct Pass<'a> {
+    algorithm: &'a Algorithm,
+    /// nvCOMP's calls for the algorithm.
+    api: Box<dyn NvcompApi>,
+    /// Whether the worker decodes (untrusted input).
+    isolated: bool,
+}
+
+/// Where a pass's decoded bytes go on the device.
+pub(super) struct Outputs {
+    /// Per buffer: its byte range, from `base`.
+    pub(super) ranges: Vec<Range<usize>>,
+    /// Bytes the ranges span, alignment gaps included.
+    pub(super) len: usize,
+    /// Device address the ranges start from: the new allocation or the
+    /// output scratch; 0 when nvCOMP writes into the caller's buffers.
+    pub(super) base: u64,
+    /// The new allocation, for [`Dest::NewDevice`].
+    pub(super) memory: Option<DeviceBuffer>,
+    /// Whether nvCOMP writes straight into the caller's buffers ([`Dest::Given`]).
+    pub(super) in_place: bool,
+    /// The largest chunk's decoded size.
+    pub(super) max_piece: usize,
+}
+
+impl CudaEngine {
+    /// Decodes a batch once. With `query_sizes`, every decoded size comes
+    /// from nvCOMP's size query, none from the framing.
+    pub(super) fn decode_pass(
+        &self,
+        s: &mut Scratch,
+        algorithm: &Algorithm,
+        inputs: Inputs<'_>,
+        options: DecodeOptions,
+        dest: &mut Dest<'_>,
+        query_sizes: bool,
+    ) -> Result<Decoded> {
+        let mut profile = self.profile();
+        let max = options.max_decoded_size;
+        let hinted_max = if query_sizes { u64::MAX } else { max };
+        let mut pieces = self.pieces(s, algorithm, inputs, hinted_max)?;
+        if query_sizes {
+            pieces.iter_mut().for_each(|p| p.decoded = None);
+        }
+        profile.mark("framing");
+        let pass = Pass {
+            algorithm,
+            api: api::bind(self.lib, algorithm),
+            isolated: !options.trusted,
+        };
+        let align = pass.api.decompress_alignments()?;
+        let area = self.stage_inputs(s, &pass, inputs, &pieces, align.input, &mut profile)?;
+        if pieces.iter().any(|p| p.decoded.is_none()) {
+            let sizes = self.query_sizes(s, &pass, area)?;
+            profile.mark("size query");
+            set_sizes(&mut pieces, &sizes, max)?;
+        }
+        let mut out = self.place_outputs(s, &pass, &pieces, (inputs.len(), align.output), dest)?;
+        if area.n > 0 {
+            self.decompress(s, &pass, area, &out, &mut profile)?;
+        }
+        let checks = self.enqueue_crc32(s, &pieces, area)?;
+        self.copy_to_dest(s, &pass, dest, &mut out)?;
+        let in_flight = self.fetch_results(s, area, &out, matches!(dest, Dest::Host(_)))?;
+        profile.mark("results");
+        self.check_results(s, &pieces)?;
+        self.check_crc32(&pieces, checks)?;
+        if let Dest::Host(deliver) = dest {
+            self.deliver(s, area.n, &out.ranges, in_flight, &mut **deliver)?;
+            profile.mark("delivered");
+        }
+        Ok(Decoded {
+            ranges: out.ranges,
+            memory: out.memory,
+        })
+    }
+
+    /// Writes the table's input pointers and sizes and enqueues the staged
+    /// inputs: host pieces in transfer groups, each uploaded while the CPU
+    /// stages the next; device pieces nvCOMP cannot read in place by the
+    /// copy kernel.
+    fn stage_inputs(
+        &self,
+        s: &mut Scratch,
+        pass: &Pass<'_>,
+        inputs: Inputs<'_>,
+        pieces: &[DecodePiece],
+        align: usize,
+        profile: &mut Profile<'_>,
+    ) -> Result<InputArea> {
+        let n = pieces.len();
+        // Host bytes are always staged; device bytes when misaligned or isolated.
+        let staging = Staging::plan(
+            n,
+            align,
+            pieces.iter().map(|p| {
+                let direct = match inputs {
+                    Inputs::Host(_) => None,
+                    Inputs::Device(r) => Some(r[p.buffer].ptr + p.input.start as u64).filter(|_| !pass.isolated),
+                };
+                (direct, p.input.len())
+            }),
+        );
+        let results_at = staging.results_at();
+        let dev_in = ensure_device(&self.ctx, &mut s.dev_in, results_at + results_bytes(n))?.ptr();
+        let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, staging.end)?;
+        {
+            let mut t = Table::of(pinned, n);
+            for (k, p) in pieces.iter().enumerate() {
+                t.set(Table::IN_PTRS, k, staging.address(k, dev_in));
+                t.set(Table::IN_BYTES, k, p.input.len() as u64);
+            }
+        }
+        match inputs {
+            Inputs::Host(bufs) => {
+                self.upload_groups(pinned, dev_in, &staging.offsets, pieces, bufs)?;
+                profile.mark("staging");
+            }
+            Inputs::Device(regions) => {
+                let sources = pieces
+                    .iter()
+                    .map(|p| (regions[p.buffer].ptr + p.input.start as u64, p.input.len()));
+                let copies = staging.device_copies(dev_in, sources);
+                // SAFETY: the caller vouches for the regions; staging lies in dev_in.
+                unsafe { self.copy_all(&mut s.copier, copies)? };
+            }
+        }
+        Ok(InputArea {
+            base: dev_in,
+            n,
+            results_at,
+        })
+    }
+
+    /// Stages host pieces into `pinned` at `staged` offsets and enqueues
+    /// their upload to the same offsets of `dev_in`, one transfer group at a
+    /// time.
+    fn upload_groups(
+        &self,
+        pinned: &mut PinnedBuffer,
+        dev_in: u64,
+        staged: &[usize],
+        pieces: &[DecodePiece],
+        bufs: &[&[u8]],
+    ) -> Result<()> {
+        for group in transfer_groups(pieces.iter().map(|p| p.input.len())) {
+            let (start, end) = (
+                staged[group.start],
+                staged[group.end - 1] + pieces[group.end - 1].input.len(),
+            );
+            let srcs: Vec<&[u8]> = pieces[group.clone()]
+                .iter()
+                .map(|p| &bufs[p.buffer][p.input.clone()])
+                .collect();
+            let offsets: Vec<usize> = staged[group].iter().map(|o| o - start).collect();
+            scatter_into(&mut pinned.as_mut_slice()[start..end], &offsets, &srcs);
+            // SAFETY: the staged range lies in both the pinned buffer and dev_in.
+            unsafe { self.upload(dev_in + start as u64, &pinned.as_slice()[start..end])? };
+        }
+        Ok(())
+    }
+
+    /// Enqueues the table, as written so far, into the input scratch.
+    ///
+    /// # Safety
+    /// The pinned table must not be written again before the stream has run
+    /// the copy.
+    unsafe fn upload_table(&self, s: &Scratch, area: InputArea) -> Result<()> {
+        let pinned = s.pinned_in.as_ref().expect("staged by stage_inputs");
+        // SAFETY: the table lies at the start of both the pinned buffer and
+        // dev_in; the caller keeps it unwritten.
+        unsafe { self.upload(area.base, &pinned.as_slice()[..Table::bytes(area.n)]) }
+    }
+
+    /// nvCOMP's decoded size of every piece (asked here or of the worker);
+    /// waits for the answer.
+    fn query_sizes(&self, s: &mut Scratch, pass: &Pass<'_>, area: InputArea) -> Result<Vec<u64>> {
+        let n = area.n;
+        // SAFETY: the stream is synchronised below, before the table is written again.
+        unsafe { self.upload_table(s, area)? };
+        if pass.isolated {
+            self.sync()?;
+            let input = Shared::of(s.dev_in.as_ref().expect("allocated above"))?;
+            let request = Request::sizes(pass.algorithm, self.device, n, input, area.worker_layout());
+            isolation::call(&mut s.worker, &request)?;
+        } else {
+            let args = BatchArgs {
+                n,
+                in_ptrs: area.array(Table::IN_PTRS) as _,
+                in_bytes: area.array(Table::IN_BYTES) as _,
+                out_ptrs: std::ptr::null(),
+                out_bytes: std::ptr::null_mut(),
+                actual_bytes: area.actual_bytes() as _,
+                statuses: std::ptr::null_mut(),
+                temp: std::ptr::null_mut(),
+                temp_bytes: 0,
+                stream: self.cu_stream(),
+            };
+            // SAFETY: the table was uploaded for `n` chunks.
+            unsafe { pass.api.decompressed_sizes(&args)? };
+        }
+        let mut sizes = vec![0u64; n];
+        // SAFETY: `n` words from the results area of dev_in.
+        unsafe { self.download(&mut sizes, area.actual_bytes())? };
+        self.sync()?;
+        Ok(sizes)
+    }
+
+    /// Lays out the output in memory it allocates or grows, and writes each
+    /// piece's output pointer and size into the table; `count` buffers,
+    /// each aligned to `align`.
+    fn place_outputs(
+        &self,
+        s: &mut Scratch,
+        pass: &Pass<'_>,
+        pieces: &[DecodePiece],
+        (count, align): (usize, usize),
+        dest: &Dest<'_>,
+    ) -> Result<Outputs> {
+        let (ranges, len) = output_ranges(pieces, count, align);
+        let in_place = writes_in_place(dest, &ranges, align, pass.isolated)?;
+        let mut memory = None;
+        let base = match *dest {
+            Dest::NewDevice if !pass.isolated => {
+                let m = self.alloc_output(len)?;
+                let ptr = m.ptr();
+                memory = Some(m);
+                ptr
+            }
+            Dest::Given(_) if in_place => 0,
+            _ => ensure_device(&self.ctx, &mut s.dev_out, len)?.ptr(),
+        };
+        let mut max_piece = 0;
+        let mut filled = vec![0usize; count];
+        let mut t = Table::of(s.pinned_in.as_mut().expect("staged by stage_inputs"), pieces.len());
+        for (k, p) in pieces.iter().enumerate() {
+            let decoded = p.decoded.unwrap();
+            let offset = filled[p.buffer];
+            filled[p.buffer] += decoded;
+            let ptr = match *dest {
+                Dest::Given(outs) if in_place => outs[p.buffer].ptr + offset as u64,
+                _ => base + (ranges[p.buffer].start + offset) as u64,
+            };
+            t.set(Table::OUT_PTRS, k, ptr);
+            t.set(Table::OUT_BYTES, k, decoded as u64);
+            max_piece = max_piece.max(decoded);
+        }
+        Ok(Outputs {
+            ranges,
+            len,
+            base,
+            memory,
+            in_place,
+            max_piece,
+        })
+    }
+
+    /// Uploads the table and runs nvCOMP's decompression of the `n > 0`
+    /// pieces: enqueued here, or done by the worker and waited for.
+    fn decompress(
+        &self,
+        s: &mut Scratch,
+        pass: &Pass<'_>,
+        area: InputArea,
+        out: &Outputs,
+        profile: &mut Profile<'_>,
+    ) -> Result<()> {
+        let n = area.n;
+        // SAFETY: the table is complete; nothing writes it again in this pass.
+        unsafe { self.upload_table(s, area)? };
+        profile.mark("upload");
+        if pass.isolated {
+            self.sync()?;
+            let shared = (
+                Shared::of(s.dev_in.as_ref().expect("allocated above"))?,
+                Shared::of(s.dev_out.as_ref().expect("allocated above"))?,
+            );
+            let request = Request::decompress(
+                pass.algorithm,
+                self.device,
+                n,
+                shared,
+                area.worker_layout(),
+                (out.max_piece, out.len),
+            );
+            isolation::call(&mut s.worker, &request)?;
+        } else {
+            let temp_bytes = pass.api.decompress_temp_bytes(n, out.max_piece, out.len)?;
+            let temp = ensure_device(&self.ctx, &mut s.temp, temp_bytes)?.ptr();
+            let args = BatchArgs {
+                n,
+                in_ptrs: area.array(Table::IN_PTRS) as _,
+                in_bytes: area.array(Table::IN_BYTES) as _,
+                out_ptrs: area.array(Table::OUT_PTRS) as _,
+                out_bytes: area.array(Table::OUT_BYTES) as _,
+                actual_bytes: area.actual_bytes() as _,
+                statuses: area.statuses() as _,
+                temp: temp as _,
+                temp_bytes,
+                stream: self.cu_stream(),
+            };
+            // SAFETY: table, inputs, outputs and temp are laid out for `n` chunks.
+            unsafe { pass.api.decompress(&args)? };
+        }
+        profile.mark("decompress");
+        Ok(())
+    }
+
+    /// Enqueues the copies from the output scratch to a device destination
+    /// nvCOMP did not write: the new allocation of an isolated decode, the
+    /// caller's buffers unless written in place.
+    fn copy_to_dest(&self, s: &mut Scratch, pass: &Pass<'_>, dest: &Dest<'_>, out: &mut Outputs) -> Result<()> {
+        if pass.isolated && matches!(dest, Dest::NewDevice) {
+            let m = self.alloc_output(out.len)?;
+            let copy = Copy {
+                dst: m.ptr(),
+                src: out.base,
+                len: out.len,
+            };
+            // SAFETY: `out.len` bytes of the output scratch into the new allocation.
+            unsafe { self.copy_all(&mut s.copier, [copy])? };
+            out.memory = Some(m);
+        }
+        if let Dest::Given(outs) = *dest {
+            if !out.in_place {
+                let copies: Vec<Copy> = outs
+                    .iter()
+                    .zip(&out.ranges)
+                    .map(|(o, r)| Copy {
+                        dst: o.ptr,
+                        src: out.base + r.start as u64,
+                        len: r.len(),
+                    })
+                    .collect();
+                // SAFETY: the caller vouches for the outputs; sources lie in dev_out.
+                unsafe { self.copy_all(&mut s.copier, copies)? };
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Each buffer's pieces back to back, buffers aligned to `align`: the
+/// buffers' ranges and the bytes they span.
+fn output_ranges(pieces: &[DecodePiece], count: usize, align: usize) -> (Vec<Range<usize>>, usize) {
+    let mut sizes = vec![0usize; count];
+    for p in pieces {
+        sizes[p.buffer] += p.decoded.unwrap();
+    }
+    let mut ranges = Vec::with_capacity(count);
+    let mut len = 0;
+    for &size in &sizes {
+        len = plan::align_up(len, align);
+        ranges.push(len..len + size);
+        len += size;
+    }
+    (ranges, len)
+}
+
+/// Whether nvCOMP writes straight into the caller's device buffers: they
+/// must have the decoded sizes (an error names the first that does not) and
+/// be aligned, and the worker writes only into the engine's scratch.
+fn writes_in_place(dest: &Dest<'_>, ranges: &[Range<usize>], align: usize, isolated: bool) -> Result<bool> {
+    let Dest::Given(outs) = *dest else {
+        return Ok(false);
+    };
+    for (i, (o, r)) in outs.iter().zip(ranges).enumerate() {
+        if o.len != r.len() {
+            return Err(Error::OutputSize {
+                index: i,
+                expected: r.len(),
+                actual: o.len,
+            });
+        }
+    }
+    Ok(!isolated && outs.iter().all(|o| o.ptr % align as u64 == 0))
+}
+
+/// Takes nvCOMP's sizes for the pieces whose framing declared none; a size
+/// above `max` is an error naming its buffer.
+fn set_sizes(pieces: &mut [DecodePiece], sizes: &[u64], max: u64) -> Result<()> {
+    for (p, &size) in pieces.iter_mut().zip(sizes) {
+        if p.decoded.is_none() {
+            if size > max {
+                return Err(Error::DecodedSizeTooLarge {
+                    index: p.buffer,
+                    size,
+                    limit: max,
+                });
+            }
+            p.decoded = Some(size as usize);
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,180 @@
+//! The end of a decode pass: its results brought back and checked.
+//!
+//! nvCOMP reports a status and a decoded size per chunk; both come back to
+//! pinned memory with one copy, and host data after them in transfer groups,
+//! an event after each, so that the first group is handed over while later
+//! ones are still in flight. nvCOMP's gzip decoder does not check the stored
+//! CRC-32, so the decoded data's CRC-32s are computed on the device and
+//! compared here.
+
+use std::ops::Range;
+
+use cudarc::driver::{result, CudaEvent};
+
+use super::api::{self, BatchArgs};
+use super::decode::Deliver;
+use super::decode_pass::Outputs;
+use super::engine::{CudaEngine, Scratch};
+use super::memory::{cuda_err, ensure_device, ensure_pinned};
+use super::plan::DecodePiece;
+use super::staging::{results_bytes, transfer_groups, InputArea, Table};
+use crate::error::{Error, Result};
+
+/// A group of buffers whose host bytes are on their way to the pinned output
+/// buffer, and the event recorded after their copy.
+pub(super) type InFlight = (Range<usize>, CudaEvent);
+
+impl CudaEngine {
+    /// nvCOMP's gzip decoder does not check the stored CRC-32: the data it
+    /// decoded is checked on the device, in this process (the CRC kernel
+    /// reads only the declared output sizes). Enqueues the CRC-32s of the
+    /// decoded pieces where any has a stored one; returns where they (`n`
+    /// words) and their statuses (`n` more) will be.
+    pub(super) fn enqueue_crc32(
+        &self,
+        s: &mut Scratch,
+        pieces: &[DecodePiece],
+        area: InputArea,
+    ) -> Result<Option<u64>> {
+        let n = area.n;
+        if n == 0 || !pieces.iter().any(|p| p.crc32.is_some()) {
+            return Ok(None);
+        }
+        let checks = ensure_device(&self.ctx, &mut s.checks, 8 * n)?.ptr();
+        let args = BatchArgs {
+            n,
+            in_ptrs: area.array(Table::OUT_PTRS) as _,
+            in_bytes: area.array(Table::OUT_BYTES) as _,
+            out_ptrs: std::ptr::null(),
+            out_bytes: std::ptr::null_mut(),
+            actual_bytes: std::ptr::null_mut(),
+            statuses: (checks + 4 * n as u64) as _,
+            temp: std::ptr::null_mut(),
+            temp_bytes: 0,
+            stream: self.cu_stream(),
+        };
+        // SAFETY: the output table and the outputs hold `n` chunks of the declared sizes.
+        unsafe { api::crc32(self.lib, &args, checks as _)? };
+        Ok(Some(checks))
+    }
+
+    /// Enqueues the copies of the per-chunk results and, `to_host`, of the
+    /// decoded bytes into the pinned output buffer, an event after each
+    /// transfer group; waits for the results (the first event, or the stream).
+    pub(super) fn fetch_results(
+        &self,
+        s: &mut Scratch,
+        area: InputArea,
+        out: &Outputs,
+        to_host: bool,
+    ) -> Result<Vec<InFlight>> {
+        let n = area.n;
+        let results = results_bytes(n);
+        let host_len = if to_host { out.len } else { 0 };
+        let pinned = ensure_pinned(&self.ctx, &mut s.pinned_out, results + host_len)?;
+        let (res, data) = pinned.as_mut_slice().split_at_mut(results);
+        if n > 0 {
+            // SAFETY: the results area of dev_in holds 12 bytes per chunk.
+            unsafe { self.download(&mut res[..12 * n], area.actual_bytes())? };
+        }
+        // Host data comes back in groups; each is handed over while the next is in flight.
+        let groups = if host_len > 0 {
+            transfer_groups(out.ranges.iter().map(Range::len))
+        } else {
+            Vec::new()
+        };
+        let mut in_flight = Vec::with_capacity(groups.len());
+        for group in groups {
+            let bytes = out.ranges[group.start].start..out.ranges[group.end - 1].end;
+            // SAFETY: the group's bytes lie in the output scratch and the pinned buffer.
+            unsafe { self.download(&mut data[bytes.clone()], out.base + bytes.start as u64)? };
+            let event = self.stream.record_event(None).map_err(cuda_err("cuEventRecord"))?;
+            in_flight.push((group, event));
+        }
+        match in_flight.first() {
+            Some((_, first)) => first.synchronize().map_err(cuda_err("cuEventSynchronize"))?,
+            None => self.sync()?,
+        }
+        Ok(in_flight)
+    }
+
+    /// Checks nvCOMP's status and decoded size of every piece, from the
+    /// fetched results; a failure waits for the stream's copies first.
+    pub(super) fn check_results(&self, s: &Scratch, pieces: &[DecodePiece]) -> Result<()> {
+        let n = pieces.len();
+        let res = s.pinned_out.as_ref().expect("fetched by fetch_results").as_slice();
+        for (k, p) in pieces.iter().enumerate() {
+            let actual = u64::from_le_bytes(res[8 * k..8 * k + 8].try_into().unwrap());
+            let status = i32::from_le_bytes(res[8 * n + 4 * k..8 * n + 4 * k + 4].try_into().unwrap());
+            if status != nvcomp_sys::nvcompSuccess as i32 {
+                self.sync()?;
+                return Err(Error::Corrupt {
+                    index: p.buffer,
+                    reason: api::status_name(status as _),
+                });
+            }
+            if actual != p.decoded.unwrap() as u64 {
+                self.sync()?;
+                return Err(Error::Corrupt {
+                    index: p.buffer,
+                    reason: format!("decoded {actual} bytes where {} were declared", p.decoded.unwrap()),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares the CRC-32s at `checks` with the stored ones, once the
+    /// stream has computed them.
+    pub(super) fn check_crc32(&self, pieces: &[DecodePiece], checks: Option<u64>) -> Result<()> {
+        let Some(checks) = checks else {
+            return Ok(());
+        };
+        let n = pieces.len();
+        self.sync()?;
+        let mut words = vec![0u32; 2 * n];
+        // SAFETY: `2n` words of the checks buffer, written by the finished CRC call.
+        unsafe { result::memcpy_dtoh_sync(&mut words, checks) }.map_err(cuda_err("cuMemcpyDtoH"))?;
+        let (crcs, statuses) = words.split_at(n);
+        for (k, p) in pieces.iter().enumerate() {
+            let Some(stored) = p.crc32 else { continue };
+            if statuses[k] != nvcomp_sys::nvcompSuccess {
+                return Err(Error::Nvcomp {
+                    call: "nvcompBatchedCRC32Async",
+                    status: api::status_name(statuses[k]),
+                });
+            }
+            if crcs[k] != stored {
+                return Err(Error::Corrupt {
+                    index: p.buffer,
+                    reason: format!(
+                        "gzip CRC-32 mismatch: stored {stored:#010x}, decoded data has {:#010x}",
+                        crcs[k]
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands each group of decoded host bytes to `deliver` once its copy
+    /// has finished; a refusal waits for the stream's remaining copies.
+    pub(super) fn deliver(
+        &self,
+        s: &Scratch,
+        n: usize,
+        ranges: &[Range<usize>],
+        in_flight: Vec<InFlight>,
+        deliver: &mut Deliver<'_>,
+    ) -> Result<()> {
+        let data = &s.pinned_out.as_ref().expect("fetched by fetch_results").as_slice()[results_bytes(n)..];
+        for (group, event) in in_flight {
+            event.synchronize().map_err(cuda_err("cuEventSynchronize"))?;
+            if let Err(e) = deliver(ranges, group, data) {
+                self.sync()?;
+                return Err(e);
+            }
+        }
+        Ok(())
+    }
+}

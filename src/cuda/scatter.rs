@@ -1,0 +1,274 @@
+//! Decoding a batch straight into place: [`CudaEngine::decode_scatter`]
+//! decodes host buffers with one nvCOMP batch call and copies strided rows of
+//! every decoded buffer into one device buffer (an array being assembled),
+//! together with rows of a fill value where buffers are missing, in one
+//! launch of the copy kernel.
+//!
+//! A [`Scatter`] describes the placement in offsets relative to each buffer,
+//! so its caller never handles the addresses of the decoded batch, which
+//! lives on the device only until the copies are done.
+
+use cudarc::driver::DevicePtr;
+
+use super::copies::Rows;
+use super::memory::cuda_err;
+use super::{CudaEngine, DecodeOptions, DeviceRegion};
+use crate::algorithm::Algorithm;
+use crate::error::{Error, Result};
+
+/// A strided copy between two buffers, in byte offsets relative to each: row
+/// `r` (of `rows`) is `width` bytes from `src_offset + r * src_pitch` of the
+/// source to `dst_offset + r * dst_pitch` of the destination.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RowCopy {
+    /// Offset of the first source row.
+    pub src_offset: usize,
+    /// Offset of the first destination row.
+    pub dst_offset: usize,
+    /// Bytes per row.
+    pub width: usize,
+    /// Number of rows.
+    pub rows: usize,
+    /// Bytes from one source row to the next.
+    pub src_pitch: usize,
+    /// Bytes from one destination row to the next.
+    pub dst_pitch: usize,
+}
+
+impl RowCopy {
+    /// One past the last byte the rows touch from `offset` at `pitch` (0 for
+    /// an empty copy); `None` where that overflows.
+    fn end(&self, offset: usize, pitch: usize) -> Option<usize> {
+        if self.width == 0 || self.rows == 0 {
+            return Some(0);
+        }
+        pitch
+            .checked_mul(self.rows - 1)?
+            .checked_add(offset)?
+            .checked_add(self.width)
+    }
+
+    /// Panics unless the rows lie within a source of `src_len` bytes and a
+    /// destination of `dst_len` bytes: a placement outside them is a bug of
+    /// the caller, and would otherwise write device memory it does not own.
+    fn assert_within(&self, src_len: usize, dst_len: usize, what: &dyn std::fmt::Display) {
+        let src_end = self.end(self.src_offset, self.src_pitch);
+        let dst_end = self.end(self.dst_offset, self.dst_pitch);
+        assert!(
+            src_end.is_some_and(|end| end <= src_len) && dst_end.is_some_and(|end| end <= dst_len),
+            "scatter rows {self:?} of {what} lie outside its {src_len} source bytes or the {dst_len} destination bytes"
+        );
+    }
+
+    /// The copy between the buffers at device addresses `src` and `dst`.
+    pub(crate) fn at(&self, src: u64, dst: u64) -> Rows {
+        Rows {
+            src: src + self.src_offset as u64,
+            dst: dst + self.dst_offset as u64,
+            width: self.width,
+            rows: self.rows,
+            src_pitch: self.src_pitch,
+            dst_pitch: self.dst_pitch,
+        }
+    }
+}
+
+/// Where [`CudaEngine::decode_scatter`] places a decoded batch in one device
+/// buffer.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Scatter {
+    /// The bytes each buffer must decode to, one entry per input.
+    pub decoded_lens: Vec<usize>,
+    /// `(buffer, rows)`: rows of decoded buffer `buffer` copied into the
+    /// destination.
+    pub copies: Vec<(usize, RowCopy)>,
+    /// One element of the fill value.
+    pub fill_value: Vec<u8>,
+    /// Rows of the destination set to the fill value. Their source is the
+    /// fill value repeated over as many bytes as they read: a source offset
+    /// that is a multiple of its length starts with its first byte (a pitch
+    /// of 0 reads the same row every time).
+    pub fills: Vec<RowCopy>,
+}
+
+impl Scatter {
+    /// The fill value repeated over the bytes the fills read; `None` when
+    /// they read nothing.
+    fn fill_source(&self) -> Option<Vec<u8>> {
+        let len = self
+            .fills
+            .iter()
+            .map(|rows| {
+                rows.end(rows.src_offset, rows.src_pitch)
+                    .expect("fill rows within usize")
+            })
+            .max()
+            .filter(|len| *len > 0)?;
+        assert!(!self.fill_value.is_empty(), "scatter fills without a fill value");
+        let mut source = self.fill_value.repeat(len.div_ceil(self.fill_value.len()));
+        source.truncate(len);
+        Some(source)
+    }
+
+    /// Panics unless every row lies within its source and `dst_len`, and
+    /// every copy names a buffer of the batch.
+    fn assert_within(&self, dst_len: usize, fill_len: usize) {
+        for (buffer, rows) in &self.copies {
+            let len = *self.decoded_lens.get(*buffer).unwrap_or_else(|| {
+                panic!(
+                    "scatter copy from buffer {buffer} of a batch of {}",
+                    self.decoded_lens.len()
+                )
+            });
+            rows.assert_within(len, dst_len, &format_args!("buffer {buffer}"));
+        }
+        for rows in &self.fills {
+            rows.assert_within(fill_len, dst_len, &"the fill value");
+        }
+    }
+}
+
+impl CudaEngine {
+    /// Decodes `inputs` (host buffers) with one nvCOMP batch call, checks
+    /// that buffer `i` decoded to `scatter.decoded_lens[i]` bytes
+    /// ([`Error::OutputSize`] naming it otherwise), and copies the rows of
+    /// `scatter` into `dst`, decoded buffers and fill value alike, in one
+    /// kernel launch. Returns when the copies are done: the decoded batch
+    /// lives on the device until then, and `dst` is ready for other streams.
+    ///
+    /// Untrusted input (`options.trusted` false) is decoded by a worker
+    /// process, as in [`Self::decode_batch_to_device`]. On error, `dst` may
+    /// hold some of the rows.
+    ///
+    /// # Panics
+    /// Where a row lies outside its decoded buffer (as `decoded_lens`
+    /// declares it), the fill source, or `dst`, or a copy names a buffer
+    /// beyond the batch: before anything is decoded.
+    ///
+    /// # Safety
+    /// `dst` must be writable device memory of this engine's context, used by
+    /// no other work until the call returns, and no two destination rows may
+    /// overlap.
+    pub unsafe fn decode_scatter(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[&[u8]],
+        scatter: &Scatter,
+        dst: DeviceRegion,
+        options: DecodeOptions,
+    ) -> Result<()> {
+        crate::batch::check_batch_length(inputs.len(), scatter.decoded_lens.len())?;
+        let fill = scatter.fill_source();
+        scatter.assert_within(dst.len, fill.as_ref().map_or(0, Vec::len));
+        self.context().bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
+        let stream = self.stream();
+        // The decoded batch and the fill source stay alive until the stream
+        // is synchronised, also when enqueueing fails half-way.
+        let mut decoded = None;
+        let mut fill_source = None;
+        let enqueued = (|| -> Result<()> {
+            let mut rows = Vec::with_capacity(scatter.copies.len() + scatter.fills.len());
+            if !inputs.is_empty() {
+                let batch = decoded.insert(self.decode_batch_to_device(algorithm, inputs, options)?);
+                for (i, expected) in scatter.decoded_lens.iter().enumerate() {
+                    let actual = batch.region(i).len;
+                    if actual != *expected {
+                        return Err(Error::OutputSize {
+                            index: i,
+                            expected: actual,
+                            actual: *expected,
+                        });
+                    }
+                }
+                rows.extend(
+                    scatter
+                        .copies
+                        .iter()
+                        .map(|(buffer, copy)| copy.at(batch.region(*buffer).ptr, dst.ptr)),
+                );
+            }
+            if let Some(pattern) = &fill {
+                let source = fill_source.insert(stream.clone_htod(pattern).map_err(cuda_err("cuMemcpyHtoDAsync"))?);
+                let (ptr, guard) = source.device_ptr(stream);
+                drop(guard);
+                rows.extend(scatter.fills.iter().map(|copy| copy.at(ptr, dst.ptr)));
+            }
+            // SAFETY: the decoded batch and the fill source are live device
+            // memory of this engine until the stream is synchronised below;
+            // every row lies within them and `dst` (asserted above), which
+            // the caller vouches for, and destinations do not overlap.
+            unsafe { self.enqueue_rows(&rows) }
+        })();
+        let synced = stream.synchronize().map_err(cuda_err("cuStreamSynchronize"));
+        drop((decoded, fill_source));
+        enqueued.and(synced)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn rows(src_offset: usize, dst_offset: usize, width: usize, rows: usize, pitch: usize) -> RowCopy {
+        RowCopy {
+            src_offset,
+            dst_offset,
+            width,
+            rows,
+            src_pitch: pitch,
+            dst_pitch: pitch,
+        }
+    }
+
+    #[test]
+    fn rows_end_after_their_last_byte() {
+        assert_eq!(rows(4, 0, 3, 2, 10).end(4, 10), Some(17));
+        assert_eq!(rows(4, 0, 0, 2, 10).end(4, 10), Some(0));
+        assert_eq!(rows(0, 0, 1, usize::MAX, 2).end(0, 2), None);
+    }
+
+    #[test]
+    fn fill_sources_repeat_the_value_over_what_the_fills_read() {
+        let scatter = Scatter {
+            fill_value: vec![1, 2, 3],
+            fills: vec![rows(0, 0, 6, 4, 0), rows(3, 40, 3, 2, 3)],
+            ..Scatter::default()
+        };
+        assert_eq!(scatter.fill_source(), Some(vec![1, 2, 3, 1, 2, 3, 1, 2, 3]));
+        scatter.assert_within(64, 9);
+        assert_eq!(Scatter::default().fill_source(), None);
+    }
+
+    #[test]
+    #[should_panic(expected = "lie outside")]
+    fn rows_beyond_a_decoded_buffer_are_refused() {
+        let scatter = Scatter {
+            decoded_lens: vec![16, 8],
+            copies: vec![(0, rows(0, 0, 16, 1, 0)), (1, rows(4, 16, 8, 1, 0))],
+            ..Scatter::default()
+        };
+        scatter.assert_within(64, 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "lie outside")]
+    fn rows_beyond_the_destination_are_refused() {
+        let scatter = Scatter {
+            decoded_lens: vec![16],
+            copies: vec![(0, rows(0, 8, 4, 4, 4))],
+            ..Scatter::default()
+        };
+        scatter.assert_within(23, 0);
+    }
+
+    #[test]
+    #[should_panic(expected = "batch of 1")]
+    fn copies_from_buffers_beyond_the_batch_are_refused() {
+        let scatter = Scatter {
+            decoded_lens: vec![16],
+            copies: vec![(1, rows(0, 0, 4, 1, 0))],
+            ..Scatter::default()
+        };
+        scatter.assert_within(64, 0);
+    }
+}

@@ -1,0 +1,266 @@
+//! Host output: [`HostOutput`], the memory a read to the host fills in
+//! disjoint parts from many threads, and [`HostWaves`], the CPU's
+//! [`WaveDecoder`] into it.
+
+use rayon::prelude::*;
+
+use super::plan::BoxCopy;
+use super::wave::{fill_is_zero, item_error, WaveDecoder, WaveItem};
+use super::{ReadError, CPU_WAVE_BYTES_PER_THREAD};
+use crate::algorithm::Algorithm;
+use crate::codec::{Backend, BatchCodec};
+
+/// Host memory that chunk tasks write in disjoint parts, in parallel.
+pub(crate) struct HostOutput {
+    data: std::cell::UnsafeCell<Vec<u8>>,
+    ptr: *mut u8,
+    len: usize,
+}
+
+// SAFETY: tasks write disjoint byte ranges (one box per chunk, the boxes of a
+// plan do not overlap), and the vector is only taken back after all tasks end.
+unsafe impl Send for HostOutput {}
+unsafe impl Sync for HostOutput {}
+
+impl HostOutput {
+    /// `len` zero bytes for an output of `shape`, backed by huge pages where
+    /// the kernel allows: a fresh output is faulted in as the chunks are
+    /// decoded into it, and 4 KiB pages cost a fault each.
+    /// [`ReadError::OutputTooLarge`] when the allocator refuses.
+    pub fn allocate(shape: &[u64], len: usize) -> Result<Self, ReadError> {
+        let mut data = super::limits::try_zeroed(len).ok_or_else(|| ReadError::OutputTooLarge {
+            shape: shape.to_vec(),
+            bytes: len as u128,
+            reason: "the allocator refused it".into(),
+        })?;
+        crate::cpu::advise_huge_pages(&mut data);
+        let ptr = data.as_mut_ptr();
+        Ok(Self {
+            data: std::cell::UnsafeCell::new(data),
+            ptr,
+            len,
+        })
+    }
+
+    /// The bytes.
+    pub fn into_vec(self) -> Vec<u8> {
+        self.data.into_inner()
+    }
+
+    /// Copies rows of `copy` from `src` into the output.
+    ///
+    /// # Safety
+    /// No other thread may touch the destination rows meanwhile.
+    pub(crate) unsafe fn copy_from(&self, src: &[u8], copy: &BoxCopy) {
+        copy.for_each_row(|s, d| {
+            assert!(
+                s + copy.width <= src.len() && d + copy.width <= self.len,
+                "box copy out of bounds"
+            );
+            // SAFETY: bounds checked above; the caller guarantees exclusivity.
+            unsafe { std::ptr::copy_nonoverlapping(src.as_ptr().add(s), self.ptr.add(d), copy.width) };
+        });
+    }
+
+    /// Fills the destination rows of `copy` with repetitions of `pattern`
+    /// (one element), in place: nothing is allocated, and a zero pattern
+    /// writes nothing, as the output starts zeroed (its untouched pages stay
+    /// unmapped).
+    ///
+    /// # Safety
+    /// As [`Self::copy_from`].
+    unsafe fn fill(&self, copy: &BoxCopy, pattern: &[u8]) {
+        if fill_is_zero(pattern) {
+            return;
+        }
+        copy.for_each_row(|_, d| {
+            // SAFETY: the caller guarantees exclusivity of the rows.
+            let row = unsafe { self.slice_mut(d, copy.width) };
+            fill_pattern(row, pattern);
+        });
+    }
+
+    /// The output bytes `offset..offset + len`.
+    ///
+    /// # Safety
+    /// As [`Self::copy_from`].
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn slice_mut(&self, offset: usize, len: usize) -> &mut [u8] {
+        assert!(offset + len <= self.len);
+        // SAFETY: in bounds; exclusivity is the caller's.
+        unsafe { std::slice::from_raw_parts_mut(self.ptr.add(offset), len) }
+    }
+}
+
+/// Fills `row` with repetitions of `pattern`: one copy, then doubling copies
+/// of what is written.
+fn fill_pattern(row: &mut [u8], pattern: &[u8]) {
+    let first = pattern.len().min(row.len());
+    row[..first].copy_from_slice(&pattern[..first]);
+    let mut done = first;
+    while done < row.len() {
+        let n = done.min(row.len() - done);
+        row.copy_within(..n, done);
+        done += n;
+    }
+}
+
+/// The CPU's [`WaveDecoder`]: decodes the items of a wave in parallel on
+/// rayon's threads, each straight into the output where it is one run of it,
+/// else into a scratch buffer of its thread and copied from there. Memory
+/// stays bounded by one decoded item per thread, however large the wave
+/// decodes.
+pub(crate) struct HostWaves {
+    codec: BatchCodec,
+    out: HostOutput,
+    fill: Vec<u8>,
+}
+
+impl HostWaves {
+    /// A decoder of `algorithm` into a new output of `shape` (`len` bytes);
+    /// the places of missing items get `fill` (one element).
+    pub fn new(
+        algorithm: Algorithm,
+        max_decoded_size: u64,
+        shape: &[u64],
+        len: usize,
+        fill: Vec<u8>,
+    ) -> Result<Self, ReadError> {
+        Ok(Self {
+            codec: BatchCodec::new(algorithm, Backend::Cpu)?.with_max_decoded_size(max_decoded_size),
+            out: HostOutput::allocate(shape, len)?,
+            fill,
+        })
+    }
+
+    /// The output's bytes.
+    pub fn into_bytes(self) -> Vec<u8> {
+        self.out.into_vec()
+    }
+
+    /// Decodes `stream` into `target`, exactly its size, and checks the
+    /// decoded bytes' Adler-32 where the item has one.
+    fn decode_into(&self, item: &WaveItem<'_>, stream: &[u8], target: &mut [u8]) -> Result<(), ReadError> {
+        self.codec
+            .decode_batch_into(&[stream], &mut [&mut *target])
+            .map_err(|e| item_error(e, |_| item.key.to_string()))?;
+        if let Some(stored) = item.adler32 {
+            let computed = simd_adler32::adler32(&&*target);
+            if stored != computed {
+                return Err(ReadError::Corrupt {
+                    key: item.key.to_string(),
+                    reason: format!("adler32 mismatch: stored {stored:#010x}, computed {computed:#010x}"),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
+impl WaveDecoder for HostWaves {
+    /// At most [`CPU_WAVE_BYTES_PER_THREAD`] per thread of rayon's pool.
+    fn wave_bytes(&self, requested: usize) -> usize {
+        requested.min(CPU_WAVE_BYTES_PER_THREAD.saturating_mul(crate::fork::num_threads()))
+    }
+
+    fn decode_wave(&self, wave: &[WaveItem<'_>]) -> Result<(), ReadError> {
+        wave.par_iter()
+            .try_for_each_init(Vec::new, |scratch: &mut Vec<u8>, item| {
+                let Some(stream) = item.stream else {
+                    // SAFETY: the places of a read's items are disjoint.
+                    unsafe { self.out.fill(item.place, &self.fill) };
+                    return Ok(());
+                };
+                if item.is_whole_run() {
+                    // SAFETY: as above.
+                    let target = unsafe { self.out.slice_mut(item.place.dst_offset, item.decoded_len) };
+                    return self.decode_into(item, stream, target);
+                }
+                scratch.resize(item.decoded_len, 0);
+                self.decode_into(item, stream, scratch)?;
+                // SAFETY: as above.
+                unsafe { self.out.copy_from(scratch, item.place) };
+                Ok(())
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fills_repeat_the_element_in_place() {
+        let mut row = [0u8; 11];
+        fill_pattern(&mut row, &[1, 2, 3, 4]);
+        assert_eq!(row, [1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3]);
+        let out = HostOutput::allocate(&[4, 6], 48).unwrap();
+        // Rows 1..3 of a 4x6 output of 2-byte elements, columns 2..5.
+        let copy = BoxCopy::new(&[4, 6], &[0, 0], &[4, 6], &[1, 2], &[2, 3], 2);
+        // SAFETY: no other thread uses the output.
+        unsafe { out.fill(&copy, &[7, 9]) };
+        let expected: Vec<u8> = (0..48)
+            .map(|i| {
+                let (r, c) = (i / 12, (i % 12) / 2);
+                let inside = (1..3).contains(&r) && (2..5).contains(&c);
+                if inside {
+                    [7, 9][i % 2]
+                } else {
+                    0
+                }
+            })
+            .collect();
+        assert_eq!(out.into_vec(), expected);
+    }
+
+    #[test]
+    fn waves_place_decoded_and_missing_items() {
+        let algorithm: Algorithm = "zstd".parse().unwrap();
+        let codec = BatchCodec::new(algorithm, Backend::Cpu).unwrap();
+        let (a, b): (Vec<u8>, Vec<u8>) = ((0..12).collect(), (100..112).collect());
+        let encoded = codec.encode_batch(&[&a, &b]).unwrap();
+        // A 4x6 output of 1-byte elements: chunk a whole in rows 0..2, columns
+        // 1..4 of chunk b in rows 2..4, a missing chunk's column in column 0.
+        let whole = BoxCopy::new(&[2, 6], &[0, 0], &[4, 6], &[0, 0], &[2, 6], 1);
+        let part = BoxCopy::new(&[2, 6], &[0, 1], &[4, 6], &[2, 1], &[2, 3], 1);
+        let column = BoxCopy::new(&[2, 6], &[0, 0], &[4, 6], &[2, 0], &[2, 1], 1);
+        let item = |key, stream, place| WaveItem {
+            key,
+            stream,
+            decoded_len: 12,
+            place,
+            adler32: None,
+        };
+        let wave = [
+            item("c/0", Some(encoded.get(0)), &whole),
+            item("c/1", Some(encoded.get(1)), &part),
+            item("c/2", None, &column),
+        ];
+        assert!(wave[0].is_whole_run() && !wave[1].is_whole_run());
+        let decoder = HostWaves::new(algorithm, 1 << 20, &[4, 6], 24, vec![9]).unwrap();
+        decoder.decode_wave(&wave).unwrap();
+        let mut expected = a.clone();
+        expected.extend([9, 101, 102, 103, 0, 0, 9, 107, 108, 109, 0, 0]);
+        assert_eq!(decoder.into_bytes(), expected);
+
+        let decoder = HostWaves::new(algorithm, 1 << 20, &[4, 6], 24, vec![9]).unwrap();
+        let short = WaveItem {
+            decoded_len: 13,
+            ..wave[1]
+        };
+        match decoder.decode_wave(&[wave[0], short]) {
+            Err(ReadError::ChunkSize { key, expected, actual }) => {
+                assert_eq!((key.as_str(), expected, actual), ("c/1", 13, 12))
+            }
+            other => panic!("{other:?}"),
+        }
+        let checked = WaveItem {
+            adler32: Some(simd_adler32::adler32(&a.as_slice()) ^ 1),
+            ..wave[0]
+        };
+        match decoder.decode_wave(&[checked]) {
+            Err(ReadError::Corrupt { key, reason }) => assert!(key == "c/0" && reason.contains("adler32"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+    }
+}

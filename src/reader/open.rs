@@ -1,0 +1,83 @@
+//! Opening an array: its metadata read within one request's time budget,
+//! with errors that tell an unreadable store from a missing array.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use zarrs::array::{Array, ArrayCreateError};
+use zarrs_object_store::AsyncObjectStore;
+
+use super::store::{self, open_store};
+use super::{ObjectStoreArray, ReadError};
+
+/// Opens the zarr array (v3 `zarr.json` or v2 `.zarray`) at `url` with
+/// `storage_options` (see [`store`]).
+///
+/// A store that cannot be read (unreachable, stalled, missing bucket,
+/// refused credentials) gives [`ReadError::Store`] naming the request that
+/// failed; a readable store without an array there gives [`ReadError::Open`];
+/// an array of a data type zarrs does not know, or of variable-size
+/// elements, gives [`ReadError::UnsupportedDataType`].
+/// The whole open takes at most the time of one request
+/// ([`store::request_budget`]), however many requests it makes.
+pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) -> Result<ObjectStoreArray, ReadError> {
+    crate::zarrs_codec::register();
+    let store = open_store(url, storage_options)?;
+    let budget = store::request_budget(storage_options)?;
+    let deadline = tokio::time::Instant::now() + budget;
+    let store_error = |reason: String| ReadError::Store {
+        url: url.to_string(),
+        reason,
+    };
+    let late = |request: &str| {
+        store_error(format!(
+            "{request} did not finish within {budget:?} (timeout and retries)"
+        ))
+    };
+    let storage = Arc::new(AsyncObjectStore::new(store.clone()));
+    let open = tokio::time::timeout_at(deadline, Array::async_open(storage, "/"));
+    let open_error = match open.await {
+        Err(_) => return Err(late("GET of the array metadata (zarr.json, .zarray)")),
+        Ok(Ok(array)) if array.data_type().fixed_size().is_none() => {
+            return Err(ReadError::UnsupportedDataType {
+                url: url.to_string(),
+                reason: format!(
+                    "data type {} has elements of variable size; the reader reads fixed-size elements only",
+                    array.data_type()
+                ),
+            })
+        }
+        Ok(Ok(array)) => return Ok(array),
+        Ok(Err(ArrayCreateError::DataTypeCreateError(e))) => {
+            return Err(ReadError::UnsupportedDataType {
+                url: url.to_string(),
+                reason: e.to_string(),
+            })
+        }
+        // The store's error names the request (method and URL).
+        Ok(Err(zarrs::array::ArrayCreateError::StorageError(e))) => return Err(store_error(e.to_string())),
+        Ok(Err(e)) => e,
+    };
+    // No metadata: tell a store that cannot be listed from a missing array.
+    match tokio::time::timeout_at(deadline, store.list_with_delimiter(None)).await {
+        Err(_) => Err(late("LIST of the array's prefix")),
+        Ok(Err(e)) => Err(store_error(format!("LIST of the array's prefix failed: {e}"))),
+        Ok(Ok(_)) => Err(ReadError::Open {
+            url: url.to_string(),
+            reason: open_error.to_string(),
+        }),
+    }
+}
+
+/// `array`, opened from `url` with `storage_options`, over a new client of
+/// its store: for a forked child, where the client of the parent that opened
+/// it has connections and tasks of the parent's runtime, which the child does
+/// not run. Reads no metadata.
+pub fn reopen_store(
+    array: &ObjectStoreArray,
+    url: &str,
+    storage_options: &HashMap<String, String>,
+) -> Result<ObjectStoreArray, ReadError> {
+    let store = open_store(url, storage_options)?;
+    Ok(array.with_storage(Arc::new(AsyncObjectStore::new(store))))
+}

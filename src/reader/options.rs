@@ -1,0 +1,67 @@
+//! [`ReadOptions`]: how a read runs (backend, concurrency, wave size, limits,
+//! trust, progress).
+
+use std::time::Duration;
+
+use super::progress::ProgressHook;
+use super::store::StoreIo;
+use crate::codec::Backend;
+
+/// Options of a read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReadOptions {
+    /// Where to decode and where the result lives: [`Backend::Cpu`] (host
+    /// memory), [`Backend::Cuda`] (device memory; an error without a usable
+    /// GPU) or [`Backend::Auto`] (the GPU when device 0 is usable); see
+    /// [`Backend::resolve`].
+    pub device: Backend,
+    /// Most chunk requests in flight at once (default 64).
+    pub max_concurrent_requests: usize,
+    /// Compressed bytes per decoding wave (default 1 GiB; on the CPU at most
+    /// [`CPU_WAVE_BYTES_PER_THREAD`] per decoding thread); a wave holds at
+    /// least one chunk.
+    pub wave_bytes: usize,
+    /// Largest decoded size of one chunk; `None` (the default): what the
+    /// destination can hold, the machine's physical memory for host results,
+    /// the device's memory for device results.
+    pub max_decoded_size: Option<u64>,
+    /// Bound on fetching one chunk, retries included (default none: the
+    /// store's own timeouts and retry limits apply).
+    pub request_timeout: Option<Duration>,
+    /// How the store's requests are driven (default [`StoreIo::Async`]; use
+    /// [`StoreIo::for_url`] for arrays opened from a URL).
+    pub store_io: StoreIo,
+    /// Whether the caller vouches that every chunk is valid (default
+    /// `false`): on the GPU, untrusted chunks are decoded by a worker process
+    /// so that a corrupt one cannot hang or poison this process
+    /// ([`crate::cuda::isolation`]).
+    pub trusted_input: bool,
+    /// Told how many bytes have been fetched and decoded, after each wave
+    /// (default none).
+    pub progress: Option<ProgressHook>,
+}
+
+/// Most compressed bytes of a CPU wave per thread of rayon's pool, whatever
+/// [`ReadOptions::wave_bytes`] asks. The CPU decodes chunk by chunk and gains
+/// nothing from large waves, while every fetched chunk of a wave stays alive
+/// until the wave is decoded: a wave of a whole array holds all its
+/// compressed bytes at once, in fresh memory faulted in page by page on every
+/// read. Small waves keep few chunks alive, so the allocator can hand the
+/// memory of decoded chunks to the next fetches (see the
+/// [module documentation](super#memory)).
+pub const CPU_WAVE_BYTES_PER_THREAD: usize = 8 << 20;
+
+impl Default for ReadOptions {
+    fn default() -> Self {
+        Self {
+            device: Backend::Auto,
+            max_concurrent_requests: 64,
+            wave_bytes: 1 << 30,
+            max_decoded_size: None,
+            request_timeout: None,
+            store_io: StoreIo::Async,
+            trusted_input: false,
+            progress: None,
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! The wave decoder interface: what a wave is made of, and what each
+//! decoding backend of the reader implements.
+//!
+//! A wave is a list of [`WaveItem`]s, each a compressed stream (a byte range
+//! of a fetched object), the size it decodes to, and where its decoded bytes
+//! go in the output: a [`BoxCopy`], strided rows from the decoded bytes into
+//! the output. An item does not say where it came from: a whole chunk today,
+//! and an inner chunk of a shard or a block of a blosc chunk the same way,
+//! once their plans produce items. A [`WaveDecoder`] decodes a whole wave and
+//! places every item in its output:
+//!
+//! | decoder | output | a wave is decoded |
+//! |---|---|---|
+//! | [`HostWaves`](super::host::HostWaves) | host memory | item by item on rayon's threads, in place where the item is one run of the output, else through one scratch buffer per thread |
+//! | [`DeviceWaves`](super::device::DeviceWaves) | device memory | with one nvCOMP batch call, then one kernel launch that scatters every item ([`crate::cuda::Scatter`]) |
+//!
+//! The loop that fetches waves and feeds them to a decoder is written once,
+//! for both ([`super::wave_loop`]).
+//!
+//! Outputs start zeroed, so the places of missing items need writing only
+//! where the fill value is not zero ([`fill_is_zero`]).
+
+use super::plan::BoxCopy;
+use super::ReadError;
+use crate::error::Error;
+
+/// One buffer of a wave.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct WaveItem<'a> {
+    /// Names the item in errors: the chunk's store key.
+    pub key: &'a str,
+    /// The compressed stream, its framing removed and checksums verified: a
+    /// byte range of the fetched object. `None` where the object is missing:
+    /// the item's place then holds the fill value.
+    pub stream: Option<&'a [u8]>,
+    /// The bytes the stream must decode to; any other size is
+    /// [`ReadError::ChunkSize`].
+    pub decoded_len: usize,
+    /// Where the decoded bytes go in the output.
+    pub place: &'a BoxCopy,
+    /// The Adler-32 the decoded bytes must have (a zlib trailer), checked
+    /// where they pass through host memory: the device decoder cannot.
+    pub adler32: Option<u32>,
+}
+
+impl WaveItem<'_> {
+    /// Whether the decoded bytes are, whole, one run of the output: then they
+    /// can be decoded in place.
+    pub fn is_whole_run(&self) -> bool {
+        self.place.outer.is_empty() && self.place.src_offset == 0 && self.place.width == self.decoded_len
+    }
+}
+
+/// Decodes waves of items into one output (host or device memory) that it
+/// owns until the read ends.
+pub(crate) trait WaveDecoder: Send + Sync + 'static {
+    /// The compressed bytes of one wave, given the bytes the read asks for
+    /// ([`ReadOptions::wave_bytes`](super::ReadOptions::wave_bytes)).
+    fn wave_bytes(&self, requested: usize) -> usize {
+        requested
+    }
+
+    /// Decodes every item of `wave` and places its decoded bytes in the
+    /// output, filling the places of missing items with the fill value;
+    /// returns when the output holds them all. An error names the item at
+    /// fault by its key.
+    ///
+    /// The places of the items of one read never overlap, and waves are
+    /// decoded one after the other: a decoder may write them in parallel.
+    fn decode_wave(&self, wave: &[WaveItem<'_>]) -> Result<(), ReadError>;
+}
+
+/// Whether filling with `fill` (one element) leaves a zeroed output as it
+/// is. An empty fill value (an element of no bytes) writes nothing either.
+pub(crate) fn fill_is_zero(fill: &[u8]) -> bool {
+    fill.iter().all(|b| *b == 0)
+}
+
+/// Maps a codec or engine error about buffer `index` of a batch to the
+/// read's error naming the item's key (`key_of(index)`).
+pub(crate) fn item_error(err: Error, key_of: impl Fn(usize) -> String) -> ReadError {
+    match err {
+        Error::OutputSize {
+            index,
+            expected,
+            actual,
+        } => ReadError::ChunkSize {
+            key: key_of(index),
+            expected: actual,
+            actual: expected,
+        },
+        Error::Corrupt { index, reason } => ReadError::Corrupt {
+            key: key_of(index),
+            reason,
+        },
+        Error::DecodedSizeTooLarge { index, size, limit } => ReadError::ChunkTooLarge {
+            key: key_of(index),
+            size,
+            limit,
+        },
+        other => ReadError::Engine(other),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn batch_errors_name_the_item() {
+        let keys = ["c/0", "c/1"];
+        let key_of = |i: usize| keys[i].to_string();
+        match item_error(
+            Error::OutputSize {
+                index: 1,
+                expected: 10,
+                actual: 8,
+            },
+            key_of,
+        ) {
+            ReadError::ChunkSize { key, expected, actual } => {
+                assert_eq!((key.as_str(), expected, actual), ("c/1", 8, 10))
+            }
+            other => panic!("{other:?}"),
+        }
+        let corrupt = Error::Corrupt {
+            index: 0,
+            reason: "bad".into(),
+        };
+        assert!(matches!(item_error(corrupt, key_of), ReadError::Corrupt { key, .. } if key == "c/0"));
+        let other = Error::BatchLength { inputs: 1, outputs: 2 };
+        assert!(matches!(
+            item_error(other, key_of),
+            ReadError::Engine(Error::BatchLength { .. })
+        ));
+    }
+
+    #[test]
+    fn only_non_zero_fill_values_need_writing() {
+        assert!(fill_is_zero(&[0, 0, 0, 0]));
+        assert!(fill_is_zero(&[]));
+        assert!(!fill_is_zero(&[0, 0, 0x80, 0]));
+    }
+}

@@ -1,0 +1,119 @@
+//! The wave loop of a batched read, the same for every [`WaveDecoder`]: the
+//! plan's chunks are fetched concurrently in waves ([`super::fetch`]); each
+//! wave is turned into [`WaveItem`]s (framing removed and checksums verified,
+//! in parallel) and decoded on the blocking pool while the next wave is
+//! fetched; progress is reported after each.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use rayon::prelude::*;
+use tokio::sync::mpsc;
+use zarrs::array::Array;
+use zarrs::storage::AsyncReadableStorageTraits;
+
+use super::chain::Framing;
+use super::fetch::{self, Wave};
+use super::plan::Plan;
+use super::progress::Tracker;
+use super::wave::{WaveDecoder, WaveItem};
+use super::{ReadError, ReadOptions};
+
+/// Reads every chunk of `plan` from `array`, stored with `framing` around
+/// its compressed stream, into `decoder`'s output; returns the decoder once
+/// every wave is in its output.
+pub(crate) async fn read_waves<S, D>(
+    array: &Array<S>,
+    plan: Arc<Plan>,
+    framing: Framing,
+    options: &ReadOptions,
+    decoder: D,
+) -> Result<D, ReadError>
+where
+    S: ?Sized + AsyncReadableStorageTraits + 'static,
+    D: WaveDecoder,
+{
+    let tracker = Tracker::start(options.progress.clone(), plan.out_len as u64);
+    let (tx, mut rx) = mpsc::channel::<Wave>(1);
+    let producer = fetch::fetch_waves(
+        array,
+        &plan,
+        options.store_io,
+        options.max_concurrent_requests,
+        decoder.wave_bytes(options.wave_bytes).max(1),
+        options.request_timeout,
+        tx,
+    );
+    let decoder = Arc::new(decoder);
+    let consumer = consume_waves(&mut rx, &plan, framing, tracker, &decoder);
+    futures::future::try_join(producer, consumer).await?;
+    Arc::try_unwrap(decoder).map_err(|_| ReadError::Pipeline {
+        reason: "output still shared".into(),
+    })
+}
+
+/// Decodes the waves arriving on `rx` one after the other on the blocking
+/// pool, while the producer fetches the next, and reports each to `tracker`.
+async fn consume_waves<D: WaveDecoder>(
+    rx: &mut mpsc::Receiver<Wave>,
+    plan: &Arc<Plan>,
+    framing: Framing,
+    mut tracker: Tracker,
+    decoder: &Arc<D>,
+) -> Result<(), ReadError> {
+    let start = Instant::now();
+    while let Some(wave) = rx.recv().await {
+        let (chunks, bytes) = (wave.items.len(), wave.compressed_bytes);
+        let placed: usize = wave.items.iter().map(|(i, _)| plan.chunks[*i].copy.bytes()).sum();
+        tracker.fetched(bytes as u64);
+        let fetched = start.elapsed();
+        let (decoder, plan) = (decoder.clone(), plan.clone());
+        tokio::task::spawn_blocking(move || {
+            crate::fork::in_pool(|| decoder.decode_wave(&wave_items(&plan, framing, &wave)?))?;
+            log::debug!("zarrs-nvcomp reader: decoded a wave of {chunks} chunks, {bytes} compressed bytes");
+            Ok::<_, ReadError>(())
+        })
+        .await
+        .map_err(|e| ReadError::Pipeline {
+            reason: format!("decoding task failed: {e}"),
+        })??;
+        tracker.decoded(placed as u64);
+        if crate::profile::enabled() {
+            eprintln!(
+                "zarrs_nvcomp reader profile: wave of {chunks} chunks, {bytes} bytes: fetched at {:.2} ms, decoded at {:.2} ms",
+                fetched.as_secs_f64() * 1e3,
+                start.elapsed().as_secs_f64() * 1e3
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The items of a wave of fetched chunks: each chunk's compressed stream
+/// inside `framing` (checked in parallel: CRC-32C sums read every byte), its
+/// decoded size and its box in the output. A framing that does not fit is
+/// [`ReadError::Corrupt`] naming the chunk.
+fn wave_items<'a>(plan: &'a Plan, framing: Framing, wave: &'a Wave) -> Result<Vec<WaveItem<'a>>, ReadError> {
+    wave.items
+        .par_iter()
+        .map(|(i, bytes)| {
+            let chunk = &plan.chunks[*i];
+            let stream = bytes
+                .as_deref()
+                .map(|bytes| {
+                    framing.apply(bytes).map_err(|reason| ReadError::Corrupt {
+                        key: chunk.key.clone(),
+                        reason,
+                    })
+                })
+                .transpose()?;
+            Ok(WaveItem {
+                key: &chunk.key,
+                stream,
+                decoded_len: chunk.decoded_len,
+                place: &chunk.copy,
+                adler32: bytes.as_deref().and_then(|bytes| framing.adler32_of(bytes)),
+            })
+        })
+        .collect()
+}
