@@ -10,7 +10,9 @@ writers taking turns):
 
 - GPU (a usable GPU and CuPy): the data in a CuPy array; 1 MiB chunks: ours
   on the GPU, zarrs-python after ``cupy.asnumpy`` (the copy timed), zarr-python
-  likewise; 64 KiB inner chunks in 16 MiB shards: ours, zarrs-python.
+  likewise, and zarr-python with GPU buffers and the ``nvcomp_batch`` zarr 3
+  codec (all chunks in one call); 64 KiB inner chunks in 16 MiB shards: ours,
+  zarrs-python.
 - CPU: the data in a NumPy array, 1 MiB chunks and sharded: ours with
   ``device="cpu"``, zarrs-python, zarr-python.
 - S3: ours (CPU path) against boto3 PUTs of the objects ours wrote, from a
@@ -64,6 +66,36 @@ def zarr_writer(
                     )
                 )
             made[0][...] = data if to_host is None else to_host(data)
+
+    return write
+
+
+def zarr_gpu_writer(path: Path, data_shape, chunks):
+    """A function that writes CuPy data with zarr-python's GPU buffers
+    (``enable_gpu``), every chunk in one codec call, and the ``nvcomp_batch``
+    zarr 3 codec (zstd) on the GPU; the array is created on the first call."""
+    from zarrs_nvcomp.zarr3 import NvCompBatchZarrCodec
+
+    made = []
+
+    def write(data):
+        with zarr.config.enable_gpu(), zarrs_nvcomp.set_zarr_batch_size(None):
+            if not made:
+                made.append(
+                    zarr.create_array(
+                        store=str(path),
+                        shape=data_shape,
+                        chunks=chunks,
+                        dtype="float32",
+                        compressors=NvCompBatchZarrCodec(
+                            algorithm="zstd", device="cuda"
+                        ),
+                        fill_value=0,
+                        overwrite=True,
+                    )
+                )
+            made[0][...] = data
+            cupy_module().cuda.get_current_stream().synchronize()
 
     return write
 
@@ -145,6 +177,9 @@ def run_local(root: Path, size_mb: int, repeats: int) -> None:
             if shards is None:
                 writers["zarr-python (incl. copy to host)"] = zarr_writer(
                     root / "gpu-zarr.zarr", shape, chunks, shards, None, cp.asnumpy
+                )
+                writers["zarr-python GPU, nvcomp_batch codec"] = zarr_gpu_writer(
+                    root / "gpu-zarr-nvcomp.zarr", shape, chunks
                 )
             table(
                 f"CuPy -> local disk, {layout}", data.nbytes, repeats, writers, on_gpu
