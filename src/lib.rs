@@ -47,6 +47,7 @@ mod host_memory;
 pub mod limits;
 mod profile;
 pub mod reader;
+pub mod writer;
 pub mod zarrs_codec;
 pub mod zarrs_plugins;
 

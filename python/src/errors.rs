@@ -18,6 +18,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyTuple, PyType};
 use zarrs_nvcomp::reader::ReadError;
+use zarrs_nvcomp::writer::WriteError;
 use zarrs_nvcomp::{Backend, Error, ParseBackendError};
 
 /// The package's exception classes below `ZarrsNvcompError`.
@@ -196,6 +197,20 @@ pub(crate) fn read_error(err: ReadError) -> PyErr {
         | ReadError::ChunkTooLarge { .. }
         | ReadError::ChunkPipeline { .. }
         | ReadError::Pipeline { .. } => Kind::Decode,
+    };
+    new_err(kind, err.to_string())
+}
+
+/// The exception for a writer error (a read of partly covered chunks raises
+/// what the reader raises).
+pub(crate) fn write_error(err: WriteError) -> PyErr {
+    let kind = match err {
+        WriteError::Read(e) => return read_error(e),
+        WriteError::Engine(e) => return engine_error(e),
+        WriteError::InvalidSubset { .. } => Kind::Selection,
+        WriteError::DataSize { .. } | WriteError::Config { .. } => Kind::InvalidArgument,
+        WriteError::Store { .. } => Kind::Store,
+        WriteError::ChunkPipeline { .. } | WriteError::Pipeline { .. } => Kind::Decode,
     };
     new_err(kind, err.to_string())
 }

@@ -13,7 +13,8 @@
 //!   the recycling of result allocations;
 //! - [`device_inputs`]: device buffers in; [`device_batch`], [`cuda_array`],
 //!   [`dlpack`]: device results;
-//! - [`reader`], [`dtype`]: the chunk-parallel reader; [`pipeline`]: decoding
+//! - [`reader`], [`dtype`]: the chunk-parallel reader; [`writer`]: the
+//!   chunk-parallel writer; [`pipeline`]: decoding
 //!   for zarr's codec pipeline;
 //! - [`library`]: nvCOMP's location, GPU availability, the GPU worker;
 //! - [`logging`]: Rust log records in Python's `logging`.
@@ -37,6 +38,7 @@ mod pipeline;
 mod pool;
 mod reader;
 mod signals;
+mod writer;
 
 /// The extension's Rust allocations come from mimalloc, which keeps freed
 /// memory mapped for the next allocations. glibc's malloc returns freed
@@ -82,6 +84,7 @@ fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(library::_serve_gpu_worker, m)?)?;
     reader::register(m)?;
     pipeline::register(m)?;
+    writer::register(m)?;
     m.add("ALGORITHMS", Algorithm::NAMES.to_vec())?;
     m.add(
         "CPU_ALGORITHMS",

@@ -24,13 +24,20 @@ use crate::{config, dtype, logging};
 /// back every [`CHECK_INTERVAL`] to run the signal handlers: an
 /// exception they raise (`KeyboardInterrupt` for Ctrl-C) cancels the work
 /// and is raised. (The future is made on the thread that runs it, so it
-/// need not be `Send`.)
+/// need not be `Send`.) The reader and the writer run their work this way.
+pub(crate) fn run_interruptible<T: Send, F: Future<Output = T>>(
+    py: Python<'_>,
+    work: impl FnOnce() -> F + Send,
+) -> PyResult<T> {
+    py.detach(|| block_on_checked(work(), CHECK_INTERVAL, || Python::attach(|py| py.check_signals())))
+}
+
+/// [`run_interruptible`] for the reader's work.
 fn interruptible<T: Send, F: Future<Output = Result<T, ReadError>>>(
     py: Python<'_>,
     work: impl FnOnce() -> F + Send,
 ) -> PyResult<T> {
-    py.detach(|| block_on_checked(work(), CHECK_INTERVAL, || Python::attach(|py| py.check_signals())))?
-        .map_err(read_error)
+    run_interruptible(py, work)?.map_err(read_error)
 }
 
 /// [`interruptible`] for a read that reports its progress: the latest

@@ -32,7 +32,13 @@ def checksums(tmp_path_factory):
         check=True,
     )
     fn = ctypes.CDLL(str(lib)).checksums
-    fn.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_uint64, ctypes.c_uint64, ctypes.c_void_p]
+    fn.argtypes = [
+        ctypes.c_void_p,
+        ctypes.c_void_p,
+        ctypes.c_uint64,
+        ctypes.c_uint64,
+        ctypes.c_void_p,
+    ]
 
     def run(buffers: list[bytes], kind: int, misalign: int = 0) -> list[int]:
         # Each buffer `misalign` bytes past an 8-byte boundary.

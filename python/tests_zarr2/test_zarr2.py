@@ -82,3 +82,27 @@ def test_store_written_on_the_gpu_reads_without_one(algorithm):
     z = zarr.open_array(str(GPU_ZARR2 / f"{algorithm}.zarr"), mode="r")
     assert z.attrs["written_by"].startswith("zarrs_nvcomp on cuda"), dict(z.attrs)
     np.testing.assert_array_equal(z[:], np.load(GPU_ZARR2 / "expected.npy"))
+
+
+@pytest.mark.parametrize(
+    "compressor", ["zstd", "gzip", "lz4", "zlib", {"id": "nvcomp_batch", "algorithm": "lz4"}]
+)
+def test_arrays_written_by_write_chunks_parallel_read_in_zarr_2(tmp_path, compressor):
+    import zarrs_nvcomp
+
+    path = str(tmp_path / "w.zarr")
+    rng = np.random.default_rng(7)
+    data = np.cumsum(rng.standard_normal((45, 70)), axis=1).round(2).astype(np.float32) + 9
+    data[:16, :32] = 0  # a chunk of the fill value, not stored
+    array = zarrs_nvcomp.create_array(
+        path,
+        shape=data.shape,
+        dtype="float32",
+        chunks=(16, 32),
+        compressor=compressor,
+        zarr_format=2,
+    )
+    assert zarrs_nvcomp.write_chunks_parallel(array, data, device="cpu") == (8, 1)
+    array[5:25, 30:63] = data[5:25, 30:63] * 2
+    data[5:25, 30:63] *= 2
+    np.testing.assert_array_equal(zarr.open_array(path, mode="r")[:], data)

@@ -51,6 +51,7 @@ from zarrs_nvcomp.reader import (
     open_array,
     read_chunks_parallel,
 )
+from zarrs_nvcomp.writer import create_array, write_chunks_parallel
 
 # Hand the wheel's nvCOMP to the Rust loader before anything opens it. A
 # re-import finds it opened already, which is not an error.
@@ -76,6 +77,7 @@ __all__ = [
     "StoreTimeoutError",
     "UnsupportedTypeError",
     "ZarrsNvcompError",
+    "create_array",
     "default_max_decoded_size",
     "gpu_available",
     "gpu_unavailable_reason",
@@ -85,6 +87,7 @@ __all__ = [
     "read_chunks_parallel",
     "set_zarr_batch_size",
     "to_dask",
+    "write_chunks_parallel",
 ]
 
 

@@ -283,3 +283,27 @@ class CudaArray:
         copy: bool | None = None,
     ) -> object:
         """A DLPack capsule of the array, which keeps it alive."""
+
+# --- the writer (python/src/writer.rs) -------------------------------------
+
+def write_chunks(
+    url: str,
+    storage_options: dict[str, str] | None,
+    start: Sequence[int],
+    shape: Sequence[int],
+    host: Buffer | None = None,
+    device_data: tuple[int, int] | None = None,
+    device: str | None = None,
+    write_empty_chunks: bool = False,
+    max_concurrent_requests: int | None = None,
+) -> tuple[int, int, int]:
+    """Writes the box at ``start`` of ``shape`` of the array at ``url`` from
+    ``host`` (a contiguous buffer) or ``device_data`` (``(pointer, length)``
+    of device memory); returns ``(chunks stored, fill-value chunks, bytes stored)``."""
+
+def create_array_metadata(
+    url: str, spec: dict[str, Any], storage_options: dict[str, str] | None = None
+) -> None:
+    """Writes the metadata of a new array at ``url``: ``spec`` holds ``shape``,
+    ``chunks``, ``shards``, ``data_type``, ``fill_value``, ``compressor`` and
+    ``zarr_format``."""

@@ -224,6 +224,13 @@ class Array:
     def __getitem__(self, selection: Any) -> Any:
         return self.read(selection)
 
+    def __setitem__(self, selection: Any, value: Any) -> None:
+        """Writes ``value`` (NumPy or GPU data) into ``selection``; see
+        :func:`zarrs_nvcomp.write_chunks_parallel`."""
+        from zarrs_nvcomp.writer import write_chunks_parallel
+
+        write_chunks_parallel(self, value, selection)
+
     def _warn_cpu_path(self, requested: str | None, device: str) -> None:
         """Warns, once for this array, when the read that just succeeded ran on
         the CPU where the GPU was asked for or expected."""

@@ -22,10 +22,13 @@ from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
+import numpy as np
 import zarr
 from zarr.abc.codec import BytesBytesCodec
+from zarr.core.buffer import cpu
 from zarr.core.common import JSON, parse_named_configuration
 
+from zarrs_nvcomp._buffers import cupy_module
 from zarrs_nvcomp._zarrs_nvcomp import InvalidArgumentError
 from zarrs_nvcomp.numcodecs import NvCompBatchCodec
 
@@ -126,7 +129,28 @@ class NvCompBatchZarrCodec(BytesBytesCodec):
     async def encode(
         self, chunks_and_specs: Iterable[tuple[Buffer | None, ArraySpec]]
     ) -> Iterable[Buffer | None]:
-        return await asyncio.to_thread(self._run, self._codec.encode_batch, chunks_and_specs)
+        return await asyncio.to_thread(
+            self._run, self._encode_to_host, chunks_and_specs, keep_host=True
+        )
+
+    def _encode_to_host(self, arrays: list[Any]) -> list[Any]:
+        """``encode_batch``, with device results brought to host memory in one
+        transfer (pinned, from CuPy's pool). zarr's stores write host bytes:
+        given device buffers they copied each encoded chunk on its own, a
+        synchronous pageable copy per chunk."""
+        results = self._codec.encode_batch(arrays)
+        cp = cupy_module()
+        if cp is None or not results or not isinstance(results[0], cp.ndarray):
+            return results
+        whole = results[0].base
+        if whole is None or any(r.base is not whole for r in results):
+            return [cp.asnumpy(r) for r in results]
+        import cupyx
+
+        host = cupyx.empty_pinned(whole.shape, dtype=np.uint8)
+        whole.get(out=host)
+        base = whole.data.ptr
+        return [host[r.data.ptr - base : r.data.ptr - base + r.nbytes] for r in results]
 
     async def _decode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer:
         return next(iter(await self.decode([(chunk_bytes, chunk_spec)])))  # type: ignore[return-value]
@@ -136,7 +160,9 @@ class NvCompBatchZarrCodec(BytesBytesCodec):
 
     @staticmethod
     def _run(
-        batch_call: Any, chunks_and_specs: Iterable[tuple[Buffer | None, ArraySpec]]
+        batch_call: Any,
+        chunks_and_specs: Iterable[tuple[Buffer | None, ArraySpec]],
+        keep_host: bool = False,
     ) -> list[Buffer | None]:
         items = list(chunks_and_specs)
         present = [i for i, (chunk, _) in enumerate(items) if chunk is not None]
@@ -145,9 +171,13 @@ class NvCompBatchZarrCodec(BytesBytesCodec):
             return results
         arrays = [items[i][0].as_array_like() for i in present]  # type: ignore[union-attr]
         for i, result in zip(present, batch_call(arrays), strict=True):
-            prototype = items[i][1].prototype
+            buffer = items[i][1].prototype.buffer
             if isinstance(result, bytes):
-                results[i] = prototype.buffer.from_bytes(result)
+                results[i] = buffer.from_bytes(result)
+            elif keep_host and isinstance(result, np.ndarray):
+                # Encoded chunks go to a store, which writes host bytes: a
+                # GPU prototype would copy them back to the device first.
+                results[i] = cpu.Buffer.from_array_like(result)
             else:
-                results[i] = prototype.buffer.from_array_like(result)
+                results[i] = buffer.from_array_like(result)
         return results

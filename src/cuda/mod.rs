@@ -28,6 +28,7 @@ mod decode;
 mod decode_pass;
 mod decode_results;
 mod device_batch;
+mod download;
 mod driver;
 mod encode;
 mod encoded;
@@ -39,7 +40,9 @@ mod ptx;
 mod scatter;
 mod staging;
 
+pub(crate) use copies::Rows;
 pub use device_batch::DeviceBatch;
+pub use download::download_batch;
 pub use engine::CudaEngine;
 pub use scatter::{RowCopy, Scatter};
 

@@ -62,7 +62,7 @@ impl RowCopy {
     }
 
     /// The copy between the buffers at device addresses `src` and `dst`.
-    fn at(&self, src: u64, dst: u64) -> Rows {
+    pub(crate) fn at(&self, src: u64, dst: u64) -> Rows {
         Rows {
             src: src + self.src_offset as u64,
             dst: dst + self.dst_offset as u64,

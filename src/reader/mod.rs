@@ -107,5 +107,8 @@ pub use read::{batched_algorithm, read_chunks_parallel};
 pub use selection::{Selection, StridedRange};
 pub use store::{open_store, StoreIo};
 
+pub(crate) use chain::{classify as classify_chain, Chain, FastChain};
+pub(crate) use plan::{plan as plan_chunks, BoxCopy};
+
 /// An array opened by [`open_array`].
 pub type ObjectStoreArray = Array<AsyncObjectStore<Arc<dyn object_store::ObjectStore>>>;

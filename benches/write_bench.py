@@ -1,0 +1,287 @@
+"""Writes a float32 field (``bench_data.field_f32``) to local disk, zstd
+level 1, with zarrs_nvcomp.write_chunks_parallel and with zarrs-python and
+zarr-python; and to S3 (moto on loopback) next to plain concurrent PUTs of
+the same objects.
+
+    python benches/write_bench.py [--size-mb 1024] [--repeats 3] [--dir DIR] [--no-s3]
+
+Cases (GB/s of uncompressed data, best of --repeats after a warm-up, the
+writers taking turns):
+
+- GPU (a usable GPU and CuPy): the data in a CuPy array; 1 MiB chunks: ours
+  on the GPU, zarrs-python after ``cupy.asnumpy`` (the copy timed), zarr-python
+  likewise, and zarr-python with GPU buffers and the ``nvcomp_batch`` zarr 3
+  codec (all chunks in one call); 64 KiB inner chunks in 16 MiB shards: ours,
+  zarrs-python.
+- CPU: the data in a NumPy array, 1 MiB chunks and sharded: ours with
+  ``device="cpu"``, zarrs-python, zarr-python.
+- S3: ours (CPU path) against boto3 PUTs of the objects ours wrote, from a
+  thread pool, which do not encode.
+
+zarrs-python is optional (``pip install zarrs``); rows without it say so.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import tempfile
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import zarr
+import zarr.codecs
+import zarrs_nvcomp
+from bench_data import field_f32
+from read_bench import interleaved_best_of, moto_server, zarrs_python_available
+from zarrs_nvcomp.reader import cupy_module
+
+COLUMNS = 4096
+
+
+def zarr_writer(
+    path: Path, data_shape, chunks, shards, pipeline: str | None, to_host=None
+):
+    """A function that writes the data with zarr-python's pipeline, or
+    zarrs-python's (``pipeline``), after ``to_host`` where given. The array
+    is created on the first call (the untimed warm-up), so that the timed
+    writes overwrite chunks, as ours do."""
+    config = {"codec_pipeline.path": pipeline} if pipeline else {}
+    made = []
+
+    def write(data):
+        with zarr.config.set(config):
+            if not made:
+                made.append(
+                    zarr.create_array(
+                        store=str(path),
+                        shape=data_shape,
+                        chunks=chunks,
+                        shards=shards,
+                        dtype="float32",
+                        compressors=zarr.codecs.ZstdCodec(level=1),
+                        fill_value=0,
+                        overwrite=True,
+                    )
+                )
+            made[0][...] = data if to_host is None else to_host(data)
+
+    return write
+
+
+def zarr_gpu_writer(path: Path, data_shape, chunks):
+    """A function that writes CuPy data with zarr-python's GPU buffers
+    (``enable_gpu``), every chunk in one codec call, and the ``nvcomp_batch``
+    zarr 3 codec (zstd) on the GPU; the array is created on the first call."""
+    from zarrs_nvcomp.zarr3 import NvCompBatchZarrCodec
+
+    made = []
+
+    def write(data):
+        with zarr.config.enable_gpu(), zarrs_nvcomp.set_zarr_batch_size(None):
+            if not made:
+                made.append(
+                    zarr.create_array(
+                        store=str(path),
+                        shape=data_shape,
+                        chunks=chunks,
+                        dtype="float32",
+                        compressors=NvCompBatchZarrCodec(
+                            algorithm="zstd", device="cuda"
+                        ),
+                        fill_value=0,
+                        overwrite=True,
+                    )
+                )
+            made[0][...] = data
+            cupy_module().cuda.get_current_stream().synchronize()
+
+    return write
+
+
+def ours(path: Path, data_shape, chunks, shards, device: str):
+    """A function that writes the data with write_chunks_parallel; the array
+    is created on the first call."""
+    made = []
+
+    def write(data):
+        if not made:
+            made.append(
+                zarrs_nvcomp.create_array(
+                    str(path),
+                    shape=data_shape,
+                    dtype="float32",
+                    chunks=chunks,
+                    shards=shards,
+                )
+            )
+        zarrs_nvcomp.write_chunks_parallel(made[0], data, device=device)
+        if device.startswith("cuda"):
+            cupy_module().cuda.get_current_stream().synchronize()
+
+    return write
+
+
+def table(title: str, nbytes: int, repeats: int, writers: dict, data) -> None:
+    times = interleaved_best_of(
+        repeats, {name: (lambda w=w: w(data)) for name, w in writers.items()}
+    )
+    print(f"\n{title}, best of {repeats}")
+    first = next(iter(times))
+    for name, t in times.items():
+        ratio = f"{t / times[first]:.2f}x slower than {first}" if name != first else ""
+        print(f"  {name:<34} {nbytes / t / 1e9:7.2f} GB/s  {ratio}")
+
+
+def run_local(root: Path, size_mb: int, repeats: int) -> None:
+    data = field_f32(size_mb << 20)
+    shape = data.shape
+    chunk_rows, inner_rows, shard_rows = (
+        (1 << 20) // (4 * COLUMNS),
+        4,
+        (16 << 20) // (4 * COLUMNS),
+    )
+    layouts = {
+        "1 MiB chunks": ((chunk_rows, COLUMNS), None),
+        "64 KiB inner chunks in 16 MiB shards": (
+            (inner_rows, COLUMNS),
+            (shard_rows, COLUMNS),
+        ),
+    }
+    zarrs_pipeline = "zarrs.ZarrsCodecPipeline" if zarrs_python_available() else None
+    if zarrs_pipeline is None:
+        print("(zarrs-python not installed: pip install zarrs; its rows are left out)")
+    cp = cupy_module()
+    gpu_reason = zarrs_nvcomp.gpu_unavailable_reason(0)
+    if cp is None or gpu_reason is not None:
+        print(
+            f"GPU cases skipped: {'CuPy is not installed' if cp is None else gpu_reason}"
+        )
+    for layout, (chunks, shards) in layouts.items():
+        # zarrs-python reads the 64 KiB inner chunks as (4, 4096): same bytes.
+        if cp is not None and gpu_reason is None:
+            on_gpu = cp.asarray(data)
+            writers = {
+                "ours, GPU": ours(root / "gpu-ours.zarr", shape, chunks, shards, "cuda")
+            }
+            if zarrs_pipeline:
+                writers["zarrs-python (incl. copy to host)"] = zarr_writer(
+                    root / "gpu-zarrs.zarr",
+                    shape,
+                    chunks,
+                    shards,
+                    zarrs_pipeline,
+                    cp.asnumpy,
+                )
+            if shards is None:
+                writers["zarr-python (incl. copy to host)"] = zarr_writer(
+                    root / "gpu-zarr.zarr", shape, chunks, shards, None, cp.asnumpy
+                )
+                writers["zarr-python GPU, nvcomp_batch codec"] = zarr_gpu_writer(
+                    root / "gpu-zarr-nvcomp.zarr", shape, chunks
+                )
+            table(
+                f"CuPy -> local disk, {layout}", data.nbytes, repeats, writers, on_gpu
+            )
+            del on_gpu
+        writers = {
+            "ours, CPU": ours(root / "cpu-ours.zarr", shape, chunks, shards, "cpu")
+        }
+        if zarrs_pipeline:
+            writers["zarrs-python"] = zarr_writer(
+                root / "cpu-zarrs.zarr", shape, chunks, shards, zarrs_pipeline
+            )
+        if shards is None:
+            writers["zarr-python"] = zarr_writer(
+                root / "cpu-zarr.zarr", shape, chunks, shards, None
+            )
+        table(f"NumPy -> local disk, {layout}", data.nbytes, repeats, writers, data)
+
+
+def run_s3(root: Path, size_mb: int, repeats: int, threads: int) -> None:
+    import boto3
+
+    data = field_f32(min(size_mb, 256) << 20)
+    chunks = ((1 << 20) // (4 * COLUMNS), COLUMNS)
+    with moto_server() as endpoint:
+        credentials = {
+            "access_key_id": "x",
+            "secret_access_key": "x",
+            "region": "us-east-1",
+        }
+        options = {"endpoint": endpoint, "allow_http": "true", **credentials}
+        client = boto3.client(
+            "s3",
+            endpoint_url=endpoint,
+            **{
+                f"aws_{k}" if k != "region" else "region_name": v
+                for k, v in credentials.items()
+            },
+        )
+        client.create_bucket(Bucket="bench")
+        url = "s3://bench/field.zarr"
+        zarrs_nvcomp.create_array(
+            url,
+            shape=data.shape,
+            dtype="float32",
+            chunks=chunks,
+            storage_options=options,
+        )
+        local = root / "s3-objects.zarr"
+        ours(local, data.shape, chunks, None, "cpu")(data)
+        objects = [
+            (p.relative_to(local).as_posix(), p.read_bytes())
+            for p in local.rglob("c/*/*")
+        ]
+
+        def put_all():
+            with ThreadPoolExecutor(threads) as pool:
+                list(
+                    pool.map(
+                        lambda o: client.put_object(
+                            Bucket="bench", Key=f"puts/{o[0]}", Body=o[1]
+                        ),
+                        objects,
+                    )
+                )
+
+        def ours_s3():
+            zarrs_nvcomp.write_chunks_parallel(
+                url, data, storage_options=options, device="cpu"
+            )
+
+        times = interleaved_best_of(
+            repeats, {"ours (CPU encode + puts)": ours_s3, "boto3 PUTs only": put_all}
+        )
+        stored = sum(len(b) for _, b in objects)
+        print(
+            f"\nNumPy -> S3 (moto on loopback), {data.nbytes >> 20} MiB, 1 MiB chunks, best of {repeats}"
+        )
+        for name, t in times.items():
+            print(
+                f"  {name:<34} {data.nbytes / t / 1e9:7.2f} GB/s  ({stored / t / 1e9:.2f} GB/s stored)"
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--size-mb", type=int, default=1024)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--dir", type=Path, default=None)
+    parser.add_argument("--threads", type=int, default=32, help="boto3 PUT threads")
+    parser.add_argument("--no-s3", action="store_true")
+    args = parser.parse_args()
+    start = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="zarrs-nvcomp-write-", dir=args.dir) as tmp:
+        root = Path(tmp)
+        run_local(root, args.size_mb, args.repeats)
+        for path in root.iterdir():
+            shutil.rmtree(path, ignore_errors=True)
+        if not args.no_s3:
+            run_s3(root, args.size_mb, args.repeats, args.threads)
+    print(f"\n({time.perf_counter() - start:.0f} s)")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,117 @@
+//! The chunk-parallel writer (`zarrs_nvcomp.writer`): `write_chunks` writes
+//! a box of an array from host memory (the buffer protocol) or device memory
+//! (`(pointer, length)`), `create_array_metadata` writes a new array's
+//! metadata. Python turns selections into boxes and arrays into bytes.
+
+use std::collections::HashMap;
+
+use pyo3::buffer::PyBuffer;
+use pyo3::prelude::*;
+use zarrs::array::ArraySubset;
+use zarrs_nvcomp::reader::open_array;
+use zarrs_nvcomp::writer::{create_array, write_chunks_parallel, NewArray, WriteData, WriteError, WriteOptions};
+
+use crate::config::to_json;
+use crate::errors::{invalid_argument, new_err, parse_device, write_error, Kind};
+use crate::logging;
+use crate::reader::run_interruptible;
+
+/// [`run_interruptible`] for the writer's work.
+fn interruptible<T: Send, F: std::future::Future<Output = Result<T, WriteError>>>(
+    py: Python<'_>,
+    work: impl FnOnce() -> F + Send,
+) -> PyResult<T> {
+    run_interruptible(py, work)?.map_err(write_error)
+}
+
+/// Writes the box at `start` of shape `shape` of the array at `url` from
+/// `host` (a contiguous buffer) or `device_data` (`(pointer, length)` of
+/// device memory that the caller keeps alive and unchanged for the call).
+/// Returns `(chunks stored, fill-value chunks, bytes stored)`.
+#[pyfunction]
+#[pyo3(signature = (url, storage_options, start, shape, host=None, device_data=None, device=None, write_empty_chunks=false, max_concurrent_requests=None))]
+// One parameter per Python keyword argument of the write.
+#[allow(clippy::too_many_arguments)]
+fn write_chunks(
+    py: Python<'_>,
+    url: String,
+    storage_options: Option<HashMap<String, String>>,
+    start: Vec<u64>,
+    shape: Vec<u64>,
+    host: Option<PyBuffer<u8>>,
+    device_data: Option<(u64, usize)>,
+    device: Option<&str>,
+    write_empty_chunks: bool,
+    max_concurrent_requests: Option<usize>,
+) -> PyResult<(usize, usize, u64)> {
+    logging::refresh();
+    let options = WriteOptions {
+        device: parse_device(device)?,
+        write_empty_chunks,
+        max_concurrent_requests: max_concurrent_requests.unwrap_or(WriteOptions::default().max_concurrent_requests),
+        ..WriteOptions::default()
+    };
+    let subset = ArraySubset::new_with_start_shape(start, shape).map_err(|e| new_err(Kind::Selection, e.to_string()))?;
+    let data = match (&host, device_data) {
+        (Some(buffer), None) => {
+            if !buffer.is_c_contiguous() {
+                return Err(invalid_argument("the data is not contiguous"));
+            }
+            let (ptr, len) = (buffer.buf_ptr() as usize, buffer.len_bytes());
+            // SAFETY: `host` holds the buffer for the whole call.
+            WriteData::Host(if len == 0 {
+                &[]
+            } else {
+                unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }
+            })
+        }
+        // SAFETY: the Python side passes a live, synchronised device array
+        // that it keeps referenced for the call.
+        (None, Some((ptr, len))) => unsafe { WriteData::device(ptr, len) },
+        _ => return Err(invalid_argument("give exactly one of host and device_data")),
+    };
+    let options_map = storage_options.unwrap_or_default();
+    let summary = interruptible(py, || async {
+        let array = open_array(&url, &options_map).await?;
+        write_chunks_parallel(&array, &subset, data, &options).await
+    })?;
+    drop(host);
+    Ok((summary.stored, summary.fill_chunks, summary.stored_bytes))
+}
+
+/// Writes the metadata of a new array at `url` (`spec`: a dict of the fields
+/// of `zarrs_nvcomp::writer::NewArray`).
+#[pyfunction]
+#[pyo3(signature = (url, spec, storage_options=None))]
+fn create_array_metadata(
+    py: Python<'_>,
+    url: String,
+    spec: &Bound<'_, PyAny>,
+    storage_options: Option<HashMap<String, String>>,
+) -> PyResult<()> {
+    let spec = to_json(spec)?;
+    let field = |name: &str| spec.get(name).cloned().unwrap_or(serde_json::Value::Null);
+    let shape = |name: &str| -> PyResult<Vec<u64>> {
+        serde_json::from_value(field(name)).map_err(|e| invalid_argument(format!("{name}: {e}")))
+    };
+    let new = NewArray {
+        shape: shape("shape")?,
+        chunks: shape("chunks")?,
+        shards: match field("shards") {
+            serde_json::Value::Null => None,
+            _ => Some(shape("shards")?),
+        },
+        data_type: field("data_type").as_str().unwrap_or_default().to_string(),
+        fill_value: field("fill_value"),
+        compressor: Some(field("compressor")).filter(|c| !c.is_null()),
+        zarr_format: field("zarr_format").as_u64().unwrap_or(3).try_into().unwrap_or(0),
+    };
+    let options = storage_options.unwrap_or_default();
+    interruptible(py, || async { create_array(&url, &new, &options).await.map(drop) })
+}
+
+pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(write_chunks, m)?)?;
+    m.add_function(wrap_pyfunction!(create_array_metadata, m)?)?;
+    Ok(())
+}

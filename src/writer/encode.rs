@@ -1,0 +1,160 @@
+//! Batched encoding of a wave's chunks into the bytes to store: one engine
+//! call per wave (one nvCOMP batch on the GPU, or the CPU backend in
+//! parallel), then each chunk's framing.
+//!
+//! | chain | stored chunk |
+//! |---|---|
+//! | `nvcomp_batch`, `zstd`, `gzip`, numcodecs `lz4` | the algorithm's buffer |
+//! | numcodecs `zlib` | `78 01`, the raw DEFLATE stream, the Adler-32 of the chunk (big endian) |
+//! | any of these, then `crc32c` | the above, then its CRC-32C (little endian) |
+//!
+//! Compression levels in the metadata are not applied: the bitstream is the
+//! same format at any level, and each backend compresses at its own (the
+//! CPU's Zstandard at level 1, nvCOMP's at its default).
+//!
+//! Chunks equal to the fill value are found before encoding on the host. On
+//! the device, where comparing would cost a copy of every chunk to the host,
+//! only chunks that compressed to at most 1/[`FILL_CANDIDATE_RATIO`] of their
+//! size (as a constant chunk does) are copied and compared.
+
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rayon::prelude::*;
+
+use super::gather::{download_chunk, is_fill};
+use super::WriteError;
+use crate::cuda::{CudaEngine, DeviceRegion};
+use crate::reader::FastChain;
+use crate::{Backend, BatchCodec};
+
+/// Device chunks that compress at least this many times are compared with
+/// the fill value.
+pub(crate) const FILL_CANDIDATE_RATIO: usize = 64;
+
+/// The zlib header the writer puts in front of raw DEFLATE streams: deflate,
+/// 32 KiB window, no dictionary, "fastest" level (the level is informational).
+const ZLIB_HEADER: [u8; 2] = [0x78, 0x01];
+
+/// Encodes chunks with one chain on one backend.
+#[derive(Debug, Clone)]
+pub(crate) struct ChunkEncoder {
+    chain: FastChain,
+    codec: BatchCodec,
+}
+
+/// What becomes of one chunk of a wave.
+#[derive(Debug, Clone)]
+pub(crate) enum Stored {
+    /// Put these bytes.
+    Put(Bytes),
+    /// The chunk holds only the fill value: delete any stored one.
+    Fill,
+}
+
+impl ChunkEncoder {
+    /// An encoder for `chain` on the CPU (`engine` `None`) or the GPU.
+    pub fn new(chain: FastChain, engine: Option<&Arc<CudaEngine>>) -> Result<Self, WriteError> {
+        let backend = match engine {
+            Some(engine) => Backend::Cuda {
+                device: engine.device(),
+            },
+            None => Backend::Cpu,
+        };
+        Ok(Self {
+            chain,
+            codec: BatchCodec::new(chain.algorithm, backend)?,
+        })
+    }
+
+    /// Encodes the host chunks that are not all `fill` (unless
+    /// `write_fill`), in one batch call.
+    pub fn encode_host(&self, chunks: &[Vec<u8>], fill: &[u8], write_fill: bool) -> Result<Vec<Stored>, WriteError> {
+        let keep: Vec<bool> = chunks.par_iter().map(|c| write_fill || !is_fill(c, fill)).collect();
+        let inputs: Vec<&[u8]> = chunks
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(c, _)| c.as_slice())
+            .collect();
+        let batch = self.codec.encode_batch(&inputs)?;
+        let (data, offsets) = batch.into_parts();
+        let whole = Bytes::from(data);
+        let mut encoded = offsets.windows(2).map(|w| whole.slice(w[0]..w[1]));
+        let framed: Vec<Stored> = keep
+            .iter()
+            .map(|keep| match keep {
+                true => Stored::Put(encoded.next().expect("one encoded buffer per kept chunk")),
+                false => Stored::Fill,
+            })
+            .collect();
+        Ok(self.framed(framed, |i| chunks[i].as_slice()))
+    }
+
+    /// Encodes device chunks (regions of a staging allocation) in one
+    /// nvCOMP batch and copies the results to the host in one transfer.
+    pub fn encode_device(
+        &self,
+        engine: &CudaEngine,
+        regions: &[DeviceRegion],
+        fill: &[u8],
+        write_fill: bool,
+    ) -> Result<Vec<Stored>, WriteError> {
+        // SAFETY: the regions are slots of a staging allocation the caller
+        // keeps alive and unwritten during the call.
+        let batch = unsafe { engine.encode_device(&self.codec.algorithm().clone(), regions) }?;
+        let encoded = crate::cuda::download_batch(engine, &batch)?;
+        drop(batch);
+        let stored = encoded
+            .into_iter()
+            .zip(regions)
+            .map(|(bytes, region)| {
+                let candidate = !write_fill && bytes.len() <= region.len / FILL_CANDIDATE_RATIO;
+                if candidate && is_fill(&download_chunk(engine, *region)?, fill) {
+                    return Ok(Stored::Fill);
+                }
+                Ok(Stored::Put(bytes))
+            })
+            .collect::<Result<Vec<_>, WriteError>>()?;
+        // Device chains never need the decoded bytes for their framing (zlib
+        // goes through the host, see `needs_host_bytes`).
+        Ok(self.framed(stored, |_| &[]))
+    }
+
+    /// Whether the framing needs each chunk's decoded bytes on the host
+    /// (zlib's Adler-32), so device chunks are encoded from the host.
+    pub fn needs_host_bytes(&self) -> bool {
+        self.chain.framing.adler32
+    }
+
+    /// Each stored chunk with the chain's framing; `decoded(i)` is chunk
+    /// `i`'s decoded bytes (read only for zlib).
+    fn framed<'a>(&self, stored: Vec<Stored>, decoded: impl Fn(usize) -> &'a [u8] + Sync) -> Vec<Stored> {
+        let framing = self.chain.framing;
+        if !framing.crc32c && !framing.adler32 {
+            return stored;
+        }
+        stored
+            .into_par_iter()
+            .enumerate()
+            .map(|(i, s)| match s {
+                Stored::Fill => Stored::Fill,
+                Stored::Put(payload) => {
+                    let mut out = Vec::with_capacity(payload.len() + 10);
+                    if framing.adler32 {
+                        out.extend_from_slice(&ZLIB_HEADER);
+                    }
+                    out.extend_from_slice(&payload);
+                    if framing.adler32 {
+                        out.extend_from_slice(&simd_adler32::adler32(&decoded(i)).to_be_bytes());
+                    }
+                    if framing.crc32c {
+                        let crc = crc32c::crc32c(&out);
+                        out.extend_from_slice(&crc.to_le_bytes());
+                    }
+                    Stored::Put(Bytes::from(out))
+                }
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,328 @@
+//! The chunk-parallel writer: writes a subset of a zarr array (v2 or v3)
+//! from host or device memory, encoding every chunk of a wave in one batch
+//! call and storing them with concurrent puts.
+//!
+//! ```no_run
+//! use zarrs::array::ArraySubset;
+//! use zarrs_nvcomp::reader::open_array_blocking;
+//! use zarrs_nvcomp::writer::{write_chunks_parallel_blocking, WriteData, WriteOptions};
+//!
+//! # fn run() -> Result<(), Box<dyn std::error::Error>> {
+//! let array = open_array_blocking("/data/field.zarr", &Default::default())?;
+//! let subset = ArraySubset::new_with_ranges(&[0..1024, 0..1024]);
+//! let data = vec![0u8; 1024 * 1024 * 4];
+//! let summary = write_chunks_parallel_blocking(&array, &subset, WriteData::Host(&data), &WriteOptions::default())?;
+//! println!("{} chunks stored", summary.stored);
+//! # Ok(()) }
+//! ```
+//!
+//! # How a write runs
+//!
+//! 1. [`plan`](self): the chunks the subset covers, and for each the copy of
+//!    its part from the data (C order, exactly the subset's shape, native
+//!    byte order); the chunks are grouped in waves of about
+//!    [`WriteOptions::wave_bytes`] decoded bytes.
+//! 2. Per wave: chunks the subset covers only in part are read (through the
+//!    [reader](crate::reader), concurrently) and the subset's elements
+//!    copied over them; chunks reaching past the array's end hold the fill
+//!    value there. Chunks are gathered on the host (rayon) or, for device
+//!    data, on the device (one launch of the copy kernel into one staging
+//!    allocation).
+//! 3. Chains the reader decodes in batches (`bytes` + `nvcomp_batch`,
+//!    `zstd`, `gzip`, numcodecs `lz4` or `zlib`, optionally `crc32c`) are
+//!    encoded in one batch call per wave: one nvCOMP batch on the GPU, whose
+//!    results come to pinned host memory in one transfer, or the CPU backend
+//!    in parallel. Other chains (sharding, blosc, filters, ...) go through
+//!    the zarrs pipeline, chunk by chunk, from host memory (device data is
+//!    copied to the host first, in one transfer).
+//! 4. The wave's chunks are stored with concurrent puts, at most
+//!    [`WriteOptions::max_concurrent_requests`] in flight, while the next
+//!    wave is gathered and encoded. Chunks equal to the fill value are not
+//!    stored, and any stored one is deleted, unless
+//!    [`WriteOptions::write_empty_chunks`].
+//!
+//! Errors about one chunk name its store key. A failed write may leave some
+//! chunks of the subset written and others not.
+
+mod create;
+mod encode;
+mod gather;
+mod plan;
+mod shard;
+mod store;
+mod wave;
+mod zarrs_pipeline;
+
+use std::marker::PhantomData;
+use std::sync::Arc;
+
+use zarrs::array::{Array, ArraySubset};
+use zarrs::storage::AsyncReadableWritableStorageTraits;
+
+pub use create::{create_array, create_array_blocking, NewArray};
+pub use store::WriteSummary;
+
+use crate::codec::Backend;
+use crate::cuda::CudaEngine;
+use crate::reader::{classify_chain, runtime, ReadError, Selection};
+use encode::ChunkEncoder;
+use wave::{encode_wave, read_partial, WaveEncoder};
+use zarrs_pipeline::write_with_zarrs;
+
+/// Errors of the writer. Errors about one chunk name its store key.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The subset does not fit the array.
+    #[error("invalid subset: {reason}")]
+    InvalidSubset {
+        /// Why.
+        reason: String,
+    },
+    /// The data does not hold the subset.
+    #[error("the data has {actual} bytes, the subset of shape {shape:?} needs {expected}")]
+    DataSize {
+        /// The subset's shape.
+        shape: Vec<u64>,
+        /// Bytes the subset needs.
+        expected: usize,
+        /// Bytes given.
+        actual: usize,
+    },
+    /// Invalid options or metadata for a new array.
+    #[error("invalid options: {reason}")]
+    Config {
+        /// Why.
+        reason: String,
+    },
+    /// Putting or deleting a chunk failed (after the store's retries).
+    #[error("storing chunk {key} failed: {reason}")]
+    Store {
+        /// The chunk's key.
+        key: String,
+        /// The store's error.
+        reason: String,
+    },
+    /// The zarrs pipeline (chains without a batched encoder) failed on a chunk.
+    #[error("zarrs failed to write chunk {key}: {reason}")]
+    ChunkPipeline {
+        /// The chunk's key.
+        key: String,
+        /// zarrs' error.
+        reason: String,
+    },
+    /// Reading what a write needs (stored chunks the subset covers in part,
+    /// or the array after creating it) failed.
+    #[error(transparent)]
+    Read(#[from] ReadError),
+    /// The writer's own machinery failed (a task panicked or was cancelled).
+    #[error("the write failed: {reason}")]
+    Pipeline {
+        /// Why.
+        reason: String,
+    },
+    /// The batch codec or the GPU failed.
+    #[error(transparent)]
+    Engine(#[from] crate::Error),
+}
+
+impl WriteError {
+    /// A planning error of the reader as a writer's error.
+    fn from_plan(err: ReadError) -> Self {
+        match err {
+            ReadError::InvalidSubset { reason } => Self::InvalidSubset { reason },
+            other => Self::Read(other),
+        }
+    }
+
+    /// A device allocation error of the reader as a writer's error.
+    fn from_read(err: ReadError) -> Self {
+        match err {
+            ReadError::Engine(e) => Self::Engine(e),
+            other => Self::Read(other),
+        }
+    }
+}
+
+/// Options of a write.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WriteOptions {
+    /// Where to encode: [`Backend::Cpu`], [`Backend::Cuda`] (an error without
+    /// a usable GPU) or [`Backend::Auto`] (the GPU when device 0 is usable).
+    /// Device data needs a GPU; `Auto` then means device 0.
+    pub device: Backend,
+    /// Most store requests (puts, deletes, reads of partly covered chunks)
+    /// in flight at once (default 64).
+    pub max_concurrent_requests: usize,
+    /// Decoded bytes per wave (default 256 MiB; on the CPU at most
+    /// [`crate::reader::CPU_WAVE_BYTES_PER_THREAD`] per thread); a wave
+    /// holds at least one chunk.
+    pub wave_bytes: usize,
+    /// Whether chunks equal to the fill value are stored too (default
+    /// `false`: they are not, and any stored one is deleted, as zarr does).
+    pub write_empty_chunks: bool,
+}
+
+impl Default for WriteOptions {
+    fn default() -> Self {
+        Self {
+            device: Backend::Auto,
+            max_concurrent_requests: 64,
+            wave_bytes: 256 << 20,
+            write_empty_chunks: false,
+        }
+    }
+}
+
+/// The data of a write: the subset's elements, C order, native byte order.
+#[derive(Debug, Clone, Copy)]
+pub enum WriteData<'a> {
+    /// In host memory.
+    Host(&'a [u8]),
+    /// In device memory ([`WriteData::device`]).
+    Device {
+        /// Device address (`CUdeviceptr`).
+        ptr: u64,
+        /// Length in bytes.
+        len: usize,
+        /// Borrows the memory for the write.
+        _memory: PhantomData<&'a [u8]>,
+    },
+}
+
+impl WriteData<'_> {
+    /// `len` bytes at device address `ptr`.
+    ///
+    /// # Safety
+    /// The memory must be readable device memory of the device the write
+    /// runs on, and not written, until the write returns (or its future is
+    /// dropped).
+    pub unsafe fn device(ptr: u64, len: usize) -> Self {
+        Self::Device {
+            ptr,
+            len,
+            _memory: PhantomData,
+        }
+    }
+
+    fn len(&self) -> usize {
+        match self {
+            Self::Host(bytes) => bytes.len(),
+            Self::Device { len, .. } => *len,
+        }
+    }
+}
+
+/// [`write_chunks_parallel`] on the reader's shared runtime; must not be
+/// called from within a tokio runtime.
+pub fn write_chunks_parallel_blocking<S: ?Sized + AsyncReadableWritableStorageTraits + 'static>(
+    array: &Array<S>,
+    subset: &ArraySubset,
+    data: WriteData<'_>,
+    options: &WriteOptions,
+) -> Result<WriteSummary, WriteError> {
+    runtime().block_on(write_chunks_parallel(array, subset, data, options))
+}
+
+/// The GPU engine a write runs on, `None` for the CPU.
+fn resolve_device(device: Backend, data: &WriteData<'_>) -> Result<Option<Arc<CudaEngine>>, WriteError> {
+    let on_device = matches!(data, WriteData::Device { .. });
+    match device {
+        Backend::Cpu if on_device => Err(WriteError::Config {
+            reason: "device data cannot be written with the CPU backend; copy it to the host first".into(),
+        }),
+        Backend::Cpu => Ok(None),
+        Backend::Auto if !on_device => Ok(CudaEngine::get(0).ok()),
+        Backend::Auto => Ok(Some(CudaEngine::get(0).map_err(crate::Error::GpuUnavailable)?)),
+        Backend::Cuda { device } => Ok(Some(CudaEngine::get(device).map_err(crate::Error::GpuUnavailable)?)),
+    }
+}
+
+/// Writes `data` (the elements of `subset`, C order, native byte order)
+/// into `array`; see the [module documentation](self).
+pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTraits + 'static>(
+    array: &Array<S>,
+    subset: &ArraySubset,
+    data: WriteData<'_>,
+    options: &WriteOptions,
+) -> Result<WriteSummary, WriteError> {
+    let data_type = array.data_type();
+    let elem = data_type.fixed_size().ok_or_else(|| WriteError::Config {
+        reason: format!("data type {data_type} has elements of variable size; the writer writes fixed-size elements"),
+    })?;
+    let shape = subset.shape().to_vec();
+    Selection::from(subset)
+        .check_within(array.shape())
+        .map_err(|reason| WriteError::InvalidSubset { reason })?;
+    let expected = subset.num_elements_usize() * elem;
+    if data.len() != expected {
+        return Err(WriteError::DataSize {
+            shape,
+            expected,
+            actual: data.len(),
+        });
+    }
+    let engine = resolve_device(options.device, &data)?;
+    let fill = array.fill_value().as_ne_bytes().to_vec();
+    let chunks = plan::plan(array, subset, elem)?;
+    let batched = match classify_chain(array.metadata(), Some(elem)) {
+        crate::reader::Chain::Fast(chain) => Ok((chain, None)),
+        crate::reader::Chain::Fallback(reason) => match shard::layout(array.metadata(), elem) {
+            Ok(layout) => Ok((layout.chain, Some(layout))),
+            Err(_) => Err(reason),
+        },
+    };
+    let (chain, shards) = match batched {
+        Ok((chain, _)) if engine.is_none() && !chain.algorithm.has_cpu_implementation() => {
+            return Err(WriteError::Engine(crate::Error::NeedsGpu {
+                algorithm: chain.algorithm.name(),
+            }))
+        }
+        Ok(batched) => batched,
+        Err(reason) => {
+            log::info!("zarrs-nvcomp writer: writing through the zarrs pipeline: {reason}");
+            let host;
+            let data = match data {
+                WriteData::Host(bytes) => bytes,
+                WriteData::Device { ptr, len, .. } => {
+                    let engine = engine.as_ref().expect("device data has an engine");
+                    host = gather::download_chunk(engine, crate::cuda::DeviceRegion { ptr, len })?;
+                    &host
+                }
+            };
+            return write_with_zarrs(array, chunks, data, &fill, options).await;
+        }
+    };
+    let encoder = Arc::new(WaveEncoder {
+        chunks: ChunkEncoder::new(chain, engine.as_ref())?,
+        shards,
+        elem,
+        write_fill: options.write_empty_chunks,
+    });
+    let wave_bytes = match &engine {
+        Some(_) => options.wave_bytes,
+        None => options
+            .wave_bytes
+            .min(crate::reader::CPU_WAVE_BYTES_PER_THREAD.saturating_mul(crate::fork::num_threads())),
+    };
+    let storage = array.storage();
+    let fill: Arc<[u8]> = fill.into();
+    let mut summary = WriteSummary::default();
+    let mut storing: Option<store::StoreTask> = None;
+    for wave in plan::waves(chunks, wave_bytes.max(1)) {
+        let old = read_partial(array, &wave, options).await?;
+        let stored = encode_wave(&encoder, engine.as_ref(), &wave, data, old, &fill).await?;
+        if let Some(previous) = storing.take() {
+            summary += previous.join().await?;
+        }
+        let keyed = wave.into_iter().map(|c| c.key).zip(stored).collect();
+        storing = Some(store::StoreTask::spawn(
+            storage.clone(),
+            keyed,
+            options.max_concurrent_requests,
+        ));
+    }
+    if let Some(last) = storing {
+        summary += last.join().await?;
+    }
+    Ok(summary)
+}

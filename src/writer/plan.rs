@@ -1,0 +1,102 @@
+//! Which chunks a subset covers, whether each is covered whole, and where
+//! its part of the subset comes from in the data: the reader's plan, with
+//! every copy turned around (data to chunk instead of chunk to output).
+
+use zarrs::array::{Array, ArraySubset};
+
+use super::WriteError;
+use crate::reader::{plan_chunks, BoxCopy, Selection};
+
+/// One chunk of a write.
+#[derive(Debug, Clone)]
+pub(crate) struct ChunkWrite {
+    /// Chunk grid indices.
+    pub indices: Vec<u64>,
+    /// Store key, for puts, deletes and errors.
+    pub key: String,
+    /// Bytes of the whole chunk (its full shape, also at the array's edge).
+    pub chunk_len: usize,
+    /// The chunk's full shape.
+    pub chunk_shape: Vec<u64>,
+    /// The copy of the chunk's part of the subset from the data into the chunk.
+    pub gather: BoxCopy,
+    /// The chunk's elements that lie inside the array, in chunk coordinates.
+    pub in_bounds: ArraySubset,
+    /// Whether the subset leaves part of the chunk's in-bounds elements out:
+    /// their stored values must be read and merged.
+    pub partial: bool,
+    /// Whether the chunk reaches past the array's end, where it holds the
+    /// fill value.
+    pub overhangs: bool,
+}
+
+/// Plans the write of `subset` of `array` (elements of `elem` bytes) from
+/// data that holds exactly the subset, C order.
+pub(crate) fn plan<S: ?Sized>(
+    array: &Array<S>,
+    subset: &ArraySubset,
+    elem: usize,
+) -> Result<Vec<ChunkWrite>, WriteError> {
+    let selection = Selection::from(subset);
+    let shape = subset.shape().to_vec();
+    let data_len = subset.num_elements_usize() * elem;
+    let read_plan = plan_chunks(array, &selection, elem, data_len, None).map_err(WriteError::from_plan)?;
+    let ones = vec![1; shape.len()];
+    read_plan
+        .chunks
+        .into_iter()
+        .map(|chunk| {
+            let invalid = |e: &dyn std::fmt::Display| WriteError::InvalidSubset { reason: e.to_string() };
+            let chunk_shape: Vec<u64> = array
+                .chunk_shape(&chunk.indices)
+                .map_err(|e| invalid(&e))?
+                .iter()
+                .map(|n| n.get())
+                .collect();
+            let bounded = array.chunk_subset_bounded(&chunk.indices).map_err(|e| invalid(&e))?;
+            let in_bounds = ArraySubset::new_with_shape(bounded.shape().to_vec());
+            let local = &chunk.local_box;
+            let gather = BoxCopy::strided(
+                &shape,
+                &chunk.dst_start,
+                &ones,
+                &chunk_shape,
+                local.start(),
+                local.shape(),
+                elem,
+            );
+            let partial = local.start().iter().any(|s| *s != 0) || local.shape() != in_bounds.shape();
+            let overhangs = in_bounds.shape() != chunk_shape.as_slice();
+            Ok(ChunkWrite {
+                indices: chunk.indices,
+                key: chunk.key,
+                chunk_len: chunk.decoded_len,
+                chunk_shape,
+                gather,
+                in_bounds,
+                partial,
+                overhangs,
+            })
+        })
+        .collect()
+}
+
+/// Splits `chunks` into waves of at most `wave_bytes` decoded bytes (at
+/// least one chunk each), in order.
+pub(crate) fn waves(chunks: Vec<ChunkWrite>, wave_bytes: usize) -> Vec<Vec<ChunkWrite>> {
+    let mut waves = Vec::new();
+    let mut current: Vec<ChunkWrite> = Vec::new();
+    let mut bytes = 0;
+    for chunk in chunks {
+        if !current.is_empty() && bytes + chunk.chunk_len > wave_bytes {
+            waves.push(std::mem::take(&mut current));
+            bytes = 0;
+        }
+        bytes += chunk.chunk_len;
+        current.push(chunk);
+    }
+    if !current.is_empty() {
+        waves.push(current);
+    }
+    waves
+}

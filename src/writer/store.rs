@@ -1,0 +1,99 @@
+//! Stores a wave's chunks: concurrent puts (and deletes of fill-value
+//! chunks), at most a given number in flight.
+
+use std::sync::Arc;
+
+use futures::{StreamExt, TryStreamExt};
+use zarrs::storage::{AsyncWritableStorageTraits, StoreKey};
+
+use super::encode::Stored;
+use super::WriteError;
+
+/// What storing a wave did.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WriteSummary {
+    /// Chunks (shards, for sharded arrays) put in the store.
+    pub stored: usize,
+    /// Chunks equal to the fill value, not stored (any stored one deleted).
+    pub fill_chunks: usize,
+    /// Bytes put in the store (0 for chunks the zarrs pipeline stores,
+    /// which does not report them).
+    pub stored_bytes: u64,
+}
+
+impl std::ops::AddAssign for WriteSummary {
+    fn add_assign(&mut self, other: Self) {
+        self.stored += other.stored;
+        self.fill_chunks += other.fill_chunks;
+        self.stored_bytes += other.stored_bytes;
+    }
+}
+
+/// Puts or deletes every chunk of `wave` (keys and what to store), at most
+/// `in_flight` requests at once.
+async fn store_wave<S: ?Sized + AsyncWritableStorageTraits + 'static>(
+    storage: Arc<S>,
+    wave: Vec<(String, Stored)>,
+    in_flight: usize,
+) -> Result<WriteSummary, WriteError> {
+    let summary = wave.iter().fold(WriteSummary::default(), |mut s, (_, stored)| {
+        match stored {
+            Stored::Put(bytes) => {
+                s.stored += 1;
+                s.stored_bytes += bytes.len() as u64;
+            }
+            Stored::Fill => s.fill_chunks += 1,
+        }
+        s
+    });
+    futures::stream::iter(wave)
+        .map(|(key, stored)| {
+            let storage = storage.clone();
+            async move {
+                let store_key = StoreKey::new(key.clone()).map_err(|e| WriteError::Store {
+                    key: key.clone(),
+                    reason: e.to_string(),
+                })?;
+                let done = match stored {
+                    Stored::Put(bytes) => storage.set(&store_key, bytes).await,
+                    Stored::Fill => storage.erase(&store_key).await,
+                };
+                done.map_err(|e| WriteError::Store {
+                    key,
+                    reason: e.to_string(),
+                })
+            }
+        })
+        .buffer_unordered(in_flight.max(1))
+        .try_collect::<()>()
+        .await?;
+    Ok(summary)
+}
+
+/// The puts of one wave, spawned so that they overlap the next wave's
+/// encoding; aborted when dropped before they are joined, so that a write
+/// whose future is dropped (cancelled, or failed on a later wave) stops
+/// storing.
+pub(crate) struct StoreTask(tokio::task::JoinHandle<Result<WriteSummary, WriteError>>);
+
+impl StoreTask {
+    /// Spawns [`store_wave`] on the current runtime.
+    pub fn spawn<S: ?Sized + AsyncWritableStorageTraits + 'static>(
+        storage: Arc<S>,
+        wave: Vec<(String, Stored)>,
+        in_flight: usize,
+    ) -> Self {
+        Self(tokio::spawn(store_wave(storage, wave, in_flight)))
+    }
+
+    /// Waits for the puts.
+    pub async fn join(mut self) -> Result<WriteSummary, WriteError> {
+        super::wave::joined((&mut self.0).await)
+    }
+}
+
+impl Drop for StoreTask {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
