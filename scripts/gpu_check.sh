@@ -1,18 +1,38 @@
 #!/usr/bin/env bash
-# The GPU checks of a change, in one device run (through .gpu/on-device):
-#   bash .gpu/on-device bash scripts/gpu_check.sh [tests] [bench] [fuzz]
-# Logs go to $OUT.
+# The GPU checks of a change in one device run (through .gpu/on-device):
+#   bash .gpu/on-device bash scripts/gpu_check.sh STEP...
+# Steps: rust (the Rust GPU test binaries in .gpu/bin), tests (pytest -m gpu),
+# boundary, choice, write, xarray, untrusted, sharded, blosc, dask, fuzz.
+# Each step has its own time limit; the full log goes to $OUT/gpu_check.log
+# (one file: few come back from a run), each step's tail to stdout.
 set -u
+run() { # run NAME SECONDS CMD...: the command's log appended to the full log, its tail here
+  local name=$1 limit=$2 log
+  shift 2
+  log=$(mktemp)
+  echo "== $name"
+  timeout "$limit" "$@" >"$log" 2>&1
+  echo "(exit $?)"
+  tail -n "${TAIL:-25}" "$log"
+  { echo "===== $name: $*"; cat "$log"; } >>"$OUT/gpu_check.log"
+  rm -f "$log"
+}
 for step in "$@"; do
   case $step in
-    tests)
-      echo "== pytest -m gpu"
-      timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider python/tests -rfEsx 2>&1 | tee "$OUT/pytest_gpu.log" | tail -40 ;;
-    bench)
-      echo "== untrusted vs trusted reads, 1 GiB"
-      timeout 240 python3 benches/untrusted_read_bench.py --size-mb 1024 --repeats 3 2>&1 | tail -8 ;;
-    fuzz)
-      echo "== fuzz"
-      timeout 280 python3 fuzz/gpu_fuzz.py --cases "${FUZZ_CASES:-20}" --chain-cases "${CHAIN_CASES:-5}" --jobs 14 --out "$OUT" 2>&1 | tail -25 ;;
+    rust)
+      for t in .gpu/bin/gpu_*; do
+        run "$(basename "$t" | sed 's/-[0-9a-f]*$//')" 180 "$t" --include-ignored --test-threads 1
+      done ;;
+    tests) TAIL=40 run pytest_gpu 420 python3 -m pytest -q -m gpu -p no:cacheprovider python/tests -rfEx ;;
+    boundary) run python_boundary 240 python3 benches/python_boundary.py --size-mb 1024 --repeats 3 ;;
+    choice) TAIL=60 run device_choice 300 python3 benches/device_choice.py --max-mb 1024 --budget 0.1 ;;
+    write) TAIL=40 run write_bench 300 python3 benches/write_bench.py --size-mb 1024 --repeats 2 ;;
+    xarray) run xarray_bench 240 python3 benches/xarray_bench.py --size-mb 1024 --repeats 3 ;;
+    untrusted) run untrusted_read_bench 240 python3 benches/untrusted_read_bench.py --size-mb 1024 --repeats 3 ;;
+    sharded) TAIL=30 run read_sharded_bench 300 python3 benches/read_sharded_bench.py ;;
+    blosc) TAIL=30 run read_blosc_bench 300 python3 benches/read_blosc_bench.py ;;
+    dask) TAIL=30 run dask_multi_gpu 540 python3 benches/dask_multi_gpu.py ;;
+    fuzz) run fuzz 280 python3 fuzz/gpu_fuzz.py --cases "${FUZZ_CASES:-20}" --chain-cases "${CHAIN_CASES:-5}" --jobs 14 --out "$OUT" ;;
+    *) echo "unknown step $step" ;;
   esac
 done

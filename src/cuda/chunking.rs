@@ -80,7 +80,13 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: BufferEnds<'
     };
     let pieces = match *algorithm {
         Algorithm::Lz4 { has_header: true, .. } => {
-            let (size, _) = lz4::split_header(f.head).map_err(corrupt)?;
+            let (size, block) = lz4::split_header(f.head).map_err(&corrupt)?;
+            // nvCOMP's LZ4 decoder does not validate its input: host blocks
+            // are walked first, as Snappy's are.
+            if f.is_whole() {
+                declared(index, size as u64, max)?;
+                lz4::validate_block(block, size).map_err(&corrupt)?;
+            }
             vec![DecodePiece {
                 buffer: index,
                 input: lz4::HEADER_LEN..f.len,
@@ -267,17 +273,24 @@ mod tests {
 
     #[test]
     fn lz4_header_becomes_the_decoded_size_and_is_skipped() {
-        let buf = [16, 0, 0, 0, 0xAA, 0xBB];
+        let block = lz4_flex::block::compress(&[7u8; 16]);
+        let buf = [&16u32.to_le_bytes()[..], &block].concat();
         let pieces = decode_pieces_of(&LZ4, 3, &buf, 1 << 20).unwrap();
         assert_eq!(
             pieces,
             vec![DecodePiece {
                 buffer: 3,
-                input: 4..6,
+                input: 4..buf.len(),
                 decoded: Some(16),
                 check: None,
             }]
         );
+        // A block that does not decode to its declared size never reaches nvCOMP.
+        let wrong = [&17u32.to_le_bytes()[..], &block].concat();
+        assert!(matches!(
+            decode_pieces_of(&LZ4, 3, &wrong, 1 << 20),
+            Err(Error::Corrupt { index: 3, .. })
+        ));
         assert!(matches!(
             decode_pieces_of(&LZ4, 3, &buf[..2], 1 << 20),
             Err(Error::Corrupt { index: 3, .. })
