@@ -70,24 +70,19 @@ pub fn decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
     }
 }
 
-/// The most a compressed block decodes to (Zstandard's `Block_Maximum_Size`).
-const MAX_BLOCK_DECODED_LEN: u64 = 128 * 1024;
-
-/// Bounds of what `input` decodes to, read from block headers alone: at
-/// least the bytes of its raw and RLE blocks (a 4-byte RLE block writes up to
-/// 128 KiB, so this is most of what a frame built to exhaust memory decodes
-/// to); at most that plus 128 KiB per compressed block. `(0, None)` when the
-/// frames cannot be walked (the decoder reports why).
+/// Bounds of what `input` decodes to, from its frames' block headers (see
+/// [`format::zstd::Frame::decoded_len_bounds`]). `(0, None)` when the frames
+/// cannot be walked (the decoder reports why).
 fn decoded_len_bounds(input: &[u8]) -> (u64, Option<u64>) {
     let Ok(frames) = format::zstd::frames(input) else {
         return (0, None);
     };
-    let least = frames.iter().fold(0u64, |n, f| n.saturating_add(f.raw_and_rle_bytes));
-    let blocks = frames.iter().fold(0u64, |n, f| n.saturating_add(f.compressed_blocks));
-    (
-        least,
-        Some(least.saturating_add(blocks.saturating_mul(MAX_BLOCK_DECODED_LEN))),
-    )
+    frames
+        .iter()
+        .map(format::zstd::Frame::decoded_len_bounds)
+        .fold((0, Some(0)), |(least, most), (l, m)| {
+            (least.saturating_add(l), most.map(|most: u64| most.saturating_add(m)))
+        })
 }
 
 /// Decodes frames that declare no size with the streaming decoder into a

@@ -104,7 +104,13 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: BufferEnds<'
         // Concatenated frames (as libzstd and numcodecs write and read them)
         // become one piece each, decoded back to back; skippable frames none.
         Algorithm::Zstd if f.is_whole() => {
-            let frames = format::zstd::frames(f.head).map_err(corrupt)?;
+            let frames = format::zstd::frames(f.head).map_err(&corrupt)?;
+            // Sizes are allocated before nvCOMP runs: a frame declaring more
+            // than its blocks hold is refused here.
+            frames
+                .iter()
+                .try_for_each(format::zstd::Frame::check_content_size)
+                .map_err(&corrupt)?;
             let total = frames
                 .iter()
                 .filter_map(|fr| fr.content_size)
@@ -269,6 +275,25 @@ mod tests {
             decode_pieces_of(&Algorithm::Zstd, 2, &buf[..buf.len() - 1], 1 << 20),
             Err(Error::Corrupt { index: 2, .. })
         ));
+    }
+
+    #[test]
+    fn zstd_frames_declaring_more_than_their_blocks_hold_are_refused() {
+        // Single segment, 4-byte content size of 1 GiB, then one last RLE
+        // block of 100 bytes: a frame that would have 1 GiB allocated.
+        let mut frame = vec![0x28, 0xB5, 0x2F, 0xFD, 0xA0];
+        frame.extend((1u32 << 30).to_le_bytes());
+        frame.extend([0x23, 0x03, 0x00, 0x55]);
+        let err = decode_pieces_of(&Algorithm::Zstd, 4, &frame, 1 << 31).unwrap_err();
+        assert!(
+            matches!(&err, Error::Corrupt { index: 4, reason } if reason.contains("declares 1073741824 bytes")),
+            "{err}"
+        );
+        frame[5..9].copy_from_slice(&100u32.to_le_bytes());
+        assert_eq!(
+            decode_pieces_of(&Algorithm::Zstd, 4, &frame, 1 << 31).unwrap()[0].decoded,
+            Some(100)
+        );
     }
 
     #[test]

@@ -38,6 +38,38 @@ pub struct Frame {
     pub checksum: Option<u32>,
 }
 
+/// The most a compressed block decodes to (Zstandard's `Block_Maximum_Size`).
+const MAX_BLOCK_DECODED_LEN: u64 = 128 * 1024;
+
+impl Frame {
+    /// Bounds of what the frame decodes to, read from its block headers
+    /// alone: at least the bytes of its raw and RLE blocks (a 4-byte RLE
+    /// block writes up to 128 KiB, so this is most of what a frame built to
+    /// exhaust memory decodes to); at most that plus 128 KiB per compressed
+    /// block.
+    pub fn decoded_len_bounds(&self) -> (u64, u64) {
+        let least = self.raw_and_rle_bytes;
+        (
+            least,
+            least.saturating_add(self.compressed_blocks.saturating_mul(MAX_BLOCK_DECODED_LEN)),
+        )
+    }
+
+    /// Checks the declared content size, if any, against
+    /// [`Self::decoded_len_bounds`]: a frame declaring more than its blocks
+    /// can hold would have a decoder allocate what it never fills.
+    pub fn check_content_size(&self) -> Result<(), String> {
+        let (least, most) = self.decoded_len_bounds();
+        match self.content_size {
+            Some(size) if size < least || size > most => Err(format!(
+                "Zstandard frame at byte {} declares {size} bytes, but its blocks decode to {least} to {most}",
+                self.range.start
+            )),
+            _ => Ok(()),
+        }
+    }
+}
+
 /// Walks a buffer of Zstandard frames back to back: the data frames in
 /// order, skippable frames left out.
 pub fn frames(buf: &[u8]) -> Result<Vec<Frame>, String> {
