@@ -189,6 +189,14 @@ pub enum Error {
         /// What was wrong.
         reason: String,
     },
+    /// Buffer `index` of a batch cannot be encoded: the compressor failed.
+    #[error("buffer {index} of the batch cannot be encoded: {reason}")]
+    Encode {
+        /// Position of the buffer in the batch.
+        index: usize,
+        /// The compressor's message.
+        reason: String,
+    },
     /// Buffer `index` declares a decoded size above the configured limit.
     #[error(
         "buffer {index} of the batch declares {size} decoded bytes, above the limit of {limit} bytes; \
@@ -214,13 +222,13 @@ pub enum Error {
         size: u64,
     },
     /// A caller-supplied output buffer whose size differs from the decoded size.
-    #[error("output buffer {index} holds {actual} bytes but buffer {index} decodes to {expected} bytes")]
+    #[error("output buffer {index} holds {expected} bytes but buffer {index} decodes to {actual} bytes")]
     OutputSize {
         /// Position of the buffer in the batch.
         index: usize,
-        /// Bytes the decoded data needs.
+        /// Bytes the caller's buffer holds (or the caller declared).
         expected: usize,
-        /// Bytes the caller's buffer holds.
+        /// Bytes the buffer decodes to (or its format declares).
         actual: usize,
     },
     /// Inputs and outputs of a batch differ in number.

@@ -175,8 +175,8 @@ impl CudaEngine {
                     if actual != *expected {
                         return Err(Error::OutputSize {
                             index: i,
-                            expected: actual,
-                            actual: *expected,
+                            expected: *expected,
+                            actual,
                         });
                     }
                 }

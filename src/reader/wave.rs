@@ -86,8 +86,8 @@ pub(crate) fn item_error(err: Error, key_of: impl Fn(usize) -> String) -> ReadEr
             actual,
         } => ReadError::ChunkSize {
             key: key_of(index),
-            expected: actual,
-            actual: expected,
+            expected,
+            actual,
         },
         Error::Corrupt { index, reason } => ReadError::Corrupt {
             key: key_of(index),
@@ -113,8 +113,8 @@ mod tests {
         match item_error(
             Error::OutputSize {
                 index: 1,
-                expected: 10,
-                actual: 8,
+                expected: 8,
+                actual: 10,
             },
             key_of,
         ) {
