@@ -7,28 +7,9 @@ use cudarc::driver::{result, CudaContext, DriverError};
 
 use crate::error::{Error, Result};
 
+/// The error of the driver call `call`, keeping the driver's error.
 pub(crate) fn cuda_err(call: &'static str) -> impl Fn(DriverError) -> Error {
-    move |e| {
-        use sys::CUresult::*;
-        let sticky = matches!(
-            e.0,
-            CUDA_ERROR_ILLEGAL_ADDRESS
-                | CUDA_ERROR_LAUNCH_FAILED
-                | CUDA_ERROR_ILLEGAL_INSTRUCTION
-                | CUDA_ERROR_MISALIGNED_ADDRESS
-                | CUDA_ERROR_HARDWARE_STACK_ERROR
-        );
-        let reason = if sticky {
-            format!(
-                "{e}: the GPU context is unusable until the process restarts; nvCOMP's decoders for \
-                 deflate, gzip, gdeflate, cascaded, bitcomp and ans (and for snappy and zstd on device-resident \
-                 input) do not validate corrupt input (decode untrusted data with the CPU backend)"
-            )
-        } else {
-            e.to_string()
-        };
-        Error::Cuda { call, reason }
-    }
+    move |source| Error::Cuda { call, source }
 }
 
 /// Page-locked host memory, for copies at full bus speed.

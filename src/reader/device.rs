@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, DevicePtrMut};
+use cudarc::driver::{CudaSlice, DevicePtrMut, DriverError};
 
 use super::wave::{fill_is_zero, item_error, WaveDecoder, WaveItem};
 use super::ReadError;
@@ -97,13 +97,8 @@ impl DeviceArray {
     }
 }
 
-fn cuda_error<E: std::fmt::Display>(call: &'static str) -> impl Fn(E) -> ReadError {
-    move |e| {
-        ReadError::Engine(Error::Cuda {
-            call,
-            reason: e.to_string(),
-        })
-    }
+fn cuda_error(call: &'static str) -> impl Fn(DriverError) -> ReadError {
+    move |source| ReadError::Engine(Error::Cuda { call, source })
 }
 
 /// The GPU's [`WaveDecoder`]: each wave is one nvCOMP batch call (in a
