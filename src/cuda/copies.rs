@@ -183,7 +183,7 @@ unsafe impl Send for CopyKernel {}
 
 impl CopyKernel {
     /// Compiles and loads the kernel into `ctx`.
-    pub fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
+    pub(super) fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
         ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
         let src = CString::new(ptx()).expect("PTX has no NUL");
         // SAFETY: a NUL-terminated PTX image; the driver copies what it needs.
@@ -204,7 +204,7 @@ impl CopyKernel {
     /// # Safety
     /// Every row must be valid device-accessible memory until the stream
     /// reaches the copies, and no destination may overlap another row.
-    pub unsafe fn copy_rows(&mut self, ctx: &Arc<CudaContext>, copies: &[Rows], stream: CUstream) -> Result<()> {
+    pub(super) unsafe fn copy_rows(&mut self, ctx: &Arc<CudaContext>, copies: &[Rows], stream: CUstream) -> Result<()> {
         let copies: Vec<&Rows> = copies.iter().filter(|c| c.width > 0 && c.rows > 0).collect();
         if copies.is_empty() {
             return Ok(());

@@ -110,7 +110,7 @@ impl CudaEngine {
         let mut engines = ENGINES
             .get_or_init(Mutex::default)
             .lock()
-            .unwrap_or_else(|e| e.into_inner());
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(engine) = engines.get(&device) {
             return Ok(engine.clone());
         }

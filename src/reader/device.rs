@@ -115,7 +115,7 @@ pub(crate) struct DeviceWaves {
 impl DeviceWaves {
     /// A decoder of `algorithm` on `engine` into a new output of `shape`
     /// (`len` bytes); the places of missing items get `fill` (one element).
-    pub fn new(
+    pub(super) fn new(
         engine: Arc<CudaEngine>,
         algorithm: Algorithm,
         options: DecodeOptions,
@@ -132,7 +132,7 @@ impl DeviceWaves {
     }
 
     /// The output.
-    pub fn into_array(self) -> DeviceArray {
+    pub(super) fn into_array(self) -> DeviceArray {
         self.out
     }
 }
@@ -161,7 +161,7 @@ impl WaveDecoder for DeviceWaves {
                         src_offset: 0,
                         src_pitch: 0,
                         ..rows
-                    })
+                    });
                 }),
             }
         }

@@ -46,7 +46,7 @@ pub(crate) struct WaveItem<'a> {
 impl WaveItem<'_> {
     /// Whether the decoded bytes are, whole, one run of the output: then they
     /// can be decoded in place.
-    pub fn is_whole_run(&self) -> bool {
+    pub(super) fn is_whole_run(&self) -> bool {
         self.place.outer.is_empty() && self.place.src_offset == 0 && self.place.width == self.decoded_len
     }
 }
@@ -119,7 +119,7 @@ mod tests {
             key_of,
         ) {
             ReadError::ChunkSize { key, expected, actual } => {
-                assert_eq!((key.as_str(), expected, actual), ("c/1", 8, 10))
+                assert_eq!((key.as_str(), expected, actual), ("c/1", 8, 10));
             }
             other => panic!("{other:?}"),
         }
