@@ -1,12 +1,15 @@
 //! Criterion benchmark of the CPU backend: encode and decode 64 MiB of
 //! float32-like data in 1 MiB and 64 KiB chunks with LZ4 and Zstandard.
 
+// criterion_group! defines a public function it cannot document.
+#![allow(missing_docs)]
+
 use std::time::Duration;
 
 use criterion::{criterion_group, criterion_main, BenchmarkId, Criterion, Throughput};
 use zarrs_nvcomp::{Backend, BatchCodec};
 
-#[path = "data.rs"]
+#[path = "common/data.rs"]
 mod data;
 
 fn cpu_backend(c: &mut Criterion) {

@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use zarrs_nvcomp::{Backend, BatchCodec};
 
-#[path = "data.rs"]
+#[path = "common/data.rs"]
 mod data;
 
 const TOTAL: usize = 256 << 20;

@@ -127,7 +127,7 @@ fn main() {
                 })
                 .collect();
             let t_into = best(3, || {
-                unsafe { engine.decode_device_into(&algorithm, &regions, &outs, 1 << 31) }.unwrap()
+                unsafe { engine.decode_device_into(&algorithm, &regions, &outs, 1 << 31) }.unwrap();
             });
             let mut check = vec![0u8; data.len()];
             unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut check, out_base) }.unwrap();

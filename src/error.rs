@@ -2,9 +2,11 @@
 
 use std::fmt;
 
+use cudarc::driver::DriverError;
+
 /// Why the CUDA backend cannot be used on this machine. Each message says
 /// what is missing and how to fix it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub enum GpuUnavailable {
     /// `libcuda.so.1` (the driver library) could not be opened.
     NoLibcuda,
@@ -47,8 +49,10 @@ pub enum GpuUnavailable {
         /// `cuDriverGetVersion`, e.g. 12080.
         driver_version: i32,
     },
-    /// The driver failed while setting up the device.
-    Driver(String),
+    /// A driver call failed while setting up CUDA.
+    Driver(DriverError),
+    /// The device's engine (its context, stream and nvCOMP) could not be set up.
+    Engine(Box<Error>),
     /// This process was forked from one that had initialised CUDA, which a
     /// child cannot use: the driver's state belongs to the parent.
     Forked,
@@ -138,7 +142,8 @@ impl fmt::Display for GpuUnavailable {
                 nvcomp_extra(*driver_version),
                 nvcomp_cuda / 1000
             ),
-            Self::Driver(why) => write!(f, "CUDA driver error: {why}"),
+            Self::Driver(source) => write!(f, "CUDA driver error: {source}"),
+            Self::Engine(source) => write!(f, "CUDA driver error: {source}"),
             Self::Forked => write!(
                 f,
                 "CUDA cannot be used in a process forked after CUDA was initialised in its parent; \
@@ -146,6 +151,34 @@ impl fmt::Display for GpuUnavailable {
                  (multiprocessing.get_context('spawn'), DataLoader(multiprocessing_context='spawn'))"
             ),
         }
+    }
+}
+
+impl std::error::Error for GpuUnavailable {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Driver(source) => Some(source),
+            Self::Engine(source) => Some(source.as_ref()),
+            _ => None,
+        }
+    }
+}
+
+/// What to add to a driver error that leaves the context unusable: the
+/// process must restart, and which decoders can cause it.
+fn sticky_note(error: &DriverError) -> &'static str {
+    use cudarc::driver::sys::CUresult::*;
+    match error.0 {
+        CUDA_ERROR_ILLEGAL_ADDRESS
+        | CUDA_ERROR_LAUNCH_FAILED
+        | CUDA_ERROR_ILLEGAL_INSTRUCTION
+        | CUDA_ERROR_MISALIGNED_ADDRESS
+        | CUDA_ERROR_HARDWARE_STACK_ERROR => {
+            ": the GPU context is unusable until the process restarts; nvCOMP's decoders for \
+             deflate, gzip, gdeflate, cascaded, bitcomp and ans (and for snappy and zstd on device-resident \
+             input) do not validate corrupt input (decode untrusted data with the CPU backend)"
+        }
+        _ => "",
     }
 }
 
@@ -189,6 +222,14 @@ pub enum Error {
         /// What was wrong.
         reason: String,
     },
+    /// Buffer `index` of a batch cannot be encoded: the compressor failed.
+    #[error("buffer {index} of the batch cannot be encoded: {reason}")]
+    Encode {
+        /// Position of the buffer in the batch.
+        index: usize,
+        /// The compressor's message.
+        reason: String,
+    },
     /// Buffer `index` declares a decoded size above the configured limit.
     #[error(
         "buffer {index} of the batch declares {size} decoded bytes, above the limit of {limit} bytes; \
@@ -214,13 +255,13 @@ pub enum Error {
         size: u64,
     },
     /// A caller-supplied output buffer whose size differs from the decoded size.
-    #[error("output buffer {index} holds {actual} bytes but buffer {index} decodes to {expected} bytes")]
+    #[error("output buffer {index} holds {expected} bytes but buffer {index} decodes to {actual} bytes")]
     OutputSize {
         /// Position of the buffer in the batch.
         index: usize,
-        /// Bytes the decoded data needs.
+        /// Bytes the caller's buffer holds (or the caller declared).
         expected: usize,
-        /// Bytes the caller's buffer holds.
+        /// Bytes the buffer decodes to (or its format declares).
         actual: usize,
     },
     /// Inputs and outputs of a batch differ in number.
@@ -251,14 +292,14 @@ pub enum Error {
     },
     /// The CUDA backend was asked for and cannot be used.
     #[error("the CUDA backend is unavailable: {0}")]
-    GpuUnavailable(GpuUnavailable),
+    GpuUnavailable(#[source] GpuUnavailable),
     /// A CUDA driver call failed.
-    #[error("CUDA error in {call}: {reason}")]
+    #[error("CUDA error in {call}: {source}{}", sticky_note(source))]
     Cuda {
         /// The operation.
         call: &'static str,
-        /// The driver's message.
-        reason: String,
+        /// The driver's error.
+        source: DriverError,
     },
     /// The worker process that decodes data not known to be valid on the GPU
     /// failed, hung or could not start (see [`crate::cuda::isolation`]).
@@ -313,8 +354,17 @@ mod tests {
             m.contains("supports CUDA 11.8") && m.contains("update the NVIDIA driver"),
             "{m}"
         );
-        let m = message(GpuUnavailable::Driver("CUDA_ERROR_UNKNOWN".into()));
-        assert_eq!(m, "CUDA driver error: CUDA_ERROR_UNKNOWN");
+        // (A DriverError's message needs libcuda: an engine error stands in.)
+        let engine = GpuUnavailable::Engine(Box::new(crate::Error::Nvcomp {
+            call: "nvcompBatchedLZ4DecompressGetTempSizeAsync",
+            status: "nvcompErrorInternal".into(),
+        }));
+        assert_eq!(
+            message(engine.clone()),
+            "CUDA driver error: nvCOMP error in nvcompBatchedLZ4DecompressGetTempSizeAsync: nvcompErrorInternal"
+        );
+        let source = std::error::Error::source(&engine).expect("the engine's error is kept");
+        assert!(source.to_string().starts_with("nvCOMP error in"), "{source}");
     }
 
     #[test]

@@ -389,8 +389,8 @@ fn wrong_output_sizes_are_refused() {
                 err,
                 Error::OutputSize {
                     index: 1,
-                    expected: 1000,
-                    actual: 999
+                    expected: 999,
+                    actual: 1000
                 }
             ),
             "{alg:?}: {err}"
@@ -404,8 +404,8 @@ fn wrong_output_sizes_are_refused() {
                 err,
                 Error::OutputSize {
                     index: 1,
-                    expected: 1000,
-                    actual: 1001
+                    expected: 1001,
+                    actual: 1000
                 }
             ),
             "{alg:?}: {err}"

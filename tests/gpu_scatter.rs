@@ -123,8 +123,8 @@ fn wrong_sizes_and_lengths_are_errors() {
             err,
             Error::OutputSize {
                 index: 1,
-                expected: 64,
-                actual: 63
+                expected: 63,
+                actual: 64
             }
         ),
         "{err}"

@@ -168,6 +168,9 @@ pub(crate) fn engine_error(err: Error) -> PyErr {
     let kind = match err {
         // A worker failure means its batch could not be decoded on the GPU.
         Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. } | Error::Worker { .. } => Kind::Decode,
+        // Compression failures raised the decode class before they had a
+        // variant of their own; they keep it.
+        Error::Encode { .. } => Kind::Decode,
         Error::GpuUnavailable(_) | Error::NeedsGpu { .. } => Kind::GpuUnavailable,
         Error::Cuda { .. } | Error::Nvcomp { .. } => Kind::Cuda,
         Error::OutOfMemory { .. } => Kind::OutOfMemory,

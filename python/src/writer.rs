@@ -51,7 +51,8 @@ fn write_chunks(
         max_concurrent_requests: max_concurrent_requests.unwrap_or(WriteOptions::default().max_concurrent_requests),
         ..WriteOptions::default()
     };
-    let subset = ArraySubset::new_with_start_shape(start, shape).map_err(|e| new_err(Kind::Selection, e.to_string()))?;
+    let subset =
+        ArraySubset::new_with_start_shape(start, shape).map_err(|e| new_err(Kind::Selection, e.to_string()))?;
     let data = match (&host, device_data) {
         (Some(buffer), None) => {
             if !buffer.is_c_contiguous() {

@@ -29,7 +29,7 @@ fn deflate_into(input: &[u8], level: i32, out: &mut Vec<u8>, index: usize) -> Re
         let consumed = c.total_in() as usize;
         let status = c
             .compress_vec(&input[consumed..], out, FlushCompress::Finish)
-            .map_err(|e| Error::Corrupt {
+            .map_err(|e| Error::Encode {
                 index,
                 reason: format!("deflate compression failed: {e}"),
             })?;

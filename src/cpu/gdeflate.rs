@@ -69,7 +69,7 @@ pub const MAX_BARE_DECODED_LEN: u64 = PAGE_SIZE as u64;
 /// Compresses one page of at most 64 KiB into a single GDeflate stream.
 fn compress_page(page: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
     debug_assert!(!page.is_empty() && page.len() <= PAGE_SIZE);
-    let failed = |reason: &str| Error::Corrupt {
+    let failed = |reason: &str| Error::Encode {
         index,
         reason: format!("GDeflate compression failed: {reason}"),
     };

@@ -26,10 +26,10 @@ pub fn encode(input: &[u8], header: bool, index: usize) -> Result<Vec<u8>> {
     let mut out = vec![0u8; prefix + lz4_flex::block::get_maximum_output_size(input.len())];
     if header {
         // Cannot fail: the length is below MAX_INPUT_SIZE.
-        let bytes = format::lz4::write_header(input.len()).map_err(|reason| Error::Corrupt { index, reason })?;
+        let bytes = format::lz4::write_header(input.len()).map_err(|reason| Error::Encode { index, reason })?;
         out[..prefix].copy_from_slice(&bytes);
     }
-    let n = lz4_flex::block::compress_into(input, &mut out[prefix..]).map_err(|e| Error::Corrupt {
+    let n = lz4_flex::block::compress_into(input, &mut out[prefix..]).map_err(|e| Error::Encode {
         index,
         reason: format!("LZ4 compression failed: {e}"),
     })?;

@@ -207,10 +207,10 @@ pub fn decode_batch_into(
             .map(|(i, (input, out))| {
                 let size = checked_declared_len(codec, input, i, max_decoded_size)?;
                 match size {
-                    Some(expected) if expected != out.len() => Err(Error::OutputSize {
+                    Some(declared) if declared != out.len() => Err(Error::OutputSize {
                         index: i,
-                        expected,
-                        actual: out.len(),
+                        expected: out.len(),
+                        actual: declared,
                     }),
                     _ => Ok(size),
                 }
@@ -240,7 +240,7 @@ fn decode_unsized_into(codec: Codec, input: &[u8], out: &mut [u8], index: usize,
     } else {
         Fill::NeedsMore
     };
-    let expected = match fits {
+    let decoded = match fits {
         Fill::Done(n) if n == out.len() => return Ok(()),
         Fill::Done(n) => n,
         Fill::NeedsMore => {
@@ -254,8 +254,8 @@ fn decode_unsized_into(codec: Codec, input: &[u8], out: &mut [u8], index: usize,
     };
     Err(Error::OutputSize {
         index,
-        expected,
-        actual: out.len(),
+        expected: out.len(),
+        actual: decoded,
     })
 }
 

@@ -27,7 +27,7 @@ pub fn encode(input: &[u8], index: usize) -> Result<Vec<u8>> {
     let mut out = vec![0u8; snap::raw::max_compress_len(input.len())];
     let n = ENCODER
         .with(|e| e.borrow_mut().compress(input, &mut out))
-        .map_err(|e| Error::Corrupt {
+        .map_err(|e| Error::Encode {
             index,
             reason: format!("Snappy compression failed: {e}"),
         })?;

@@ -29,7 +29,7 @@ pub fn encode(input: &[u8], index: usize) -> Result<Vec<u8>> {
         // The one-shot API writes the content size into the frame header.
         cctx.compress(&mut out, input, LEVEL).map(drop)
     })
-    .map_err(|code| Error::Corrupt {
+    .map_err(|code| Error::Encode {
         index,
         reason: format!("Zstandard compression failed: {}", zstd_safe::get_error_name(code)),
     })?;

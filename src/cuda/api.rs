@@ -252,10 +252,10 @@ pub(crate) fn bind(lib: &'static sys::NvcompLibrary, algorithm: &Algorithm) -> B
                 common_opts: sys::nvcompCascadedCommonOpts_t {
                     data_type: nvcomp_type(data_type),
                     mode: sys::NVCOMP_CASCADED_MODE_ASYMMETRIC,
-                    terminal_codec_flags: sys::NVCOMP_CASCADED_TERMINAL_CODEC_CASCADED_BITPACK as u64,
+                    terminal_codec_flags: u64::from(sys::NVCOMP_CASCADED_TERMINAL_CODEC_CASCADED_BITPACK),
                     coarse_grained_encoding_flags: 0,
                 },
-                fine_grained_encoding_flags: sys::NVCOMP_CASCADED_FINE_GRAINED_ENCODING_ALL as u64,
+                fine_grained_encoding_flags: u64::from(sys::NVCOMP_CASCADED_FINE_GRAINED_ENCODING_ALL),
                 compression_level: 3,
                 ..Default::default()
             },

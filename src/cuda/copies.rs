@@ -180,7 +180,7 @@ pub(crate) struct CopyKernel {
 
 impl CopyKernel {
     /// Compiles and loads the kernel into `ctx`.
-    pub fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
+    pub(super) fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
         Ok(Self {
             kernel: PtxKernel::load(ctx, &ptx(), "copy_rows")?,
             table: None,
@@ -192,7 +192,7 @@ impl CopyKernel {
     /// # Safety
     /// Every row must be valid device-accessible memory until the stream
     /// reaches the copies, and no destination may overlap another row.
-    pub unsafe fn copy_rows(&mut self, ctx: &Arc<CudaContext>, copies: &[Rows], stream: CUstream) -> Result<()> {
+    pub(super) unsafe fn copy_rows(&mut self, ctx: &Arc<CudaContext>, copies: &[Rows], stream: CUstream) -> Result<()> {
         let copies: Vec<&Rows> = copies.iter().filter(|c| c.width > 0 && c.rows > 0).collect();
         if copies.is_empty() {
             return Ok(());

@@ -121,8 +121,8 @@ impl CudaEngine {
                     if r.len() != out.len() {
                         return Err(Error::OutputSize {
                             index: i,
-                            expected: r.len(),
-                            actual: out.len(),
+                            expected: out.len(),
+                            actual: r.len(),
                         });
                     }
                 }

@@ -406,8 +406,8 @@ fn writes_in_place(dest: &Dest<'_>, ranges: &[Range<usize>], align: usize, isola
         if o.len != r.len() {
             return Err(Error::OutputSize {
                 index: i,
-                expected: r.len(),
-                actual: o.len,
+                expected: o.len,
+                actual: r.len(),
             });
         }
     }

@@ -44,17 +44,17 @@ fn probe_driver() -> Result<Driver, GpuUnavailable> {
             if !unsafe { sys::is_culib_present() } {
                 return Err(GpuUnavailable::NoLibcuda);
             }
-            result::init().map_err(|e| GpuUnavailable::Driver(e.to_string()))?;
+            result::init().map_err(GpuUnavailable::Driver)?;
             INITIALISED_IN.store(crate::fork::generation(), Ordering::Release);
             let mut version = 0;
             // SAFETY: writes one int.
             unsafe { sys::cuDriverGetVersion(&mut version) }
                 .result()
-                .map_err(|e| GpuUnavailable::Driver(e.to_string()))?;
+                .map_err(GpuUnavailable::Driver)?;
             if version < 12000 {
                 return Err(GpuUnavailable::DriverTooOld { version });
             }
-            let count = result::device::get_count().map_err(|e| GpuUnavailable::Driver(e.to_string()))?;
+            let count = result::device::get_count().map_err(GpuUnavailable::Driver)?;
             if count <= 0 {
                 return Err(GpuUnavailable::NoDevice);
             }
@@ -110,11 +110,11 @@ impl CudaEngine {
         let mut engines = ENGINES
             .get_or_init(Mutex::default)
             .lock()
-            .unwrap_or_else(|e| e.into_inner());
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         if let Some(engine) = engines.get(&device) {
             return Ok(engine.clone());
         }
-        let engine = Arc::new(CudaEngine::create(device, lib).map_err(|e| GpuUnavailable::Driver(e.to_string()))?);
+        let engine = Arc::new(CudaEngine::create(device, lib).map_err(|e| GpuUnavailable::Engine(Box::new(e)))?);
         engines.insert(device, engine.clone());
         Ok(engine)
     }

@@ -134,7 +134,7 @@ impl CudaEngine {
         self.check_process()?;
         self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
         // A panic while holding the lock leaves only scratch memory behind, which stays valid.
-        Ok(self.scratch.lock().unwrap_or_else(|e| e.into_inner()))
+        Ok(self.scratch.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
     }
 
     /// Waits for the stream's work.

@@ -7,28 +7,9 @@ use cudarc::driver::{result, CudaContext, DriverError};
 
 use crate::error::{Error, Result};
 
+/// The error of the driver call `call`, keeping the driver's error.
 pub(crate) fn cuda_err(call: &'static str) -> impl Fn(DriverError) -> Error {
-    move |e| {
-        use sys::CUresult::*;
-        let sticky = matches!(
-            e.0,
-            CUDA_ERROR_ILLEGAL_ADDRESS
-                | CUDA_ERROR_LAUNCH_FAILED
-                | CUDA_ERROR_ILLEGAL_INSTRUCTION
-                | CUDA_ERROR_MISALIGNED_ADDRESS
-                | CUDA_ERROR_HARDWARE_STACK_ERROR
-        );
-        let reason = if sticky {
-            format!(
-                "{e}: the GPU context is unusable until the process restarts; nvCOMP's decoders for \
-                 deflate, gzip, gdeflate, cascaded, bitcomp and ans (and for snappy and zstd on device-resident \
-                 input) do not validate corrupt input (decode untrusted data with the CPU backend)"
-            )
-        } else {
-            e.to_string()
-        };
-        Error::Cuda { call, reason }
-    }
+    move |source| Error::Cuda { call, source }
 }
 
 /// Page-locked host memory, for copies at full bus speed.
@@ -44,7 +25,7 @@ unsafe impl Send for PinnedBuffer {}
 unsafe impl Sync for PinnedBuffer {}
 
 impl PinnedBuffer {
-    pub fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self> {
+    pub(super) fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self> {
         ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
         // SAFETY: a fresh allocation of `len.max(1)` bytes, freed in Drop.
         let ptr = unsafe { result::malloc_host(len.max(1), 0) }.map_err(cuda_err("cuMemHostAlloc"))?;
@@ -55,21 +36,21 @@ impl PinnedBuffer {
         })
     }
 
-    pub fn len(&self) -> usize {
+    pub(super) fn len(&self) -> usize {
         self.len
     }
 
-    pub fn as_mut_slice(&mut self) -> &mut [u8] {
+    pub(super) fn as_mut_slice(&mut self) -> &mut [u8] {
         // SAFETY: `ptr` holds `len` bytes owned by self.
         unsafe { std::slice::from_raw_parts_mut(self.ptr, self.len) }
     }
 
-    pub fn as_slice(&self) -> &[u8] {
+    pub(super) fn as_slice(&self) -> &[u8] {
         // SAFETY: as above.
         unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
     }
 
-    pub fn addr(&self) -> u64 {
+    pub(super) fn addr(&self) -> u64 {
         self.ptr as u64
     }
 }
@@ -105,7 +86,7 @@ unsafe impl Send for DeviceBuffer {}
 unsafe impl Sync for DeviceBuffer {}
 
 impl DeviceBuffer {
-    pub fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self> {
+    pub(crate) fn new(ctx: &Arc<CudaContext>, len: usize) -> Result<Self> {
         ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
         // SAFETY: a fresh allocation, freed in Drop.
         let ptr = unsafe { result::malloc_sync(len.max(1)) }.map_err(cuda_err("cuMemAlloc"))?;
@@ -118,15 +99,15 @@ impl DeviceBuffer {
         })
     }
 
-    pub fn ptr(&self) -> CUdeviceptr {
+    pub(crate) fn ptr(&self) -> CUdeviceptr {
         self.ptr
     }
 
-    pub fn id(&self) -> u64 {
+    pub(crate) fn id(&self) -> u64 {
         self.id
     }
 
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.len
     }
 }
@@ -168,7 +149,7 @@ unsafe impl Send for MemoryPool {}
 unsafe impl Sync for MemoryPool {}
 
 impl MemoryPool {
-    pub fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
+    pub(super) fn new(ctx: &Arc<CudaContext>) -> Result<Self> {
         ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
         // SAFETY: an all-zero CUmemPoolProps is the documented default apart from the fields set.
         let mut props: sys::CUmemPoolProps = unsafe { std::mem::zeroed() };
@@ -196,7 +177,7 @@ impl MemoryPool {
     }
 
     /// `len` bytes, ready for work enqueued on `stream` after this call.
-    pub fn alloc(&self, len: usize, stream: CUstream) -> Result<DeviceBuffer> {
+    pub(super) fn alloc(&self, len: usize, stream: CUstream) -> Result<DeviceBuffer> {
         self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
         let mut ptr = 0;
         // SAFETY: a fresh allocation from this pool, freed by DeviceBuffer's Drop.

@@ -179,8 +179,8 @@ impl CudaEngine {
                     if actual != *expected {
                         return Err(Error::OutputSize {
                             index: i,
-                            expected: actual,
-                            actual: *expected,
+                            expected: *expected,
+                            actual,
                         });
                     }
                 }

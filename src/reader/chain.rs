@@ -40,7 +40,7 @@ pub(crate) struct Framing {
 
 impl Framing {
     /// The compressed stream inside `chunk`, after verifying any CRC-32C.
-    pub fn apply<'a>(&self, chunk: &'a [u8]) -> Result<&'a [u8], String> {
+    pub(super) fn apply<'a>(&self, chunk: &'a [u8]) -> Result<&'a [u8], String> {
         let mut body = chunk;
         if self.crc32c {
             let (rest, tail) = body
@@ -68,7 +68,7 @@ impl Framing {
     }
 
     /// The Adler-32 trailer `chunk` declares, where the framing has one.
-    pub fn adler32_of(&self, chunk: &[u8]) -> Option<u32> {
+    pub(super) fn adler32_of(&self, chunk: &[u8]) -> Option<u32> {
         if !self.adler32 {
             return None;
         }

@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use cudarc::driver::{CudaSlice, DevicePtrMut};
+use cudarc::driver::{CudaSlice, DevicePtrMut, DriverError};
 
 use super::wave::{fill_is_zero, item_error, WaveDecoder, WaveItem};
 use super::ReadError;
@@ -97,13 +97,8 @@ impl DeviceArray {
     }
 }
 
-fn cuda_error<E: std::fmt::Display>(call: &'static str) -> impl Fn(E) -> ReadError {
-    move |e| {
-        ReadError::Engine(Error::Cuda {
-            call,
-            reason: e.to_string(),
-        })
-    }
+fn cuda_error(call: &'static str) -> impl Fn(DriverError) -> ReadError {
+    move |source| ReadError::Engine(Error::Cuda { call, source })
 }
 
 /// The GPU's [`WaveDecoder`]: each wave is one nvCOMP batch call (in a
@@ -120,7 +115,7 @@ pub(crate) struct DeviceWaves {
 impl DeviceWaves {
     /// A decoder of `algorithm` on `engine` into a new output of `shape`
     /// (`len` bytes); the places of missing items get `fill` (one element).
-    pub fn new(
+    pub(super) fn new(
         engine: Arc<CudaEngine>,
         algorithm: Algorithm,
         options: DecodeOptions,
@@ -137,7 +132,7 @@ impl DeviceWaves {
     }
 
     /// The output.
-    pub fn into_array(self) -> DeviceArray {
+    pub(super) fn into_array(self) -> DeviceArray {
         self.out
     }
 }
@@ -167,7 +162,7 @@ impl WaveDecoder for DeviceWaves {
                         src_offset: 0,
                         src_pitch: 0,
                         ..rows
-                    })
+                    });
                 }),
             }
         }

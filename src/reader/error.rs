@@ -3,6 +3,9 @@
 
 use std::time::Duration;
 
+/// An error of a store or of zarrs, kept as the source of a [`ReadError`].
+pub type BoxedSource = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// Errors of the reader. Errors about one chunk name its store key.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
@@ -21,12 +24,13 @@ pub enum ReadError {
         reason: String,
     },
     /// The store cannot be read at all (unreachable, missing bucket, refused credentials, ...).
-    #[error("cannot read the store at {url}: {reason}")]
+    #[error("cannot read the store at {url}: {source}")]
     Store {
         /// The store's URL.
         url: String,
-        /// The store's error.
-        reason: String,
+        /// The store's error (object_store's or zarrs'), or what did not
+        /// finish in time.
+        source: BoxedSource,
     },
     /// The store is readable but holds no array there, or its metadata is invalid.
     #[error("cannot open the array at {url}: {reason}")]
@@ -52,12 +56,12 @@ pub enum ReadError {
         reason: String,
     },
     /// Fetching a chunk failed (after the store's retries).
-    #[error("fetching chunk {key} failed: {reason}")]
+    #[error("fetching chunk {key} failed: {source}")]
     Fetch {
         /// The chunk's key.
         key: String,
-        /// The store's error.
-        reason: String,
+        /// The store's error, as zarrs gives it.
+        source: zarrs::storage::StorageError,
     },
     /// Fetching a chunk took longer than [`ReadOptions::request_timeout`].
     #[error("fetching chunk {key} timed out after {after:?}")]
@@ -112,12 +116,12 @@ pub enum ReadError {
     },
     /// The zarrs pipeline (used for chains without a batched decoder) failed
     /// on a chunk.
-    #[error("zarrs failed to read chunk {key}: {reason}")]
+    #[error("zarrs failed to read chunk {key}: {source}")]
     ChunkPipeline {
         /// The chunk's key.
         key: String,
-        /// zarrs' error.
-        reason: String,
+        /// zarrs' error, or what was wrong with what it returned.
+        source: BoxedSource,
     },
     /// The reader's own machinery failed (a task panicked or was cancelled).
     #[error("the read failed: {reason}")]

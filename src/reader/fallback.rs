@@ -11,7 +11,7 @@ use zarrs::storage::AsyncReadableStorageTraits;
 use super::device::DeviceArray;
 use super::host::HostOutput;
 use super::plan::Plan;
-use super::{ArrayData, ReadError, ReadOptions};
+use super::{ArrayData, BoxedSource, ReadError, ReadOptions};
 use crate::cuda::CudaEngine;
 
 /// Reads the plan's chunks through the ordinary zarrs pipeline, each
@@ -31,21 +31,20 @@ pub(crate) async fn read_with_zarrs<S: ?Sized + AsyncReadableStorageTraits + 'st
         .map(|chunk| {
             let out = &out;
             async move {
-                let failed = |e: &dyn std::fmt::Display| ReadError::ChunkPipeline {
+                let failed = |source: BoxedSource| ReadError::ChunkPipeline {
                     key: chunk.key.clone(),
-                    reason: e.to_string(),
+                    source,
                 };
                 let bytes: ArrayBytes<'static> = array
                     .async_retrieve_chunk_subset(&chunk.indices, &chunk.local_box)
                     .await
-                    .map_err(|e| failed(&e))?;
-                let bytes = bytes.into_fixed().map_err(|e| failed(&e))?;
+                    .map_err(|e| failed(e.into()))?;
+                let bytes = bytes.into_fixed().map_err(|e| failed(e.into()))?;
                 let expected = chunk.local_box.num_elements_usize() * elem;
                 if bytes.len() != expected {
-                    return Err(failed(&format!(
-                        "zarrs returned {} bytes for a box of {expected} bytes",
-                        bytes.len()
-                    )));
+                    return Err(failed(
+                        format!("zarrs returned {} bytes for a box of {expected} bytes", bytes.len()).into(),
+                    ));
                 }
                 let copy = plan.copy_from_box(chunk, elem);
                 // SAFETY: chunk boxes are disjoint.

@@ -40,9 +40,9 @@ async fn fetch_one<S: ?Sized + AsyncReadableStorageTraits + 'static>(
             })?,
         None => fetch.await,
     };
-    result.map_err(|e| ReadError::Fetch {
+    result.map_err(|source| ReadError::Fetch {
         key: chunk.key.clone(),
-        reason: e.to_string(),
+        source,
     })
 }
 

@@ -27,7 +27,7 @@ impl HostOutput {
     /// the kernel allows: a fresh output is faulted in as the chunks are
     /// decoded into it, and 4 KiB pages cost a fault each.
     /// [`ReadError::OutputTooLarge`] when the allocator refuses.
-    pub fn allocate(shape: &[u64], len: usize) -> Result<Self, ReadError> {
+    pub(super) fn allocate(shape: &[u64], len: usize) -> Result<Self, ReadError> {
         let mut data = super::limits::try_zeroed(len).ok_or_else(|| ReadError::OutputTooLarge {
             shape: shape.to_vec(),
             bytes: len as u128,
@@ -43,7 +43,7 @@ impl HostOutput {
     }
 
     /// The bytes.
-    pub fn into_vec(self) -> Vec<u8> {
+    pub(super) fn into_vec(self) -> Vec<u8> {
         self.data.into_inner()
     }
 
@@ -119,7 +119,7 @@ pub(crate) struct HostWaves {
 impl HostWaves {
     /// A decoder of `algorithm` into a new output of `shape` (`len` bytes);
     /// the places of missing items get `fill` (one element).
-    pub fn new(
+    pub(super) fn new(
         algorithm: Algorithm,
         max_decoded_size: u64,
         shape: &[u64],
@@ -134,7 +134,7 @@ impl HostWaves {
     }
 
     /// The output's bytes.
-    pub fn into_bytes(self) -> Vec<u8> {
+    pub(super) fn into_bytes(self) -> Vec<u8> {
         self.out.into_vec()
     }
 
@@ -250,7 +250,7 @@ mod tests {
         };
         match decoder.decode_wave(&[wave[0], short]) {
             Err(ReadError::ChunkSize { key, expected, actual }) => {
-                assert_eq!((key.as_str(), expected, actual), ("c/1", 13, 12))
+                assert_eq!((key.as_str(), expected, actual), ("c/1", 13, 12));
             }
             other => panic!("{other:?}"),
         }

@@ -99,7 +99,7 @@ use zarrs_object_store::AsyncObjectStore;
 pub use blocking::{block_on_checked, open_array_blocking, read_chunks_parallel_blocking, runtime};
 pub use data::ArrayData;
 pub use device::DeviceArray;
-pub use error::ReadError;
+pub use error::{BoxedSource, ReadError};
 pub use open::{open_array, reopen_store};
 pub use options::{ReadOptions, CPU_WAVE_BYTES_PER_THREAD};
 pub use progress::{Progress, ProgressHook};

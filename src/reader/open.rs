@@ -8,7 +8,7 @@ use zarrs::array::{Array, ArrayCreateError};
 use zarrs_object_store::AsyncObjectStore;
 
 use super::store::{self, open_store};
-use super::{ObjectStoreArray, ReadError};
+use super::{BoxedSource, ObjectStoreArray, ReadError};
 
 /// Opens the zarr array (v3 `zarr.json` or v2 `.zarray`) at `url` with
 /// `storage_options` (see [`store`]).
@@ -26,15 +26,12 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
     let store = open_store(url, storage_options)?;
     let budget = store::request_budget(storage_options)?;
     let deadline = tokio::time::Instant::now() + budget;
-    let store_error = |reason: String| ReadError::Store {
+    let store_error = |source: BoxedSource| ReadError::Store {
         url: url.to_string(),
-        reason,
+        source,
     };
-    let late = |request: &str| {
-        store_error(format!(
-            "{request} did not finish within {budget:?} (timeout and retries)"
-        ))
-    };
+    let late =
+        |request: &str| store_error(format!("{request} did not finish within {budget:?} (timeout and retries)").into());
     let storage = Arc::new(AsyncObjectStore::new(store.clone()));
     let open = tokio::time::timeout_at(deadline, Array::async_open(storage, "/"));
     let open_error = match open.await {
@@ -56,13 +53,13 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
             })
         }
         // The store's error names the request (method and URL).
-        Ok(Err(zarrs::array::ArrayCreateError::StorageError(e))) => return Err(store_error(e.to_string())),
+        Ok(Err(zarrs::array::ArrayCreateError::StorageError(e))) => return Err(store_error(e.into())),
         Ok(Err(e)) => e,
     };
     // No metadata: tell a store that cannot be listed from a missing array.
     match tokio::time::timeout_at(deadline, store.list_with_delimiter(None)).await {
         Err(_) => Err(late("LIST of the array's prefix")),
-        Ok(Err(e)) => Err(store_error(format!("LIST of the array's prefix failed: {e}"))),
+        Ok(Err(e)) => Err(store_error(format!("LIST of the array's prefix failed: {e}").into())),
         Ok(Ok(_)) => Err(ReadError::Open {
             url: url.to_string(),
             reason: open_error.to_string(),

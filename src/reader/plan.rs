@@ -39,7 +39,7 @@ impl BoxCopy {
     /// shape `src_shape` to `dst_start` of a C-order destination of shape
     /// `dst_shape`, with elements of `elem` bytes.
     #[cfg(test)]
-    pub fn new(
+    pub(super) fn new(
         src_shape: &[u64],
         src_start: &[u64],
         dst_shape: &[u64],
@@ -55,7 +55,7 @@ impl BoxCopy {
     /// `src_start` of a C-order source of shape `src_shape`, to the box at
     /// `dst_start` of a C-order destination of shape `dst_shape`, with
     /// elements of `elem` bytes.
-    pub fn strided(
+    pub(crate) fn strided(
         src_shape: &[u64],
         src_start: &[u64],
         steps: &[u64],
@@ -113,12 +113,12 @@ impl BoxCopy {
     }
 
     /// Total bytes copied.
-    pub fn bytes(&self) -> usize {
+    pub(crate) fn bytes(&self) -> usize {
         self.width * self.outer.iter().map(|d| d.count).product::<usize>()
     }
 
     /// Calls `f(src_offset, dst_offset)` for every contiguous row, in order.
-    pub fn for_each_row(&self, mut f: impl FnMut(usize, usize)) {
+    pub(crate) fn for_each_row(&self, mut f: impl FnMut(usize, usize)) {
         if self.width == 0 {
             return;
         }
@@ -175,7 +175,7 @@ impl BoxCopy {
                 rows: inner.count,
                 src_pitch: inner.src_stride,
                 dst_pitch: inner.dst_stride,
-            })
+            });
         });
     }
 }
@@ -213,7 +213,7 @@ pub(crate) struct Plan {
 impl Plan {
     /// The copy of `chunk`'s selected elements from a source that holds
     /// exactly its [`ChunkPlan::local_box`] (C order) into the output.
-    pub fn copy_from_box(&self, chunk: &ChunkPlan, elem: usize) -> BoxCopy {
+    pub(super) fn copy_from_box(&self, chunk: &ChunkPlan, elem: usize) -> BoxCopy {
         let shape = chunk.local_box.shape();
         let counts: Vec<u64> = shape.iter().zip(&self.steps).map(|(n, s)| (n - 1) / s + 1).collect();
         BoxCopy::strided(

@@ -57,7 +57,7 @@ pub(crate) struct Tracker {
 
 impl Tracker {
     /// Starts a read of `total_bytes` of output, reporting the start.
-    pub fn start(hook: Option<ProgressHook>, total_bytes: u64) -> Self {
+    pub(super) fn start(hook: Option<ProgressHook>, total_bytes: u64) -> Self {
         let tracker = Self {
             hook,
             progress: Progress {
@@ -70,13 +70,13 @@ impl Tracker {
     }
 
     /// `bytes` more compressed bytes were fetched.
-    pub fn fetched(&mut self, bytes: u64) {
+    pub(super) fn fetched(&mut self, bytes: u64) {
         self.progress.fetched_bytes += bytes;
         self.report();
     }
 
     /// `bytes` more bytes of the output are in place.
-    pub fn decoded(&mut self, bytes: u64) {
+    pub(super) fn decoded(&mut self, bytes: u64) {
         self.progress.decoded_bytes += bytes;
         self.report();
     }

@@ -154,7 +154,7 @@ fn require_allow_http(endpoint: Option<&str>, allow_http: Option<&str>) -> Resul
 fn local(dir: &std::path::Path) -> Result<Arc<dyn ObjectStore>, ReadError> {
     let store = LocalFileSystem::new_with_prefix(dir).map_err(|e| ReadError::Store {
         url: dir.display().to_string(),
-        reason: e.to_string(),
+        source: e.into(),
     })?;
     Ok(Arc::new(store))
 }

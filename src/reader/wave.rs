@@ -46,7 +46,7 @@ pub(crate) struct WaveItem<'a> {
 impl WaveItem<'_> {
     /// Whether the decoded bytes are, whole, one run of the output: then they
     /// can be decoded in place.
-    pub fn is_whole_run(&self) -> bool {
+    pub(super) fn is_whole_run(&self) -> bool {
         self.place.outer.is_empty() && self.place.src_offset == 0 && self.place.width == self.decoded_len
     }
 }
@@ -86,8 +86,8 @@ pub(crate) fn item_error(err: Error, key_of: impl Fn(usize) -> String) -> ReadEr
             actual,
         } => ReadError::ChunkSize {
             key: key_of(index),
-            expected: actual,
-            actual: expected,
+            expected,
+            actual,
         },
         Error::Corrupt { index, reason } => ReadError::Corrupt {
             key: key_of(index),
@@ -113,13 +113,13 @@ mod tests {
         match item_error(
             Error::OutputSize {
                 index: 1,
-                expected: 10,
-                actual: 8,
+                expected: 8,
+                actual: 10,
             },
             key_of,
         ) {
             ReadError::ChunkSize { key, expected, actual } => {
-                assert_eq!((key.as_str(), expected, actual), ("c/1", 8, 10))
+                assert_eq!((key.as_str(), expected, actual), ("c/1", 8, 10));
             }
             other => panic!("{other:?}"),
         }

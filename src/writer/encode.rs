@@ -54,7 +54,7 @@ pub(crate) enum Stored {
 
 impl ChunkEncoder {
     /// An encoder for `chain` on the CPU (`engine` `None`) or the GPU.
-    pub fn new(chain: FastChain, engine: Option<&Arc<CudaEngine>>) -> Result<Self, WriteError> {
+    pub(super) fn new(chain: FastChain, engine: Option<&Arc<CudaEngine>>) -> Result<Self, WriteError> {
         let backend = match engine {
             Some(engine) => Backend::Cuda {
                 device: engine.device(),
@@ -69,7 +69,12 @@ impl ChunkEncoder {
 
     /// Encodes the host chunks that are not all `fill` (unless
     /// `write_fill`), in one batch call.
-    pub fn encode_host(&self, chunks: &[Vec<u8>], fill: &[u8], write_fill: bool) -> Result<Vec<Stored>, WriteError> {
+    pub(super) fn encode_host(
+        &self,
+        chunks: &[Vec<u8>],
+        fill: &[u8],
+        write_fill: bool,
+    ) -> Result<Vec<Stored>, WriteError> {
         let keep: Vec<bool> = chunks.par_iter().map(|c| write_fill || !is_fill(c, fill)).collect();
         let inputs: Vec<&[u8]> = chunks
             .iter()
@@ -93,7 +98,7 @@ impl ChunkEncoder {
 
     /// Encodes device chunks (regions of a staging allocation) in one
     /// nvCOMP batch and copies the results to the host in one transfer.
-    pub fn encode_device(
+    pub(super) fn encode_device(
         &self,
         engine: &CudaEngine,
         regions: &[DeviceRegion],
@@ -123,7 +128,7 @@ impl ChunkEncoder {
 
     /// Whether the framing needs each chunk's decoded bytes on the host
     /// (zlib's Adler-32), so device chunks are encoded from the host.
-    pub fn needs_host_bytes(&self) -> bool {
+    pub(super) fn needs_host_bytes(&self) -> bool {
         self.chain.framing.adler32
     }
 

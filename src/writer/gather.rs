@@ -101,12 +101,7 @@ pub(crate) unsafe fn gather_device(
         total += chunk.chunk_len;
     }
     let staging = DeviceArray::alloc(engine.clone(), total).map_err(WriteError::from_read)?;
-    let cuda = |call: &'static str| {
-        move |e: cudarc::driver::DriverError| Error::Cuda {
-            call,
-            reason: e.to_string(),
-        }
-    };
+    let cuda = |call: &'static str| move |source: cudarc::driver::DriverError| Error::Cuda { call, source };
     engine.context().bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
     let stream = engine.stream();
     let mut rows = Vec::new();
@@ -148,14 +143,14 @@ pub(crate) unsafe fn gather_device(
 pub(crate) fn download_chunk(engine: &CudaEngine, region: DeviceRegion) -> Result<Vec<u8>, WriteError> {
     let mut host = vec![0u8; region.len];
     if region.len > 0 {
-        engine.context().bind_to_thread().map_err(|e| Error::Cuda {
+        engine.context().bind_to_thread().map_err(|source| Error::Cuda {
             call: "cuCtxSetCurrent",
-            reason: e.to_string(),
+            source,
         })?;
         // SAFETY: the region lies in a live staging allocation of this engine.
-        unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, region.ptr) }.map_err(|e| Error::Cuda {
+        unsafe { cudarc::driver::result::memcpy_dtoh_sync(&mut host, region.ptr) }.map_err(|source| Error::Cuda {
             call: "cuMemcpyDtoH",
-            reason: e.to_string(),
+            source,
         })?;
     }
     Ok(host)

@@ -129,7 +129,7 @@ impl ShardLayout {
 
     /// The inner chunks of every shard (host buffers of whole shards), in
     /// order: shard by shard, C order within each.
-    pub fn split_host(&self, shards: &[ChunkWrite], buffers: &[Vec<u8>], elem: usize) -> Vec<Vec<u8>> {
+    pub(super) fn split_host(&self, shards: &[ChunkWrite], buffers: &[Vec<u8>], elem: usize) -> Vec<Vec<u8>> {
         shards
             .par_iter()
             .zip(buffers)
@@ -148,7 +148,7 @@ impl ShardLayout {
 
     /// The inner chunks of every shard (device regions of whole shards), in
     /// one new device allocation, in order; returns when the copies are done.
-    pub fn split_device(
+    pub(super) fn split_device(
         &self,
         engine: &Arc<CudaEngine>,
         shards: &[ChunkWrite],
@@ -180,9 +180,9 @@ impl ShardLayout {
         // SAFETY: the shard regions and the new allocation are live device
         // memory of this engine; the inner slots are disjoint.
         unsafe { engine.enqueue_rows(&rows) }?;
-        engine.stream().synchronize().map_err(|e| crate::Error::Cuda {
+        engine.stream().synchronize().map_err(|source| crate::Error::Cuda {
             call: "cuStreamSynchronize",
-            reason: e.to_string(),
+            source,
         })?;
         let out = copies
             .iter()
@@ -198,7 +198,7 @@ impl ShardLayout {
     /// Each shard assembled from its inner chunks' stored forms (`inner`,
     /// in the order of [`Self::split_host`]); a shard of fill chunks only is
     /// [`Stored::Fill`].
-    pub fn assemble(&self, shards: &[ChunkWrite], inner: Vec<Stored>) -> Vec<Stored> {
+    pub(super) fn assemble(&self, shards: &[ChunkWrite], inner: Vec<Stored>) -> Vec<Stored> {
         let mut inner = inner.into_iter();
         let per_shard: Vec<Vec<Stored>> = shards
             .iter()

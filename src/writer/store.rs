@@ -78,7 +78,7 @@ pub(crate) struct StoreTask(tokio::task::JoinHandle<Result<WriteSummary, WriteEr
 
 impl StoreTask {
     /// Spawns [`store_wave`] on the current runtime.
-    pub fn spawn<S: ?Sized + AsyncWritableStorageTraits + 'static>(
+    pub(super) fn spawn<S: ?Sized + AsyncWritableStorageTraits + 'static>(
         storage: Arc<S>,
         wave: Vec<(String, Stored)>,
         in_flight: usize,
@@ -87,7 +87,7 @@ impl StoreTask {
     }
 
     /// Waits for the puts.
-    pub async fn join(mut self) -> Result<WriteSummary, WriteError> {
+    pub(super) async fn join(mut self) -> Result<WriteSummary, WriteError> {
         super::wave::joined((&mut self.0).await)
     }
 }

@@ -140,7 +140,7 @@ pub(crate) struct WholeChunkDecoder<I: ?Sized> {
 
 impl<I: ?Sized> WholeChunkDecoder<I> {
     /// A decoder of chunks of `shape` and `data_type`, whose encoded form `input` reads.
-    pub fn new(
+    pub(super) fn new(
         input: Arc<I>,
         codec: Arc<dyn ArrayToArrayCodecTraits>,
         shape: &[NonZeroU64],

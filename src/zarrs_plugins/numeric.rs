@@ -27,7 +27,7 @@ pub(crate) enum Numeric {
 
 impl Numeric {
     /// Parses a NumPy data type string (`"<i4"`, `"f8"`, `"uint16"`, ...).
-    pub fn parse(dtype: &str) -> Result<Self, String> {
+    pub(super) fn parse(dtype: &str) -> Result<Self, String> {
         let code = dtype.trim_start_matches(['<', '>', '|', '=']);
         Ok(match code {
             "i1" | "int8" => Self::I8,
@@ -49,7 +49,7 @@ impl Numeric {
     }
 
     /// Bytes per element.
-    pub fn size(self) -> usize {
+    pub(super) fn size(self) -> usize {
         match self {
             Self::I8 | Self::U8 => 1,
             Self::I16 | Self::U16 => 2,
@@ -59,7 +59,7 @@ impl Numeric {
     }
 
     /// The zarrs data type of the same elements.
-    pub fn data_type(self) -> DataType {
+    pub(super) fn data_type(self) -> DataType {
         match self {
             Self::I8 => data_type::int8(),
             Self::I16 => data_type::int16(),

@@ -4,10 +4,10 @@
 use zarrs_nvcomp::{Algorithm, DataType};
 
 /// SplitMix64: a tiny seeded generator, so the tests need no `rand`.
-pub struct Rng(pub u64);
+pub(crate) struct Rng(pub u64);
 
 impl Rng {
-    pub fn next_u64(&mut self) -> u64 {
+    pub(crate) fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -15,7 +15,7 @@ impl Rng {
         z ^ (z >> 31)
     }
 
-    pub fn bytes(&mut self, n: usize) -> Vec<u8> {
+    pub(crate) fn bytes(&mut self, n: usize) -> Vec<u8> {
         let mut out = Vec::with_capacity(n + 8);
         while out.len() < n {
             out.extend_from_slice(&self.next_u64().to_le_bytes());
@@ -27,7 +27,7 @@ impl Rng {
 
 /// `n` bytes of float32 little-endian values: a seeded random walk rounded
 /// to 0.01, like a smooth geoscience field.
-pub fn field_f32(n: usize, seed: u64) -> Vec<u8> {
+pub(crate) fn field_f32(n: usize, seed: u64) -> Vec<u8> {
     let mut rng = Rng(seed);
     let mut x = 0f32;
     let mut out = Vec::with_capacity(n + 4);
@@ -40,7 +40,7 @@ pub fn field_f32(n: usize, seed: u64) -> Vec<u8> {
 }
 
 /// `n` bytes of repetitive text.
-pub fn text(n: usize) -> Vec<u8> {
+pub(crate) fn text(n: usize) -> Vec<u8> {
     b"the quick brown fox jumps over the lazy dog; "
         .iter()
         .copied()
@@ -50,7 +50,7 @@ pub fn text(n: usize) -> Vec<u8> {
 }
 
 /// Every algorithm and option combination the CPU backend implements.
-pub fn cpu_algorithms() -> Vec<Algorithm> {
+pub(crate) fn cpu_algorithms() -> Vec<Algorithm> {
     let mut algs = vec![
         Algorithm::Lz4 {
             data_type: DataType::Char,
@@ -79,7 +79,7 @@ pub fn cpu_algorithms() -> Vec<Algorithm> {
 }
 
 /// The largest buffer `algorithm` encodes on the CPU.
-pub fn max_input(algorithm: &Algorithm) -> usize {
+pub(crate) fn max_input(algorithm: &Algorithm) -> usize {
     match algorithm {
         Algorithm::Gdeflate { has_header: false, .. } => 64 * 1024,
         _ => usize::MAX,
@@ -87,12 +87,12 @@ pub fn max_input(algorithm: &Algorithm) -> usize {
 }
 
 /// `n` uniformly random bytes: incompressible.
-pub fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
+pub(crate) fn random_bytes(n: usize, seed: u64) -> Vec<u8> {
     Rng(seed).bytes(n)
 }
 
 /// Buffers of the given sizes, every third one random, the others a field.
-pub fn mixed_buffers(sizes: &[usize], seed: u64) -> Vec<Vec<u8>> {
+pub(crate) fn mixed_buffers(sizes: &[usize], seed: u64) -> Vec<Vec<u8>> {
     let buffer = |(i, &n): (usize, &usize)| {
         let seed = seed + i as u64;
         if i % 3 == 2 {

@@ -13,10 +13,10 @@ use zarrs_nvcomp::Backend;
 use zarrs_object_store::AsyncObjectStore;
 
 /// The test arrays' storage.
-pub type Store = AsyncObjectStore<Arc<dyn ObjectStore>>;
+pub(crate) type Store = AsyncObjectStore<Arc<dyn ObjectStore>>;
 
 /// A data type: zarr v3 name, zarr v2 dtype, bytes per element, v3 fill value, v2 fill value.
-pub struct Dtype {
+pub(crate) struct Dtype {
     pub v3: &'static str,
     pub v2: &'static str,
     pub size: usize,
@@ -25,7 +25,7 @@ pub struct Dtype {
 }
 
 /// Every fixed-size data type the reader is tested with.
-pub fn dtypes() -> Vec<Dtype> {
+pub(crate) fn dtypes() -> Vec<Dtype> {
     let d = |v3, v2, size, fill_v3, fill_v2| Dtype {
         v3,
         v2,
@@ -52,7 +52,7 @@ pub fn dtypes() -> Vec<Dtype> {
 }
 
 /// Deterministic pseudo-random elements (booleans 0 or 1).
-pub fn data(dtype: &Dtype, elements: usize, seed: u64) -> Vec<u8> {
+pub(crate) fn data(dtype: &Dtype, elements: usize, seed: u64) -> Vec<u8> {
     let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
     let mut bytes: Vec<u8> = (0..elements * dtype.size)
         .map(|_| {
@@ -70,12 +70,12 @@ pub fn data(dtype: &Dtype, elements: usize, seed: u64) -> Vec<u8> {
 }
 
 /// A fresh in-memory object store.
-pub fn memory_store() -> Arc<dyn ObjectStore> {
+pub(crate) fn memory_store() -> Arc<dyn ObjectStore> {
     Arc::new(object_store::memory::InMemory::new())
 }
 
 /// The bytes at `key` of `store`.
-pub async fn get(store: &Arc<dyn ObjectStore>, key: &str) -> Vec<u8> {
+pub(crate) async fn get(store: &Arc<dyn ObjectStore>, key: &str) -> Vec<u8> {
     store
         .get(&Path::from(key))
         .await
@@ -87,12 +87,12 @@ pub async fn get(store: &Arc<dyn ObjectStore>, key: &str) -> Vec<u8> {
 }
 
 /// Puts `bytes` at `key` of `store`.
-pub async fn put(store: &Arc<dyn ObjectStore>, key: &str, bytes: Vec<u8>) {
+pub(crate) async fn put(store: &Arc<dyn ObjectStore>, key: &str, bytes: Vec<u8>) {
     store.put(&Path::from(key), PutPayload::from(bytes)).await.unwrap();
 }
 
 /// zarr v3 metadata.
-pub fn v3_metadata(shape: &[u64], chunks: &[u64], dtype: &Dtype, codecs: Value) -> Value {
+pub(crate) fn v3_metadata(shape: &[u64], chunks: &[u64], dtype: &Dtype, codecs: Value) -> Value {
     json!({
         "zarr_format": 3,
         "node_type": "array",
@@ -106,7 +106,7 @@ pub fn v3_metadata(shape: &[u64], chunks: &[u64], dtype: &Dtype, codecs: Value) 
 }
 
 /// zarr v2 metadata.
-pub fn v2_metadata(shape: &[u64], chunks: &[u64], dtype: &Dtype, compressor: Value, order: &str) -> Value {
+pub(crate) fn v2_metadata(shape: &[u64], chunks: &[u64], dtype: &Dtype, compressor: Value, order: &str) -> Value {
     json!({
         "zarr_format": 2,
         "shape": shape,
@@ -123,7 +123,7 @@ pub fn v2_metadata(shape: &[u64], chunks: &[u64], dtype: &Dtype, compressor: Val
 /// Writes `metadata` at `path` (v2 or v3 by its `zarr_format`), opens the
 /// array, stores pseudo-random data through zarrs, and erases the chunk of
 /// grid indices all 1 (when there is one) so that it reads as fill value.
-pub async fn write_array(
+pub(crate) async fn write_array(
     store: &Arc<dyn ObjectStore>,
     path: &str,
     metadata: &Value,
@@ -153,14 +153,14 @@ pub async fn write_array(
 }
 
 /// Reads `subset` with zarrs' own pipeline.
-pub async fn zarrs_read(array: &Array<Store>, subset: &ArraySubset) -> Vec<u8> {
+pub(crate) async fn zarrs_read(array: &Array<Store>, subset: &ArraySubset) -> Vec<u8> {
     let bytes: ArrayBytes<'static> = array.async_retrieve_array_subset(subset).await.unwrap();
     bytes.into_fixed().unwrap().into_owned()
 }
 
 /// Subsets to test on an array of `shape`: the whole array, one cutting
 /// through chunks, a single element, and an empty one.
-pub fn subsets(shape: &[u64]) -> Vec<ArraySubset> {
+pub(crate) fn subsets(shape: &[u64]) -> Vec<ArraySubset> {
     let ranges = |f: &dyn Fn(u64) -> std::ops::Range<u64>| shape.iter().map(|n| f(*n)).collect::<Vec<_>>();
     vec![
         ArraySubset::new_with_ranges(&ranges(&|n| 0..n)),
@@ -171,12 +171,12 @@ pub fn subsets(shape: &[u64]) -> Vec<ArraySubset> {
 }
 
 /// Asserts that the CPU path returns exactly zarrs' bytes for every subset.
-pub async fn assert_reads_like_zarrs(array: &Array<Store>, what: &str) {
+pub(crate) async fn assert_reads_like_zarrs(array: &Array<Store>, what: &str) {
     assert_reads_like_zarrs_on(array, what, Backend::Cpu).await;
 }
 
 /// Asserts that the reader on `device` returns exactly zarrs' bytes for every subset.
-pub async fn assert_reads_like_zarrs_on(array: &Array<Store>, what: &str, device: Backend) {
+pub(crate) async fn assert_reads_like_zarrs_on(array: &Array<Store>, what: &str, device: Backend) {
     for options in [
         ReadOptions {
             device,
@@ -213,7 +213,7 @@ pub async fn assert_reads_like_zarrs_on(array: &Array<Store>, what: &str, device
     }
 }
 
-pub const SHAPES: [(&[u64], &[u64]); 5] = [
+pub(crate) const SHAPES: [(&[u64], &[u64]); 5] = [
     (&[37], &[8]),
     (&[20, 21], &[5, 7]),
     (&[19, 23], &[5, 7]),
@@ -221,16 +221,16 @@ pub const SHAPES: [(&[u64], &[u64]); 5] = [
     (&[5, 6, 7, 4], &[2, 3, 4, 4]),
 ];
 
-pub fn bytes_codec() -> Value {
+pub(crate) fn bytes_codec() -> Value {
     json!({"name": "bytes", "configuration": {"endian": "little"}})
 }
 
-pub fn nvcomp(algorithm: &str) -> Value {
+pub(crate) fn nvcomp(algorithm: &str) -> Value {
     json!({"name": "nvcomp_batch", "configuration": {"algorithm": algorithm, "options": {}}})
 }
 
 /// v3 compressor chains that take the batched path.
-pub fn v3_fast_chains() -> Vec<(&'static str, Value)> {
+pub(crate) fn v3_fast_chains() -> Vec<(&'static str, Value)> {
     vec![
         (
             "zstd",
@@ -255,7 +255,7 @@ pub fn v3_fast_chains() -> Vec<(&'static str, Value)> {
 /// Writes one array per batched v3 chain and data type into `store`,
 /// cycling through [`SHAPES`], and returns them with a description; each is
 /// checked to take the batched path.
-pub async fn v3_fast_chain_arrays(store: &Arc<dyn ObjectStore>) -> Vec<(Array<Store>, String)> {
+pub(crate) async fn v3_fast_chain_arrays(store: &Arc<dyn ObjectStore>) -> Vec<(Array<Store>, String)> {
     let mut arrays = Vec::new();
     let mut case = 0u64;
     for (name, codecs) in v3_fast_chains() {

@@ -20,12 +20,16 @@ static COMMAND: Mutex<Option<Vec<OsString>>> = Mutex::new(None);
 /// Sets the command (program and arguments) that starts a decoding worker:
 /// a program that calls [`serve_worker`](super::serve_worker) on its standard input and output.
 pub fn set_worker_command(command: Vec<OsString>) {
-    *COMMAND.lock().unwrap_or_else(|e| e.into_inner()) = Some(command).filter(|c| !c.is_empty());
+    *COMMAND.lock().unwrap_or_else(std::sync::PoisonError::into_inner) = Some(command).filter(|c| !c.is_empty());
 }
 
 /// The worker's command: see the [module documentation](super).
 fn worker_command() -> Result<Vec<OsString>> {
-    if let Some(command) = COMMAND.lock().unwrap_or_else(|e| e.into_inner()).clone() {
+    if let Some(command) = COMMAND
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .clone()
+    {
         return Ok(command);
     }
     if let Some(path) = std::env::var_os("ZARRS_NVCOMP_GPU_WORKER") {

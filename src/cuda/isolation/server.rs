@@ -151,7 +151,7 @@ pub fn serve_worker(mut input: impl Read, mut output: impl Write) -> std::io::Re
             let mut servers = SERVERS
                 .get_or_init(Mutex::default)
                 .lock()
-                .unwrap_or_else(|e| e.into_inner());
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
             let server = match servers.entry(request.device) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
                 std::collections::hash_map::Entry::Vacant(v) => {

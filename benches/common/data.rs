@@ -2,7 +2,7 @@
 //! 0.01 (like a smooth geoscience field), as little-endian bytes.
 
 /// `n` bytes of the random-walk field.
-pub fn field_f32(n: usize) -> Vec<u8> {
+pub(crate) fn field_f32(n: usize) -> Vec<u8> {
     let mut state = 0x5EED_u64;
     let mut x = 0f32;
     let mut out = Vec::with_capacity(n + 4);
