@@ -22,6 +22,9 @@ pub(crate) struct Wave {
     pub items: Vec<(usize, Option<Bytes>)>,
     /// Total encoded bytes.
     pub compressed_bytes: usize,
+    /// Bytes fetched from the store for the wave: the encoded bytes, and for
+    /// sharded arrays also shard indexes and the gaps of coalesced reads.
+    pub fetched_bytes: usize,
 }
 
 /// Fetches the encoded bytes of one chunk; `None` when it is missing.
@@ -47,9 +50,16 @@ async fn fetch_one<S: ?Sized + AsyncReadableStorageTraits + 'static>(
 }
 
 impl Wave {
+    /// Counts `bytes` fetched beyond the encoded chunks pushed (a sharded
+    /// read's indexes and gaps): the chunks pushed are counted already.
+    pub fn count_fetched(&mut self, bytes: usize, chunks: usize) {
+        self.fetched_bytes += bytes.saturating_sub(chunks);
+    }
+
     /// Adds a fetched chunk; returns the wave when it has reached `wave_bytes`.
-    fn push(&mut self, i: usize, bytes: Option<Bytes>, wave_bytes: usize) -> Option<Wave> {
+    pub fn push(&mut self, i: usize, bytes: Option<Bytes>, wave_bytes: usize) -> Option<Wave> {
         self.compressed_bytes += bytes.as_ref().map_or(0, Bytes::len);
+        self.fetched_bytes += bytes.as_ref().map_or(0, Bytes::len);
         self.items.push((i, bytes));
         (self.compressed_bytes >= wave_bytes).then(|| std::mem::take(self))
     }
