@@ -1,6 +1,6 @@
 //! Fetching the inner chunks of a sharded read ([`super::shard`]): for each
-//! touched shard, its index (one ranged read, at the start or the end, with
-//! the shard's size asked for at the same time), then the byte ranges of the
+//! touched shard, its size and then its index (one ranged read, at the start
+//! or the end), then the byte ranges of the
 //! inner chunks the plan needs, coalesced into few ranged reads. Reads run
 //! concurrently, at most [`ReadOptions::max_concurrent_requests`] of each
 //! kind in flight; the inner chunks arrive in the same [`Wave`]s as the
@@ -160,17 +160,9 @@ async fn read_index<'a, S: ?Sized + AsyncReadableStorageTraits, T: ?Sized>(
     timeout: Option<Duration>,
 ) -> Result<Vec<RangeRead<'a>>, ReadError> {
     let key = shard.key.as_str();
-    let index_len = spec.index_len();
-    let at = match spec.location {
-        crate::format::shard_index::IndexLocation::Start => ByteRange::FromStart(0, Some(index_len)),
-        crate::format::shard_index::IndexLocation::End => ByteRange::Suffix(index_len),
-    };
-    // The size and the index are asked for together: one round trip.
-    let (size, index) = futures::join!(
-        request(key, timeout, storage.size_key(&shard.key)),
-        request(key, timeout, storage.get_partial(&shard.key, at))
-    );
-    let Some(shard_len) = size? else {
+    // The size first: a suffix read longer than a truncated shard is not
+    // an error every store reports.
+    let Some(shard_len) = request(key, timeout, storage.size_key(&shard.key)).await? else {
         let members = shard.members.iter().map(|&(i, _)| (i, None)).collect();
         return Ok(vec![RangeRead {
             shard,
@@ -179,8 +171,11 @@ async fn read_index<'a, S: ?Sized + AsyncReadableStorageTraits, T: ?Sized>(
             index_bytes: 0,
         }]);
     };
-    spec.index_range(shard_len).map_err(|e| index_error(key, e))?;
-    let index = index?.ok_or_else(|| index_error(key, "the shard disappeared while it was read"))?;
+    let at = spec.index_range(shard_len).map_err(|e| index_error(key, e))?;
+    let at = ByteRange::FromStart(at.start, Some(at.end - at.start));
+    let index = request(key, timeout, storage.get_partial(&shard.key, at))
+        .await?
+        .ok_or_else(|| index_error(key, "the shard disappeared while it was read"))?;
     let entries = spec.parse(&index, shard_len).map_err(|e| match e {
         ShardIndexError::Chunk { chunk, .. } => ReadError::Corrupt {
             key: inner_key(key, &sharded.unravel(chunk)),
