@@ -21,7 +21,7 @@ use zarrs::storage::byte_range::ByteRange;
 use zarrs::storage::{AsyncReadableStorageTraits, StorageError, StoreKey};
 
 use super::chain::Framing;
-use super::fetch::Wave;
+use super::fetch::{self, Wave};
 use super::plan::Plan;
 use super::shard::{index_error, inner_key, Sharded};
 use super::wave::WaveDecoder;
@@ -102,29 +102,14 @@ where
     let spec = sharded.index;
     let chunks = plan.clone();
     let produce = |wave_bytes: usize, tx: mpsc::Sender<Wave>| async move {
-        let mut reads = futures::stream::iter(shards.iter())
+        let reads = futures::stream::iter(shards.iter())
             .map(|shard| read_index(&*storage, sharded, spec, shard, timeout))
             .buffer_unordered(concurrency)
             .map_ok(|reads| futures::stream::iter(reads).map(Ok))
             .try_flatten()
             .map_ok(|read| fetch_range(&*storage, &chunks, read, timeout))
             .try_buffer_unordered(concurrency);
-        let mut wave = Wave::default();
-        while let Some((items, fetched)) = reads.try_next().await? {
-            let chunk_bytes = items.iter().flat_map(|(_, b)| b).map(Bytes::len).sum();
-            wave.count_fetched(fetched, chunk_bytes);
-            for (i, bytes) in items {
-                if let Some(full) = wave.push(i, bytes, wave_bytes) {
-                    if tx.send(full).await.is_err() {
-                        return Ok(());
-                    }
-                }
-            }
-        }
-        if !wave.items.is_empty() {
-            let _ = tx.send(wave).await;
-        }
-        Ok(())
+        fetch::send_waves(reads, wave_bytes, &tx).await
     };
     wave_loop::read_waves_from(plan, framing, options, decoder, produce).await
 }
@@ -241,7 +226,7 @@ fn coalesce(
 }
 
 /// Fetches one read; returns its inner chunks' bytes (slices of what was
-/// read) and the bytes fetched for it.
+/// read) and the other bytes fetched for it (the shard's index, gaps).
 async fn fetch_range<S: ?Sized + AsyncReadableStorageTraits>(
     storage: &S,
     plan: &Plan,
@@ -274,7 +259,9 @@ async fn fetch_range<S: ?Sized + AsyncReadableStorageTraits>(
             ),
         });
     }
-    let fetched = bytes.len() + read.index_bytes;
+    let chunk_bytes: u64 = read.members.iter().flat_map(|(_, r)| r).map(|r| r.end - r.start).sum();
+    // Inner chunks may share bytes (a writer may store equal chunks once).
+    let other_bytes = len.saturating_sub(chunk_bytes) as usize + read.index_bytes;
     let items = read
         .members
         .into_iter()
@@ -286,5 +273,5 @@ async fn fetch_range<S: ?Sized + AsyncReadableStorageTraits>(
             )
         })
         .collect();
-    Ok((items, fetched))
+    Ok((items, other_bytes))
 }
