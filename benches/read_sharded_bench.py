@@ -18,7 +18,6 @@ is timed too (the bytes it fetches are counted by the Rust test
 from __future__ import annotations
 
 import argparse
-import os
 import tempfile
 import time
 from pathlib import Path
@@ -27,7 +26,7 @@ import zarr
 import zarr.codecs
 import zarrs_nvcomp
 from bench_data import field_f32
-from read_bench import interleaved_best_of, zarrs_python_available
+from read_bench import gpu_destination, interleaved_best_of, zarrs_python_available
 from zarrs_nvcomp.reader import cupy_module
 
 COLUMNS = 4096  # field_f32's width
@@ -119,15 +118,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--cpu", action="store_true", help="host memory only")
     args = parser.parse_args()
-    gpu = (
-        not args.cpu
-        and cupy_module() is not None
-        and zarrs_nvcomp.gpu_unavailable_reason(0) is None
-    )
-    load = os.getloadavg()
-    print(
-        f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
-    )
+    gpu = gpu_destination(args.cpu)
     with tempfile.TemporaryDirectory(prefix="zarrs-nvcomp-shards-") as tmp:
         root = args.dir or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)
