@@ -283,6 +283,20 @@ def run_s3(paths: dict[str, Path], repeats: int, threads: int) -> None:
             )
 
 
+def gpu_destination(cpu_only: bool) -> bool:
+    """Whether the benchmarks read into GPU memory (a usable GPU and CuPy,
+    unless ``cpu_only``); prints the machine's CPUs and load."""
+    load = os.getloadavg()
+    print(
+        f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
+    )
+    return (
+        not cpu_only
+        and cupy_module() is not None
+        and zarrs_nvcomp.gpu_unavailable_reason(0) is None
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
@@ -304,15 +318,7 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    gpu = (
-        not args.cpu
-        and cupy_module() is not None
-        and zarrs_nvcomp.gpu_unavailable_reason(0) is None
-    )
-    load = os.getloadavg()
-    print(
-        f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
-    )
+    gpu = gpu_destination(args.cpu)
     with tempfile.TemporaryDirectory(prefix="zarrs-nvcomp-bench-") as tmp:
         root = args.dir or Path(tmp)
         root.mkdir(parents=True, exist_ok=True)

@@ -13,6 +13,10 @@
 //! | v2 `lz4`, v3 `numcodecs.lz4` | numcodecs LZ4 | [`Algorithm::Lz4`] with header | — |
 //! | v2 `zlib`, v3 `numcodecs.zlib` | zlib stream | [`Algorithm::Deflate`] | strip the 2-byte header and 4-byte Adler-32 trailer |
 //!
+//! A v3 array whose only codec is `sharding_indexed` over one of these
+//! chains is classified by its inner chain: its inner chunks are read in
+//! batches ([`super::shard`]).
+//!
 //! A trailing v3 `crc32c` is verified on the host and stripped. The Adler-32
 //! checksum of zlib streams is verified on the CPU path only: the GPU path
 //! decodes the raw DEFLATE data and does not check it.
@@ -149,6 +153,9 @@ pub(crate) fn classify(metadata: &ArrayMetadata, elem: Option<usize>) -> Chain {
             if !meta.storage_transformers.is_empty() {
                 return Chain::Fallback("storage transformers".into());
             }
+            if let Some(sharded) = super::shard::classify(metadata, Some(elem)) {
+                return sharded;
+            }
             classify_v3(&meta.codecs, elem)
         }
         ArrayMetadata::V2(meta) => {
@@ -170,6 +177,15 @@ pub(crate) fn classify(metadata: &ArrayMetadata, elem: Option<usize>) -> Chain {
                 Some(c) => compressor(c.id(), c.configuration()),
             }
         }
+    }
+}
+
+/// Classifies a v3 codec chain on its own (a sharded array's inner chain),
+/// for elements of `elem` bytes (`None`: not a fixed-size type).
+pub(crate) fn classify_v3_codecs(codecs: &[MetadataV3], elem: Option<usize>) -> Chain {
+    match elem {
+        Some(elem) => classify_v3(codecs, elem),
+        None => Chain::Fallback("the data type has no fixed size".into()),
     }
 }
 

@@ -22,6 +22,9 @@ pub(crate) struct Wave {
     pub items: Vec<(usize, Option<Bytes>)>,
     /// Total encoded bytes.
     pub compressed_bytes: usize,
+    /// Bytes fetched from the store for the wave: the encoded bytes, and for
+    /// sharded arrays also shard indexes and the gaps of coalesced reads.
+    pub fetched_bytes: usize,
 }
 
 /// Fetches the encoded bytes of one chunk; `None` when it is missing.
@@ -50,6 +53,7 @@ impl Wave {
     /// Adds a fetched chunk; returns the wave when it has reached `wave_bytes`.
     fn push(&mut self, i: usize, bytes: Option<Bytes>, wave_bytes: usize) -> Option<Wave> {
         self.compressed_bytes += bytes.as_ref().map_or(0, Bytes::len);
+        self.fetched_bytes += bytes.as_ref().map_or(0, Bytes::len);
         self.items.push((i, bytes));
         (self.compressed_bytes >= wave_bytes).then(|| std::mem::take(self))
     }
@@ -77,14 +81,33 @@ pub(crate) async fn fetch_waves<S: ?Sized + AsyncReadableStorageTraits + 'static
                 reason: format!("fetching task failed: {e}"),
             })?;
     }
-    let mut fetched = futures::stream::iter(plan.chunks.iter().enumerate())
-        .map(|(i, chunk)| async move { fetch_one(array, chunk, timeout).await.map(|bytes| (i, bytes)) })
+    let fetched = futures::stream::iter(plan.chunks.iter().enumerate())
+        .map(|(i, chunk)| async move {
+            fetch_one(array, chunk, timeout)
+                .await
+                .map(|bytes| (vec![(i, bytes)], 0))
+        })
         .buffer_unordered(concurrency.max(1));
+    send_waves(fetched, wave_bytes, &tx).await
+}
+
+/// Sends what `fetched` yields on `tx` in waves of at least `wave_bytes`
+/// encoded bytes (the last may be smaller). Each item is fetched chunks
+/// (`(index into the plan's chunks, encoded bytes or None)`) and the bytes
+/// fetched besides them (a shard's index, the gaps of a coalesced read).
+/// Stops at the first error, or when the receiver is gone.
+pub(crate) async fn send_waves<St>(mut fetched: St, wave_bytes: usize, tx: &mpsc::Sender<Wave>) -> Result<(), ReadError>
+where
+    St: futures::Stream<Item = Result<(Vec<(usize, Option<Bytes>)>, usize), ReadError>> + Unpin,
+{
     let mut wave = Wave::default();
-    while let Some((i, bytes)) = fetched.try_next().await? {
-        if let Some(full) = wave.push(i, bytes, wave_bytes) {
-            if tx.send(full).await.is_err() {
-                return Ok(());
+    while let Some((items, other_bytes)) = fetched.try_next().await? {
+        wave.fetched_bytes += other_bytes;
+        for (i, bytes) in items {
+            if let Some(full) = wave.push(i, bytes, wave_bytes) {
+                if tx.send(full).await.is_err() {
+                    return Ok(());
+                }
             }
         }
     }

@@ -32,8 +32,12 @@
 //!
 //! 1. [`chain`](self) classification: `bytes` + one compressor this crate
 //!    decodes in batches (`nvcomp_batch`, `zstd`, `gzip`, numcodecs `lz4` and
-//!    `zlib`, optionally followed by `crc32c`) takes the fast path; every other
-//!    chain (blosc, filters, transpose, sharding, big endian, ...) is read by
+//!    `zlib`, optionally followed by `crc32c`) takes the fast path, and so do
+//!    shards of such chains (`sharding_indexed` with its index at either end,
+//!    with or without `crc32c`): each touched shard's index is read, then
+//!    only the byte ranges of the inner chunks the selection needs, coalesced
+//!    (the inner chunks are the chunks of the plan). Every other
+//!    chain (blosc, filters, transpose, nested sharding, big endian, ...) is read by
 //!    the ordinary zarrs pipeline, chunk by chunk, with the reason logged at
 //!    `info` level.
 //! 2. The output's size is checked against the memory that must hold it
@@ -87,6 +91,8 @@ mod plan;
 mod progress;
 mod read;
 mod selection;
+mod shard;
+mod shard_fetch;
 pub mod store;
 mod wave;
 mod wave_loop;

@@ -9,8 +9,9 @@ use std::sync::Arc;
 /// How far a read has come.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Progress {
-    /// Compressed bytes fetched so far (chunks read by the zarrs pipeline
-    /// are not counted: that pipeline does not say).
+    /// Compressed bytes fetched so far, with the indexes of sharded arrays
+    /// and the gaps their coalesced reads span (chunks read by the zarrs
+    /// pipeline are not counted: that pipeline does not say).
     pub fetched_bytes: u64,
     /// Bytes of the output decoded and in place so far.
     pub decoded_bytes: u64,

@@ -7,11 +7,14 @@ use std::sync::Arc;
 use zarrs::array::Array;
 use zarrs::storage::AsyncReadableStorageTraits;
 
-use super::chain::{self, Chain};
+use super::chain::{self, Chain, Framing};
 use super::device::DeviceWaves;
 use super::host::HostWaves;
+use super::plan::Plan;
 use super::progress::Tracker;
-use super::{fallback, limits, plan, wave_loop};
+use super::shard::Sharded;
+use super::wave::WaveDecoder;
+use super::{fallback, limits, plan, shard_fetch, wave_loop};
 use super::{ArrayData, ReadError, ReadOptions, Selection};
 use crate::cuda::DecodeOptions;
 
@@ -19,7 +22,11 @@ use crate::cuda::DecodeOptions;
 /// chunks are decoded in batches with `algorithm`, `Err(reason)` when they go
 /// through the zarrs pipeline.
 pub fn batched_algorithm<S: ?Sized>(array: &Array<S>) -> Result<crate::Algorithm, String> {
-    match chain::classify(array.metadata(), array.data_type().fixed_size()) {
+    let elem = array.data_type().fixed_size();
+    if let Some(Err(reason)) = elem.and_then(|elem| Sharded::new(array, elem)) {
+        return Err(reason);
+    }
+    match chain::classify(array.metadata(), elem) {
         Chain::Fast(fast) => Ok(fast.algorithm),
         Chain::Fallback(reason) => Err(reason),
     }
@@ -51,7 +58,12 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
     })?;
     let shape = selection.shape();
     let out_len = limits::checked_output_len(&shape, elem, engine.as_deref())?;
-    let fast = match chain::classify(array.metadata(), Some(elem)) {
+    let sharded = Sharded::new(array, elem).transpose();
+    let chain = match &sharded {
+        Ok(_) => chain::classify(array.metadata(), Some(elem)),
+        Err(reason) => Chain::Fallback(reason.clone()),
+    };
+    let fast = match chain {
         Chain::Fast(fast) if engine.is_none() && !fast.algorithm.has_cpu_implementation() => {
             return Err(ReadError::Engine(crate::Error::NeedsGpu {
                 algorithm: fast.algorithm.name(),
@@ -75,12 +87,20 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
         Some(engine) => engine.total_memory(),
         None => crate::limits::default_max_decoded_size(),
     });
-    let plan = Arc::new(plan::plan(array, &selection, elem, out_len, Some(max_decoded_size))?);
+    let sharded = sharded.ok().flatten();
+    let chunked = sharded.as_ref().map_or(array, |s| &s.inner);
+    let mut plan = plan::plan(chunked, &selection, elem, out_len, Some(max_decoded_size))?;
+    let shards = sharded.as_ref().map(|s| shard_fetch::group(array, s, &mut plan));
+    let source = Source {
+        array,
+        sharded: sharded.as_ref().zip(shards),
+    };
+    let plan = Arc::new(plan);
     let fill = array.fill_value().as_ne_bytes().to_vec();
     match engine {
         None => {
             let decoder = HostWaves::new(fast.algorithm, max_decoded_size, &shape, out_len, fill)?;
-            let decoder = wave_loop::read_waves(array, plan, fast.framing, options, decoder).await?;
+            let decoder = source.read(plan, fast.framing, options, decoder).await?;
             Ok(ArrayData::Host {
                 bytes: decoder.into_bytes(),
                 shape,
@@ -93,12 +113,37 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
                 trusted: options.trusted_input,
             };
             let decoder = DeviceWaves::new(engine, fast.algorithm, decode, &shape, out_len, fill)?;
-            let decoder = wave_loop::read_waves(array, plan, fast.framing, options, decoder).await?;
+            let decoder = source.read(plan, fast.framing, options, decoder).await?;
             Ok(ArrayData::Device {
                 buffer: decoder.into_array(),
                 shape,
                 data_type,
             })
+        }
+    }
+}
+
+/// Where the chunks of a batched read come from: the array's chunks, or the
+/// inner chunks of its shards.
+struct Source<'a, S: ?Sized> {
+    array: &'a Array<S>,
+    sharded: Option<(&'a Sharded<S>, Vec<shard_fetch::ShardRequest>)>,
+}
+
+impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
+    /// Reads every chunk of `plan` into `decoder`.
+    async fn read<D: WaveDecoder>(
+        self,
+        plan: Arc<Plan>,
+        framing: Framing,
+        options: &ReadOptions,
+        decoder: D,
+    ) -> Result<D, ReadError> {
+        match self.sharded {
+            None => wave_loop::read_waves(self.array, plan, framing, options, decoder).await,
+            Some((sharded, shards)) => {
+                shard_fetch::read_shard_waves(self.array, sharded, shards, plan, framing, options, decoder).await
+            }
         }
     }
 }

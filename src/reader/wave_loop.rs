@@ -4,6 +4,7 @@
 //! in parallel) and decoded on the blocking pool while the next wave is
 //! fetched; progress is reported after each.
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -33,17 +34,40 @@ where
     S: ?Sized + AsyncReadableStorageTraits + 'static,
     D: WaveDecoder,
 {
+    let chunks = plan.clone();
+    let produce = |wave_bytes, tx| async move {
+        fetch::fetch_waves(
+            array,
+            &chunks,
+            options.store_io,
+            options.max_concurrent_requests,
+            wave_bytes,
+            options.request_timeout,
+            tx,
+        )
+        .await
+    };
+    read_waves_from(plan, framing, options, decoder, produce).await
+}
+
+/// [`read_waves`] with the waves fetched by `produce(wave_bytes, tx)`, which
+/// sends waves of at least `wave_bytes` encoded bytes of `plan`'s chunks on
+/// `tx` (the last may be smaller) and stops when the receiver is gone.
+pub(crate) async fn read_waves_from<D, F, Fut>(
+    plan: Arc<Plan>,
+    framing: Framing,
+    options: &ReadOptions,
+    decoder: D,
+    produce: F,
+) -> Result<D, ReadError>
+where
+    D: WaveDecoder,
+    F: FnOnce(usize, mpsc::Sender<Wave>) -> Fut,
+    Fut: Future<Output = Result<(), ReadError>>,
+{
     let tracker = Tracker::start(options.progress.clone(), plan.out_len as u64);
     let (tx, mut rx) = mpsc::channel::<Wave>(1);
-    let producer = fetch::fetch_waves(
-        array,
-        &plan,
-        options.store_io,
-        options.max_concurrent_requests,
-        decoder.wave_bytes(options.wave_bytes).max(1),
-        options.request_timeout,
-        tx,
-    );
+    let producer = produce(decoder.wave_bytes(options.wave_bytes).max(1), tx);
     let decoder = Arc::new(decoder);
     let consumer = consume_waves(&mut rx, &plan, framing, tracker, &decoder);
     futures::future::try_join(producer, consumer).await?;
@@ -64,8 +88,9 @@ async fn consume_waves<D: WaveDecoder>(
     let start = Instant::now();
     while let Some(wave) = rx.recv().await {
         let (chunks, bytes) = (wave.items.len(), wave.compressed_bytes);
+        let fetched_bytes = wave.fetched_bytes;
         let placed: usize = wave.items.iter().map(|(i, _)| plan.chunks[*i].copy.bytes()).sum();
-        tracker.fetched(bytes as u64);
+        tracker.fetched(fetched_bytes as u64);
         let fetched = start.elapsed();
         let (decoder, plan) = (decoder.clone(), plan.clone());
         tokio::task::spawn_blocking(move || {

@@ -1,0 +1,277 @@
+//! Fetching the inner chunks of a sharded read ([`super::shard`]): for each
+//! touched shard, its size and then its index (one ranged read, at the start
+//! or the end), then the byte ranges of the
+//! inner chunks the plan needs, coalesced into few ranged reads. Reads run
+//! concurrently, at most [`ReadOptions::max_concurrent_requests`] of each
+//! kind in flight; the inner chunks arrive in the same [`Wave`]s as the
+//! chunks of an unsharded read, so all inner chunks of all shards of a wave
+//! are decoded in one batch.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::ops::Range;
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use futures::{StreamExt, TryStreamExt};
+use tokio::sync::mpsc;
+use zarrs::array::Array;
+use zarrs::storage::byte_range::ByteRange;
+use zarrs::storage::{AsyncReadableStorageTraits, StorageError, StoreKey};
+
+use super::chain::Framing;
+use super::fetch::{self, Wave};
+use super::plan::Plan;
+use super::shard::{index_error, inner_key, Sharded};
+use super::wave::WaveDecoder;
+use super::{wave_loop, ReadError, ReadOptions};
+use crate::format::shard_index::{ShardIndexError, ShardIndexSpec};
+
+/// Two needed ranges of a shard are read as one when the gap between them is
+/// at most this fraction of the run read so far: the bytes read beyond those
+/// needed then stay under an eighth of them (under the 1.2x the reader
+/// promises for a selection), while the inner chunks of one row of a
+/// selection, which lie in a few runs with small gaps, take one request.
+const GAP_FRACTION: u64 = 8;
+
+/// A shard whose needed inner chunks hold at least 7/8 of its bytes is read
+/// whole, in one request: what is read beyond the needed bytes is then at
+/// most a seventh of them, and a shard read almost whole costs one request
+/// instead of one per run.
+const WHOLE_NUMERATOR: u64 = 7;
+const WHOLE_DENOMINATOR: u64 = 8;
+
+/// The touched inner chunks of one shard.
+pub(crate) struct ShardRequest {
+    /// The shard's store key.
+    key: StoreKey,
+    /// `(index into the plan's chunks, C-order index in the shard)`.
+    members: Vec<(usize, u64)>,
+}
+
+/// One read of a shard's bytes and the inner chunks it holds.
+struct RangeRead<'a> {
+    shard: &'a ShardRequest,
+    /// Bytes to read (`None`: nothing, every member is empty or the shard is
+    /// missing).
+    range: Option<Range<u64>>,
+    /// `(index into the plan's chunks, its bytes in the shard or None)`.
+    members: Vec<(usize, Option<Range<u64>>)>,
+    /// Bytes already fetched for this shard (its index), for the count.
+    index_bytes: usize,
+}
+
+/// Groups the plan's inner chunks by shard, and names each by its shard's
+/// key and its indices in the shard (the keys errors give).
+pub(crate) fn group<S: ?Sized>(array: &Array<S>, sharded: &Sharded<S>, plan: &mut Plan) -> Vec<ShardRequest> {
+    let mut shards: Vec<ShardRequest> = Vec::new();
+    let mut by_indices: HashMap<Vec<u64>, usize> = HashMap::new();
+    for (i, chunk) in plan.chunks.iter_mut().enumerate() {
+        let (shard, within, linear) = sharded.locate(&chunk.indices);
+        let key = array.chunk_key(&shard);
+        chunk.key = inner_key(key.as_str(), &within);
+        let at = *by_indices.entry(shard).or_insert_with(|| {
+            shards.push(ShardRequest {
+                key,
+                members: Vec::new(),
+            });
+            shards.len() - 1
+        });
+        shards[at].members.push((i, linear));
+    }
+    shards
+}
+
+/// Reads every inner chunk of `plan` (grouped by [`group`]) into `decoder`.
+pub(crate) async fn read_shard_waves<S, D>(
+    array: &Array<S>,
+    sharded: &Sharded<S>,
+    shards: Vec<ShardRequest>,
+    plan: Arc<Plan>,
+    framing: Framing,
+    options: &ReadOptions,
+    decoder: D,
+) -> Result<D, ReadError>
+where
+    S: ?Sized + AsyncReadableStorageTraits + 'static,
+    D: WaveDecoder,
+{
+    let storage = array.storage();
+    let (concurrency, timeout) = (options.max_concurrent_requests.max(1), options.request_timeout);
+    let spec = sharded.index;
+    let chunks = plan.clone();
+    let produce = |wave_bytes: usize, tx: mpsc::Sender<Wave>| async move {
+        let reads = futures::stream::iter(shards.iter())
+            .map(|shard| read_index(&*storage, sharded, spec, shard, timeout))
+            .buffer_unordered(concurrency)
+            .map_ok(|reads| futures::stream::iter(reads).map(Ok))
+            .try_flatten()
+            .map_ok(|read| fetch_range(&*storage, &chunks, read, timeout))
+            .try_buffer_unordered(concurrency);
+        fetch::send_waves(reads, wave_bytes, &tx).await
+    };
+    wave_loop::read_waves_from(plan, framing, options, decoder, produce).await
+}
+
+/// `request` on `key`, within `timeout`, with the store's errors naming the key.
+async fn request<T>(
+    key: &str,
+    timeout: Option<Duration>,
+    request: impl Future<Output = Result<T, StorageError>>,
+) -> Result<T, ReadError> {
+    let result = match timeout {
+        Some(limit) => tokio::time::timeout(limit, request)
+            .await
+            .map_err(|_| ReadError::Timeout {
+                key: key.to_string(),
+                after: limit,
+            })?,
+        None => request.await,
+    };
+    result.map_err(|e| ReadError::Fetch {
+        key: key.to_string(),
+        reason: e.to_string(),
+    })
+}
+
+/// Reads and parses the index of `shard`, and plans the reads of its
+/// members' bytes.
+async fn read_index<'a, S: ?Sized + AsyncReadableStorageTraits, T: ?Sized>(
+    storage: &S,
+    sharded: &Sharded<T>,
+    spec: ShardIndexSpec,
+    shard: &'a ShardRequest,
+    timeout: Option<Duration>,
+) -> Result<Vec<RangeRead<'a>>, ReadError> {
+    let key = shard.key.as_str();
+    // The size first: a suffix read longer than a truncated shard is not
+    // an error every store reports.
+    let Some(shard_len) = request(key, timeout, storage.size_key(&shard.key)).await? else {
+        let members = shard.members.iter().map(|&(i, _)| (i, None)).collect();
+        return Ok(vec![RangeRead {
+            shard,
+            range: None,
+            members,
+            index_bytes: 0,
+        }]);
+    };
+    let at = spec.index_range(shard_len).map_err(|e| index_error(key, e))?;
+    let at = ByteRange::FromStart(at.start, Some(at.end - at.start));
+    let index = request(key, timeout, storage.get_partial(&shard.key, at))
+        .await?
+        .ok_or_else(|| index_error(key, "the shard disappeared while it was read"))?;
+    let entries = spec.parse(&index, shard_len).map_err(|e| match e {
+        ShardIndexError::Chunk { chunk, .. } => ReadError::Corrupt {
+            key: inner_key(key, &sharded.unravel(chunk)),
+            reason: format!("shard index: {e}"),
+        },
+        e => index_error(key, e),
+    })?;
+    let needed: Vec<(usize, Option<Range<u64>>)> = shard
+        .members
+        .iter()
+        .map(|&(i, linear)| (i, entries[linear as usize].clone()))
+        .collect();
+    Ok(coalesce(shard, needed, shard_len, index.len()))
+}
+
+/// The reads that fetch `needed` (inner chunks and their ranges) of a shard
+/// of `shard_len` bytes: one read of the whole shard when the needed bytes
+/// are most of it, otherwise runs of ranges merged over small gaps
+/// ([`GAP_FRACTION`]); empty inner chunks need no read.
+fn coalesce(
+    shard: &ShardRequest,
+    mut needed: Vec<(usize, Option<Range<u64>>)>,
+    shard_len: u64,
+    index_bytes: usize,
+) -> Vec<RangeRead<'_>> {
+    let read = |range, members| RangeRead {
+        shard,
+        range,
+        members,
+        index_bytes: 0,
+    };
+    let (empty, mut present): (Vec<_>, Vec<_>) = needed.drain(..).partition(|(_, r)| r.is_none());
+    let mut reads = Vec::new();
+    if !empty.is_empty() {
+        reads.push(read(None, empty));
+    }
+    let needed_bytes: u64 = present.iter().flat_map(|(_, r)| r).map(|r| r.end - r.start).sum();
+    if needed_bytes * WHOLE_DENOMINATOR >= shard_len * WHOLE_NUMERATOR {
+        reads.push(read(Some(0..shard_len), present));
+    } else {
+        present.sort_by_key(|(_, r)| r.as_ref().map(|r| r.start));
+        for (i, range) in present {
+            let r = range.clone().expect("present");
+            match reads.last_mut() {
+                Some(RangeRead {
+                    range: Some(run),
+                    members,
+                    ..
+                }) if r.start >= run.end && r.start - run.end <= (run.end - run.start) / GAP_FRACTION
+                    || r.start < run.end && r.start >= run.start =>
+                {
+                    run.end = run.end.max(r.end);
+                    members.push((i, range));
+                }
+                _ => reads.push(read(Some(r), vec![(i, range)])),
+            }
+        }
+    }
+    if let Some(first) = reads.first_mut() {
+        first.index_bytes = index_bytes;
+    }
+    reads
+}
+
+/// Fetches one read; returns its inner chunks' bytes (slices of what was
+/// read) and the other bytes fetched for it (the shard's index, gaps).
+async fn fetch_range<S: ?Sized + AsyncReadableStorageTraits>(
+    storage: &S,
+    plan: &Plan,
+    read: RangeRead<'_>,
+    timeout: Option<Duration>,
+) -> Result<(Vec<(usize, Option<Bytes>)>, usize), ReadError> {
+    let key = read.shard.key.as_str();
+    let Some(range) = read.range else {
+        return Ok((
+            read.members.into_iter().map(|(i, _)| (i, None)).collect(),
+            read.index_bytes,
+        ));
+    };
+    let len = range.end - range.start;
+    let bytes = request(
+        key,
+        timeout,
+        storage.get_partial(&read.shard.key, ByteRange::FromStart(range.start, Some(len))),
+    )
+    .await?
+    .ok_or_else(|| index_error(key, "the shard disappeared while it was read"))?;
+    if bytes.len() as u64 != len {
+        let first = read.members.first().map_or(key, |(i, _)| plan.chunks[*i].key.as_str());
+        return Err(ReadError::Corrupt {
+            key: first.to_string(),
+            reason: format!(
+                "truncated shard: {} bytes at offset {} where its index needs {len}",
+                bytes.len(),
+                range.start
+            ),
+        });
+    }
+    let chunk_bytes: u64 = read.members.iter().flat_map(|(_, r)| r).map(|r| r.end - r.start).sum();
+    // Inner chunks may share bytes (a writer may store equal chunks once).
+    let other_bytes = len.saturating_sub(chunk_bytes) as usize + read.index_bytes;
+    let items = read
+        .members
+        .into_iter()
+        .map(|(i, r)| {
+            let r = r.expect("a read's members have ranges");
+            (
+                i,
+                Some(bytes.slice((r.start - range.start) as usize..(r.end - range.start) as usize)),
+            )
+        })
+        .collect();
+    Ok((items, other_bytes))
+}

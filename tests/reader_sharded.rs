@@ -1,0 +1,243 @@
+//! Sharded arrays read through their inner chunks: equal to zarrs for
+//! boxes and strided selections, with the index at either end, with and
+//! without crc32c, with empty inner chunks; a small selection fetches little
+//! more than the inner chunks it needs; corrupt shards name the shard and
+//! the inner chunk.
+
+mod reader_common;
+
+use std::sync::{Arc, Mutex};
+
+use reader_common::*;
+use serde_json::{json, Value};
+use zarrs::array::{ArrayBytes, ArraySubset};
+use zarrs_nvcomp::reader::{
+    batched_algorithm, read_chunks_parallel, ProgressHook, ReadOptions, Selection, StridedRange,
+};
+use zarrs_nvcomp::Backend;
+
+fn float32() -> Dtype {
+    dtypes()
+        .into_iter()
+        .find(|d| d.v3 == "float32")
+        .expect("float32 is tested")
+}
+
+fn sharded(shape: &[u64], shard: &[u64], inner: &[u64], location: &str, crc: bool, inner_codecs: Value) -> Value {
+    let index_codecs = if crc {
+        json!([bytes_codec(), {"name": "crc32c"}])
+    } else {
+        json!([bytes_codec()])
+    };
+    let codecs = json!([{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": inner, "codecs": inner_codecs, "index_codecs": index_codecs, "index_location": location}}]);
+    v3_metadata(shape, shard, &float32(), codecs)
+}
+
+fn zstd_chain() -> Value {
+    json!([bytes_codec(), {"name": "zstd", "configuration": {"level": 1, "checksum": false}}])
+}
+
+fn cpu() -> ReadOptions {
+    ReadOptions {
+        device: Backend::Cpu,
+        ..ReadOptions::default()
+    }
+}
+
+/// The `(offset, nbytes)` pairs of a shard's index.
+fn index_pairs(shard: &[u8], inner_chunks: usize, location: &str, crc: bool) -> Vec<(u64, u64)> {
+    let len = inner_chunks * 16 + if crc { 4 } else { 0 };
+    let index = if location == "end" {
+        &shard[shard.len() - len..]
+    } else {
+        &shard[..len]
+    };
+    index[..inner_chunks * 16]
+        .chunks_exact(16)
+        .map(|p| {
+            (
+                u64::from_le_bytes(p[..8].try_into().unwrap()),
+                u64::from_le_bytes(p[8..].try_into().unwrap()),
+            )
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn shards_read_like_zarrs_with_empty_inner_chunks_and_steps() {
+    let store = memory_store();
+    let inner_chains = [
+        zstd_chain(),
+        json!([bytes_codec(), {"name": "gzip", "configuration": {"level": 1}}, {"name": "crc32c"}]),
+    ];
+    let mut case = 0;
+    for location in ["end", "start"] {
+        for crc in [false, true] {
+            for chain in &inner_chains {
+                case += 1;
+                let metadata = sharded(&[40, 56], &[20, 28], &[5, 7], location, crc, chain.clone());
+                let path = format!("s/{case}");
+                let array = write_array(&store, &path, &metadata, &float32(), case).await;
+                assert!(batched_algorithm(&array).is_ok(), "{location} crc {crc}");
+                // Fill values over two inner chunks of shard 0/0: zarrs
+                // leaves them empty in the index.
+                let fill = array.fill_value().as_ne_bytes().repeat(5 * 14);
+                let region = ArraySubset::new_with_ranges(&[0..5, 0..14]);
+                array
+                    .async_store_array_subset(&region, ArrayBytes::new_flen(fill))
+                    .await
+                    .unwrap();
+                let shard = get(&store, &format!("{path}/c/0/0")).await;
+                let pairs = index_pairs(&shard, 16, location, crc);
+                assert_eq!(pairs[0], (u64::MAX, u64::MAX), "inner chunk [0, 0] is empty");
+                let what = format!("{location} crc32c {crc} {chain}");
+                assert_reads_like_zarrs(&array, &what).await;
+
+                let all = zarrs_read(&array, &ArraySubset::new_with_shape(vec![40, 56])).await;
+                let steps = Selection::new(vec![
+                    StridedRange {
+                        start: 1,
+                        stop: 39,
+                        step: 3,
+                    },
+                    StridedRange {
+                        start: 2,
+                        stop: 56,
+                        step: 5,
+                    },
+                ]);
+                let (rows, cols): (Vec<u64>, Vec<u64>) = ((1..39).step_by(3).collect(), (2..56).step_by(5).collect());
+                let expected: Vec<u8> = rows
+                    .iter()
+                    .flat_map(|r| cols.iter().map(move |c| (r * 56 + c) as usize * 4))
+                    .flat_map(|at| all[at..at + 4].to_vec())
+                    .collect();
+                let data = read_chunks_parallel(&array, steps, &cpu()).await.unwrap();
+                assert_eq!(data.into_host_bytes().unwrap(), expected, "{what}: steps");
+            }
+        }
+    }
+}
+
+/// Bytes fetched by a CPU read of `selection`, from the reader's progress.
+async fn fetched_bytes(array: &zarrs::array::Array<Store>, selection: ArraySubset) -> u64 {
+    let seen = Arc::new(Mutex::new(0u64));
+    let hook = {
+        let seen = seen.clone();
+        ProgressHook::new(move |p| *seen.lock().unwrap() = p.fetched_bytes)
+    };
+    let options = ReadOptions {
+        progress: Some(hook),
+        ..cpu()
+    };
+    read_chunks_parallel(array, &selection, &options).await.unwrap();
+    let fetched = *seen.lock().unwrap();
+    fetched
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sixteenth_fetches_at_most_one_fifth_more_than_its_inner_chunks() {
+    let store = memory_store();
+    // 16 KiB inner chunks, 16 per shard, 4 shards.
+    let metadata = sharded(&[512, 512], &[256, 256], &[64, 64], "end", true, zstd_chain());
+    let array = write_array(&store, "sixteenth", &metadata, &float32(), 7).await;
+    let pairs = |key: &str| {
+        let store = store.clone();
+        let key = key.to_string();
+        async move { index_pairs(&get(&store, &key).await, 16, "end", true) }
+    };
+    let (s00, s01) = (pairs("sixteenth/c/0/0").await, pairs("sixteenth/c/0/1").await);
+    let size = |p: &[(u64, u64)], chunks: &[usize]| chunks.iter().map(|&c| p[c].1).sum::<u64>();
+    // A band of 32 rows: the first row of inner chunks of shards 0/0 and 0/1.
+    let needed = size(&s00, &[0, 1, 2, 3]) + size(&s01, &[0, 1, 2, 3]);
+    let fetched = fetched_bytes(&array, ArraySubset::new_with_ranges(&[0..32, 0..512])).await;
+    assert!(
+        fetched >= needed && fetched * 5 <= needed * 6,
+        "band: {fetched} for {needed}"
+    );
+    // A 128 x 128 box: inner chunks 0, 1, 4, 5 of shard 0/0 (two runs).
+    let needed = size(&s00, &[0, 1, 4, 5]);
+    let fetched = fetched_bytes(&array, ArraySubset::new_with_ranges(&[0..128, 0..128])).await;
+    assert!(
+        fetched >= needed && fetched * 5 <= needed * 6,
+        "box: {fetched} for {needed}"
+    );
+    // All of it: every shard read whole, besides its index (16 pairs and a crc32c).
+    let total: u64 = [(0, 0), (0, 1), (1, 0)]
+        .iter()
+        .map(|(i, j)| futures::executor::block_on(get(&store, &format!("sixteenth/c/{i}/{j}"))).len() as u64)
+        .sum();
+    let fetched = fetched_bytes(&array, ArraySubset::new_with_ranges(&[0..512, 0..512])).await;
+    assert_eq!(
+        fetched,
+        total + 3 * 260,
+        "the whole array (shard 1/1 erased by the fixture)"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn corrupt_shards_name_the_shard_and_the_inner_chunk() {
+    let store = memory_store();
+    for (case, (location, crc)) in [("end", true), ("start", false)].into_iter().enumerate() {
+        let path = format!("bad/{case}");
+        let metadata = sharded(&[20, 28], &[10, 14], &[5, 7], location, crc, zstd_chain());
+        let array = write_array(&store, &path, &metadata, &float32(), 3).await;
+        let key = format!("{path}/c/0/1");
+        let good = get(&store, &key).await;
+        let pairs = index_pairs(&good, 4, location, crc);
+        let index_at = if location == "end" {
+            good.len() - 64 - 4 * crc as usize
+        } else {
+            0
+        };
+        let read = || async {
+            let all = ArraySubset::new_with_shape(vec![20, 28]);
+            read_chunks_parallel(&array, &all, &cpu())
+                .await
+                .unwrap_err()
+                .to_string()
+        };
+
+        // The bytes of inner chunk [0, 1] (C-order 1) damaged.
+        let (offset, nbytes) = pairs[1];
+        let mut bad = good.clone();
+        bad[offset as usize..(offset + nbytes) as usize].fill(0xa5);
+        put(&store, &key, bad).await;
+        let err = read().await;
+        assert!(
+            err.contains(&format!("{key} (inner chunk [0, 1])")),
+            "{location}: {err}"
+        );
+
+        // Inner chunk [1, 0]'s entry past the end of the shard.
+        let mut bad = good.clone();
+        let at = index_at + 2 * 16;
+        bad[at..at + 8].copy_from_slice(&(1u64 << 40).to_le_bytes());
+        if crc {
+            let sum = crc32c::crc32c(&bad[index_at..index_at + 64]);
+            bad[index_at + 64..index_at + 68].copy_from_slice(&sum.to_le_bytes());
+        }
+        put(&store, &key, bad.clone()).await;
+        let err = read().await;
+        assert!(
+            err.contains(&format!("{key} (inner chunk [1, 0])")),
+            "{location}: {err}"
+        );
+        if crc {
+            // The same damage without the checksum fixed: a checksum error naming the shard.
+            bad[index_at + 64] ^= 1;
+            put(&store, &key, bad).await;
+            let err = read().await;
+            assert!(err.contains(&key) && err.contains("crc32c"), "{location}: {err}");
+        }
+
+        // Truncated: the index no longer fits, or no longer holds its chunks.
+        for len in [good.len() / 2, 10] {
+            put(&store, &key, good[..len].to_vec()).await;
+            let err = read().await;
+            assert!(err.contains(&key), "{location}: truncated to {len}: {err}");
+        }
+        put(&store, &key, good).await;
+    }
+}
