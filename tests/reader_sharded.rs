@@ -187,7 +187,7 @@ async fn corrupt_shards_name_the_shard_and_the_inner_chunk() {
         let good = get(&store, &key).await;
         let pairs = index_pairs(&good, 4, location, crc);
         let index_at = if location == "end" {
-            good.len() - 64 - 4 * crc as usize
+            good.len() - 64 - 4 * usize::from(crc)
         } else {
             0
         };

@@ -66,7 +66,7 @@ impl<S: ?Sized> Sharded<S> {
     /// when the array is not sharded, `Some(Err(reason))` when its shards
     /// are read by zarrs (nested sharding, inner chains without a batched
     /// decoder, irregular grids, index codecs other than bytes + crc32c).
-    pub fn new(array: &Array<S>, elem: usize) -> Option<Result<Self, String>> {
+    pub(super) fn new(array: &Array<S>, elem: usize) -> Option<Result<Self, String>> {
         let (_, config) = match sharding_config(array.metadata())? {
             Ok(found) => found,
             Err(reason) => return Some(Err(reason)),
@@ -125,7 +125,7 @@ impl<S: ?Sized> Sharded<S> {
     /// The shard that holds the inner chunk at `inner` (inner grid
     /// indices), and the inner chunk's position in it: its indices inside
     /// the shard and its C-order index in the shard's index.
-    pub fn locate(&self, inner: &[u64]) -> (Vec<u64>, Vec<u64>, u64) {
+    pub(super) fn locate(&self, inner: &[u64]) -> (Vec<u64>, Vec<u64>, u64) {
         let shard = inner.iter().zip(&self.chunks_per_shard).map(|(i, n)| i / n).collect();
         let within: Vec<u64> = inner.iter().zip(&self.chunks_per_shard).map(|(i, n)| i % n).collect();
         let linear = within
@@ -136,7 +136,7 @@ impl<S: ?Sized> Sharded<S> {
     }
 
     /// The indices inside a shard of the inner chunk at C-order `linear`.
-    pub fn unravel(&self, mut linear: u64) -> Vec<u64> {
+    pub(super) fn unravel(&self, mut linear: u64) -> Vec<u64> {
         let mut within = vec![0; self.chunks_per_shard.len()];
         for (w, n) in within.iter_mut().zip(&self.chunks_per_shard).rev() {
             *w = linear % n;

@@ -129,9 +129,9 @@ async fn request<T>(
             })?,
         None => request.await,
     };
-    result.map_err(|e| ReadError::Fetch {
+    result.map_err(|source| ReadError::Fetch {
         key: key.to_string(),
-        reason: e.to_string(),
+        source,
     })
 }
 

@@ -56,7 +56,7 @@ mod zarrs_pipeline;
 use std::marker::PhantomData;
 use std::sync::Arc;
 
-use zarrs::array::{Array, ArraySubset};
+use zarrs::array::{Array, ArrayMetadata, ArraySubset};
 use zarrs::storage::AsyncReadableWritableStorageTraits;
 
 pub use create::{create_array, create_array_blocking, NewArray};
@@ -264,12 +264,16 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     let engine = resolve_device(options.device, &data)?;
     let fill = array.fill_value().as_ne_bytes().to_vec();
     let chunks = plan::plan(array, subset, elem)?;
-    let batched = match classify_chain(array.metadata(), Some(elem)) {
-        crate::reader::Chain::Fast(chain) => Ok((chain, None)),
-        crate::reader::Chain::Fallback(reason) => match shard::layout(array.metadata(), elem) {
-            Ok(layout) => Ok((layout.chain, Some(layout))),
-            Err(_) => Err(reason),
-        },
+    // A sharded array is written shard by shard, whatever the reader makes
+    // of its inner chain.
+    let sharded = matches!(array.metadata(), ArrayMetadata::V3(meta) if meta.codecs.iter().any(|c| c.name() == "sharding_indexed"));
+    let batched = if sharded {
+        shard::layout(array.metadata(), elem).map(|layout| (layout.chain, Some(layout)))
+    } else {
+        match classify_chain(array.metadata(), Some(elem)) {
+            crate::reader::Chain::Fast(chain) => Ok((chain, None)),
+            crate::reader::Chain::Fallback(reason) => Err(reason),
+        }
     };
     let (chain, shards) = match batched {
         Ok((chain, _)) if engine.is_none() && !chain.algorithm.has_cpu_implementation() => {
