@@ -51,8 +51,12 @@ def test_last_backend_records_where_a_call_ran():
 def test_auto_runs_small_host_batches_on_the_cpu_and_large_ones_on_the_gpu(monkeypatch):
     codec = NvCompBatchCodec("lz4")
     assert codec.backend.startswith("cuda")
-    small = codec.encode_batch([np.arange(1000, dtype=np.float32)])
+    data = np.arange(1000, dtype=np.float32)
+    on_cpu = codec.encode_batch([data])
     assert codec.last_backend == "cpu"
     monkeypatch.setattr(_device_choice, "ENCODE", Thresholds(min_items=1, min_bytes=1))
-    assert codec.encode_batch([np.arange(1000, dtype=np.float32)]) == small
+    on_gpu = codec.encode_batch([data])
     assert codec.last_backend.startswith("cuda")
+    # The two encoders write different LZ4 bitstreams; both decode to the data.
+    for encoded in (on_cpu, on_gpu):
+        assert bytes(memoryview(codec.decode_batch(encoded)[0])) == data.tobytes()

@@ -172,12 +172,13 @@ def _classify_v2(codec: Any) -> tuple[BatchedChain | None, str | None]:
 
 
 def _engine_config(name: str, configuration: dict[str, Any]) -> str | None:
-    """The engine's configuration (JSON) of a compressor, or None."""
+    """The engine's normalized configuration of a compressor as JSON text
+    (hashable, so that engines are cached by it), or None."""
     if name == "nvcomp_batch":
         stored = {k: v for k, v in configuration.items() if k != "id"}
-        return normalize_config(json.dumps(stored), stored=True)
+        return json.dumps(normalize_config(stored, stored=True), sort_keys=True)
     if name in _STANDARD:
-        return normalize_config(json.dumps(_STANDARD[name]))
+        return json.dumps(normalize_config(_STANDARD[name]), sort_keys=True)
     return None
 
 

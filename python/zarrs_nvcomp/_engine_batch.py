@@ -5,6 +5,7 @@ each batch in one call of the engine."""
 from __future__ import annotations
 
 import functools
+import json
 import math
 import re
 from typing import Any
@@ -91,7 +92,7 @@ def engine_encode(chain: BatchedChain, chunks: list[np.ndarray]) -> list[bytes]:
 
 @functools.cache
 def _engine(config_json: str, device: str) -> Engine:
-    return Engine(config_json, device)
+    return Engine(json.loads(config_json), device)
 
 
 _BUFFER = re.compile(r"\bbuffer (\d+)\b")

@@ -26,7 +26,14 @@ from typing import Any
 import numpy as np
 
 from zarrs_nvcomp import _buffers
-from zarrs_nvcomp._zarrs_nvcomp import create_array_metadata, write_chunks
+from zarrs_nvcomp._stores import location
+from zarrs_nvcomp._zarrs_nvcomp import (
+    InvalidArgumentError,
+    SelectionError,
+    UnsupportedTypeError,
+    create_array_metadata,
+    write_chunks,
+)
 from zarrs_nvcomp.reader import Array, _normalize, open_array
 
 __all__ = ["create_array", "write_chunks_parallel"]
@@ -48,7 +55,9 @@ def _compressor_metadata(compressor: Any) -> dict[str, Any] | None:
     if isinstance(compressor, str):
         if compressor in _NAMED:
             return _NAMED[compressor]
-        raise ValueError(f"unknown compressor {compressor!r}; named ones: {sorted(_NAMED)}")
+        raise InvalidArgumentError(
+            f"unknown compressor {compressor!r}; named ones: {sorted(_NAMED)}"
+        )
     if hasattr(compressor, "get_config"):  # a numcodecs codec, NvCompBatchCodec included
         compressor = compressor.get_config()
     if isinstance(compressor, dict) and "name" in compressor:
@@ -59,7 +68,9 @@ def _compressor_metadata(compressor: Any) -> dict[str, Any] | None:
         if name in ("lz4", "zlib", "blosc", "bz2", "lzma"):
             name = f"numcodecs.{name}"
         return {"name": name, "configuration": config}
-    raise TypeError(f"compressor must be a name, a codec or its metadata, not {compressor!r}")
+    raise UnsupportedTypeError(
+        f"compressor must be a name, a codec or its metadata, not {compressor!r}"
+    )
 
 
 def _fill_value_json(fill_value: Any, dtype: np.dtype) -> Any:
@@ -99,7 +110,7 @@ def create_array(
     """
     dt = np.dtype(dtype)
     if dt.kind not in "biufc":
-        raise TypeError(f"create_array makes arrays of numbers or bool, not {dt}")
+        raise UnsupportedTypeError(f"create_array makes arrays of numbers or bool, not {dt}")
     spec = {
         "shape": [int(n) for n in shape],
         "chunks": [int(n) for n in chunks],
@@ -109,9 +120,9 @@ def create_array(
         "compressor": _compressor_metadata(compressor),
         "zarr_format": int(zarr_format),
     }
-    options = _options(storage_options)
-    create_array_metadata(_url(store), spec, options)
-    return open_array(_url(store), options)
+    url, options = location(store, storage_options)
+    create_array_metadata(url, spec, options)
+    return open_array(url, options)
 
 
 def write_chunks_parallel(
@@ -142,7 +153,7 @@ def write_chunks_parallel(
     array = open_array(store, storage_options)
     strided, flips, out_shape = _normalize(selection, array.shape)
     if flips or any(step != 1 for _, _, step in strided):
-        raise IndexError("writes take selections with steps of 1")
+        raise SelectionError("writes take selections with steps of 1")
     start = [s for s, _, _ in strided]
     box = [stop - s for s, stop, _ in strided]
     if math.prod(box) == 0:
@@ -187,7 +198,7 @@ def _device_box(
             or tuple(cai["shape"]) != tuple(out_shape)
             or np.dtype(cai["typestr"]) != dtype
         ):
-            raise TypeError(
+            raise UnsupportedTypeError(
                 "GPU data without CuPy must be a contiguous array of the selection's shape "
                 f"{out_shape} and dtype {dtype}"
             )
@@ -196,17 +207,3 @@ def _device_box(
     with arr.device:
         arr = cp.ascontiguousarray(cp.broadcast_to(arr.astype(dtype, copy=False), out_shape))
         return arr.reshape(box), arr.device.id
-
-
-def _url(store: Any) -> str:
-    if hasattr(store, "__fspath__"):
-        return str(store.__fspath__())
-    if not isinstance(store, str):
-        raise TypeError(f"store must be a path or a URL, not {type(store).__name__}")
-    return store
-
-
-def _options(storage_options: dict[str, Any] | None) -> dict[str, str]:
-    from zarrs_nvcomp.reader import _option_value
-
-    return {k: _option_value(v) for k, v in (storage_options or {}).items()}
