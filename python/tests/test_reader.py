@@ -135,7 +135,6 @@ def test_v2_batched_chains_read_like_zarr(tmp_path, compressor, dtype):
 @pytest.mark.parametrize(
     ("name", "kwargs"),
     [
-        ("sharded", {"shards": (8, 14), "compressors": zarr.codecs.ZstdCodec(level=1)}),
         ("v2 order F", {"zarr_format": 2, "order": "F", "compressors": numcodecs.Zstd()}),
         (
             "v3 transpose",
@@ -153,6 +152,15 @@ def test_fallback_chains_read_like_zarr(tmp_path, name, kwargs):
     array = open_array(str(path))
     assert array.batched_algorithm is None
     assert array.fallback_reason
+    np.testing.assert_array_equal(check(path), data)
+    check(path, (slice(3, 17, 2), -1))
+
+
+def test_sharded_arrays_of_batched_chains_read_in_batches_like_zarr(tmp_path):
+    data = sample((19, 30), "int32", seed=3)
+    path = tmp_path / "a.zarr"
+    write(path, data, (4, 7), shards=(8, 14), compressors=zarr.codecs.ZstdCodec(level=1))
+    assert open_array(str(path)).batched_algorithm == "zstd"
     np.testing.assert_array_equal(check(path), data)
     check(path, (slice(3, 17, 2), -1))
 

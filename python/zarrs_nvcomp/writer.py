@@ -164,7 +164,7 @@ def write_chunks_parallel(
     if _buffers.is_device(data):
         alive, ordinal = _device_box(data, dtype, out_shape, box)
         region = _buffers.device_region(alive, what="data")
-        device_data = region.pair()
+        device_data = (region.ptr, region.nbytes)
         if device is None:
             device = f"cuda:{ordinal}"
     else:
