@@ -32,7 +32,7 @@ def test_device_inputs_stay_on_the_gpu_and_nothing_goes_to_an_unusable_one():
     assert not use_gpu(on_device=False, items=10**6, nbytes=1 << 40, thresholds=T, gpu_usable=False)
 
 
-def test_the_provisional_thresholds_send_single_buffers_to_the_cpu():
+def test_the_thresholds_send_single_buffers_to_the_cpu():
     for thresholds in (_device_choice.DECODE, _device_choice.ENCODE):
         for nbytes in (64 << 10, 1 << 20):
             assert not use_gpu(

@@ -34,6 +34,7 @@ def write(path, location: str, crc: bool, inner=None) -> np.ndarray:
         chunks=(32, 24),
         dtype=data.dtype,
         fill_value=0,
+        compressors=None,  # zarr-python's default would compress the shards as a whole
         serializer=zc.ShardingCodec(
             chunk_shape=(8, 6),
             codecs=inner or [zc.BytesCodec(), zc.ZstdCodec(level=1)],
