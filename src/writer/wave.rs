@@ -13,7 +13,6 @@ use super::gather;
 use super::plan::ChunkWrite;
 use super::shard::ShardLayout;
 use super::{WriteData, WriteError, WriteOptions};
-use crate::codec::Backend;
 use crate::cuda::CudaEngine;
 use crate::reader::{read_chunks_parallel, ReadOptions};
 
@@ -32,8 +31,10 @@ pub(crate) async fn read_partial<S: ?Sized + AsyncReadableWritableStorageTraits 
     wave: &[ChunkWrite],
     options: &WriteOptions,
 ) -> Result<Vec<Option<Vec<u8>>>, WriteError> {
+    // The stored chunks decode where the write encodes: GPU-only algorithms
+    // (cascaded, bitcomp, ANS) have no CPU decoder.
     let read = ReadOptions {
-        device: Backend::Cpu,
+        device: options.device,
         max_concurrent_requests: options.max_concurrent_requests,
         ..ReadOptions::default()
     };
