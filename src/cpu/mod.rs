@@ -117,6 +117,18 @@ fn decode_exact(codec: Codec, input: &[u8], out: &mut [u8], index: usize) -> Res
     }
 }
 
+/// Checks that the piece `input` of buffer `index` decodes to no bytes at
+/// all; `false` where the CPU has no decoder for `algorithm` (nothing to
+/// compare the GPU's reading with). A piece whose framing declares an empty
+/// output is never given to nvCOMP, so its body is verified here: else a
+/// zeroed gzip trailer (size 0, CRC-32 0) would hide any body.
+pub(crate) fn check_decodes_to_nothing(algorithm: &Algorithm, input: &[u8], index: usize) -> Result<bool> {
+    match Codec::of(algorithm) {
+        Ok(codec) => decode_exact(codec, input, &mut [], index).map(|()| true),
+        Err(_) => Ok(false),
+    }
+}
+
 /// Decompresses every buffer of `inputs`; declared sizes above `max_decoded_size` are errors.
 pub fn decode_batch(algorithm: &Algorithm, inputs: &[&[u8]], max_decoded_size: u64) -> Result<Batch> {
     decode_batch_in(algorithm, inputs, max_decoded_size, |_| Vec::new())

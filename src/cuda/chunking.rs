@@ -8,6 +8,7 @@ use std::ops::Range;
 
 use super::checksums::ContentCheck;
 use crate::algorithm::Algorithm;
+use crate::cpu;
 use crate::error::{Error, Result};
 use crate::format::{self, ans, gdeflate, gzip, lz4, snappy, BufferEnds};
 
@@ -151,9 +152,34 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: BufferEnds<'
         | Algorithm::Bitcomp { .. }
         | Algorithm::Ans { .. } => whole(None),
     };
+    if pieces.iter().any(|p| p.decoded == Some(0)) {
+        if !f.is_whole() {
+            return Ok(Pieces::NeedHead(f.len));
+        }
+        for piece in pieces.iter().filter(|p| p.decoded == Some(0)) {
+            cpu::check_decodes_to_nothing(&piece_algorithm(algorithm), &f.head[piece.input.clone()], index)?;
+        }
+    }
     Ok(Pieces::Ready(
         pieces.into_iter().filter(|p| p.decoded != Some(0)).collect(),
     ))
+}
+
+/// The algorithm that reads one piece on its own: pieces of LZ4 buffers with
+/// a size header, and pages of GDeflate buffers with a page table, are bare
+/// streams.
+fn piece_algorithm(algorithm: &Algorithm) -> Algorithm {
+    match *algorithm {
+        Algorithm::Lz4 { data_type, .. } => Algorithm::Lz4 {
+            data_type,
+            has_header: false,
+        },
+        Algorithm::Gdeflate { algorithm, .. } => Algorithm::Gdeflate {
+            algorithm,
+            has_header: false,
+        },
+        other => other,
+    }
 }
 
 /// One piece per page; the decoded length is checked against `max` before
@@ -326,6 +352,36 @@ mod tests {
             Err(Error::DecodedSizeTooLarge { index: 1, .. })
         ));
         assert!(decode_pieces_of(&LZ4, 0, &[0, 0, 0, 0, 0], 10).unwrap().is_empty());
+    }
+
+    #[test]
+    fn a_buffer_declaring_nothing_must_decode_to_nothing() {
+        let gzip = Algorithm::Gzip { algorithm: 0 };
+        let empty = crate::cpu::deflate::gzip_encode(&[], 6, 0).unwrap();
+        assert!(decode_pieces_of(&gzip, 0, &empty, 1 << 20).unwrap().is_empty());
+        // A zeroed trailer (size 0, CRC-32 0) in front of a real body: the
+        // fuzz corpus's gzip-zero_range case, which the GPU once returned empty.
+        let mut zeroed = crate::cpu::deflate::gzip_encode(&[7u8; 5000], 6, 0).unwrap();
+        let n = zeroed.len();
+        zeroed[n - gzip::TRAILER_LEN..].fill(0);
+        assert!(matches!(
+            decode_pieces_of(&gzip, 2, &zeroed, 1 << 20),
+            Err(Error::Corrupt { index: 2, .. })
+        ));
+        // Device buffers hand over their ends only: the whole buffer is asked for.
+        let ends = BufferEnds {
+            head: &zeroed[..gzip::MAGIC_LEN],
+            tail: &zeroed[n - gzip::TRAILER_LEN..],
+            len: n,
+        };
+        assert_eq!(decode_pieces(&gzip, 2, ends, 1 << 20).unwrap(), Pieces::NeedHead(n));
+        // An LZ4 size header of 0 before a block that holds bytes.
+        let block = lz4_flex::block::compress(&[3u8; 100]);
+        let lying = [&0u32.to_le_bytes()[..], &block].concat();
+        assert!(matches!(
+            decode_pieces_of(&LZ4, 1, &lying, 1 << 20),
+            Err(Error::Corrupt { index: 1, .. })
+        ));
     }
 
     #[test]
