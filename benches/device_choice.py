@@ -55,7 +55,7 @@ def main() -> None:
             f"no GPU ({reason}): device=None runs on the CPU; timing cpu and None only"
         )
     print(
-        f"provisional thresholds: decode {_device_choice.DECODE}, encode {_device_choice.ENCODE}"
+        f"thresholds: decode {_device_choice.DECODE} (LZ4: CPU always), encode {_device_choice.ENCODE}"
     )
     data = field_f32(args.max_mb << 20).reshape(-1).view(np.uint8)
 

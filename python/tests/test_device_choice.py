@@ -40,6 +40,28 @@ def test_the_thresholds_send_single_buffers_to_the_cpu():
             )
 
 
+def test_host_lz4_batches_decode_on_the_cpu_at_any_size():
+    lz4 = _device_choice.decode_thresholds("lz4")
+    zstd = _device_choice.decode_thresholds("zstd")
+    assert not use_gpu(
+        on_device=False, items=1 << 20, nbytes=1 << 40, thresholds=lz4, gpu_usable=True
+    )
+    assert use_gpu(on_device=False, items=1 << 20, nbytes=1 << 40, thresholds=zstd, gpu_usable=True)
+    # Device inputs stay on the GPU whatever the algorithm.
+    assert use_gpu(on_device=True, items=1, nbytes=1, thresholds=lz4, gpu_usable=True)
+
+
+@pytest.mark.gpu
+def test_auto_decodes_a_large_host_lz4_batch_on_the_cpu():
+    codec = NvCompBatchCodec("lz4")
+    assert codec.backend.startswith("cuda")
+    chunks = [np.full(1024, i, np.uint8) for i in range(4096)]
+    encoded = NvCompBatchCodec("lz4", device="cpu").encode_batch(chunks)
+    decoded = codec.decode_batch(encoded)
+    assert codec.last_backend == "cpu"
+    assert [bytes(memoryview(d)) for d in decoded] == [c.tobytes() for c in chunks]
+
+
 def test_last_backend_records_where_a_call_ran():
     codec = NvCompBatchCodec("lz4", device="cpu")
     assert codec.last_backend is None

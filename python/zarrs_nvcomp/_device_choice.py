@@ -16,13 +16,14 @@ batches up to 256 MiB), 2026-11-30. The GPU first beat the CPU at 1,024
 buffers of 64 KiB (64 MiB) for Zstandard decode (9.9 against 10.7 ms) and
 encode, and for LZ4 encode; with 1 MiB buffers the 16 cores were faster up
 to 256 buffers (Zstandard decode 36 against 55 ms), and LZ4 decode stayed
-faster on the CPU at every measured size. A single threshold per direction
-cannot follow every algorithm: LZ4 decode batches above it run on the GPU
-up to 2x slower than on 16 cores.
+faster on the CPU at every measured size (up to 2x faster than the GPU
+above the shared threshold), so host LZ4 batches always decode on the CPU
+(:func:`decode_thresholds`).
 """
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 
@@ -38,6 +39,17 @@ class Thresholds:
 DECODE = Thresholds(min_items=1024, min_bytes=64 << 20)
 #: Encoding: the same crossover was measured (see the module documentation).
 ENCODE = Thresholds(min_items=1024, min_bytes=64 << 20)
+#: Thresholds no host batch meets.
+NEVER = Thresholds(min_items=sys.maxsize, min_bytes=sys.maxsize)
+#: Algorithms whose host batches decode faster on the CPU at every measured
+#: size: LZ4 (see the module documentation).
+CPU_DECODERS = frozenset({"lz4"})
+
+
+def decode_thresholds(algorithm: str) -> Thresholds:
+    """The decode thresholds of ``algorithm``: :data:`NEVER` where the CPU
+    always won, else :data:`DECODE`."""
+    return NEVER if algorithm in CPU_DECODERS else DECODE
 
 
 def use_gpu(

@@ -252,7 +252,11 @@ class NvCompBatchCodec(Codec):
             self._engine.decode_device_into(regions, out_regions)
             return out
         views = [_buffers.host_view(b, what=f"input {i}") for i, b in enumerate(bufs)]
-        engine = self._host_engine(len(views), sum(v.nbytes for v in views), _device_choice.DECODE)
+        engine = self._host_engine(
+            len(views),
+            sum(v.nbytes for v in views),
+            _device_choice.decode_thresholds(self.algorithm),
+        )
         if out is None:
             return _buffers.host_outputs(engine.decode(views))
         outs = [_buffers.host_view(o, writable=True, what=f"output {i}") for i, o in enumerate(out)]
@@ -290,7 +294,11 @@ class NvCompBatchCodec(Codec):
             result, result_sizes = self._packed_device(data, items, handle, encode)
         else:
             view = _buffers.host_view(data, what="data")
-            thresholds = _device_choice.ENCODE if encode else _device_choice.DECODE
+            thresholds = (
+                _device_choice.ENCODE
+                if encode
+                else _device_choice.decode_thresholds(self.algorithm)
+            )
             engine = self._host_engine(len(items), view.nbytes, thresholds)
             call = engine.encode_packed if encode else engine.decode_packed
             result, result_sizes = _buffers.packed_host(call(view, items))
