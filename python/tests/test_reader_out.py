@@ -6,6 +6,8 @@ arrays too; the codec pipeline reads into zarr's own output buffer."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import zarr
@@ -110,9 +112,8 @@ def test_empty_selections_return_out_untouched(tmp_path):
 def test_bad_outs_raise_value_error_before_reading(tmp_path, make, device, message):
     write_partial(tmp_path / "a.zarr", fill_value=1)
     array = open_array(str(tmp_path / "a.zarr"))
-    (tmp_path / "a.zarr" / "c" / "0" / "2").unlink()  # a read would still succeed
     progress = []
-    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace(")", r"\)")) as info:
+    with pytest.raises(ValueError, match=re.escape(message)) as info:
         array.read(device=device, out=make(), progress=lambda *a: progress.append(a))
     assert isinstance(info.value, zarrs_nvcomp.InvalidArgumentError)
     assert progress == []
@@ -195,7 +196,7 @@ def test_gpu_bad_outs_raise_value_error(tmp_path):
         (cp.empty((30, 40), "float32"), "cuda:1", "not of the read's device cuda:1"),
     ]
     for out, device, message in cases:
-        with pytest.raises(ValueError, match=message):
+        with pytest.raises(ValueError, match=re.escape(message)):
             array.read(device=device, out=out)
 
 
