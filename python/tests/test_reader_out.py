@@ -28,6 +28,20 @@ SELECTIONS = [
 ]
 
 
+@pytest.fixture
+def outs(monkeypatch) -> list:
+    """The ``out`` argument of every ``Array.read`` call (None where absent)."""
+    seen = []
+    read = zarrs_nvcomp.reader.Array.read
+
+    def recording(self, *args, **kwargs):
+        seen.append(kwargs.get("out"))
+        return read(self, *args, **kwargs)
+
+    monkeypatch.setattr(zarrs_nvcomp.reader.Array, "read", recording)
+    return seen
+
+
 def write_partial(path, *, fill_value, shards=None, compressors=None) -> np.ndarray:
     """A (30, 40) float32 array with chunks (7, 9) of which only some are
     written (the others missing: the fill value); what it holds."""
@@ -125,16 +139,8 @@ def _read_only(shape) -> np.ndarray:
     return out
 
 
-def test_pipeline_reads_into_zarrs_output_buffer(tmp_path, monkeypatch):
+def test_pipeline_reads_into_zarrs_output_buffer(tmp_path, outs):
     data = write_partial(tmp_path / "a.zarr", fill_value=-1)
-    outs = []
-    read = zarrs_nvcomp.reader.Array.read
-
-    def recording(self, *args, **kwargs):
-        outs.append(kwargs.get("out"))
-        return read(self, *args, **kwargs)
-
-    monkeypatch.setattr(zarrs_nvcomp.reader.Array, "read", recording)
     with zarr.config.set(PIPELINE):
         got = zarr.open_array(str(tmp_path / "a.zarr"), mode="r")[2:29, 1:38]
     np.testing.assert_array_equal(got, data[2:29, 1:38])
@@ -201,17 +207,9 @@ def test_gpu_bad_outs_raise_value_error(tmp_path):
 
 
 @pytest.mark.gpu
-def test_gpu_pipeline_reads_into_zarrs_device_buffer(tmp_path, monkeypatch):
+def test_gpu_pipeline_reads_into_zarrs_device_buffer(tmp_path, outs):
     cp = cupy_or_skip()
     data = write_partial(tmp_path / "a.zarr", fill_value=-1, shards=(8, 10))
-    outs = []
-    read = zarrs_nvcomp.reader.Array.read
-
-    def recording(self, *args, **kwargs):
-        outs.append(kwargs.get("out"))
-        return read(self, *args, **kwargs)
-
-    monkeypatch.setattr(zarrs_nvcomp.reader.Array, "read", recording)
     with zarr.config.set(PIPELINE), zarr.config.enable_gpu():
         got = zarr.open_array(str(tmp_path / "a.zarr"), mode="r")[2:29, 1:38]
     assert isinstance(got, cp.ndarray)
