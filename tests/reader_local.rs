@@ -9,8 +9,10 @@ use std::collections::HashMap;
 use reader_common::*;
 use serde_json::{json, Value};
 use zarrs::array::ArraySubset;
+use zarrs_nvcomp::cuda::DeviceRegion;
 use zarrs_nvcomp::reader::{
-    batched_algorithm, open_array, read_chunks_parallel, read_chunks_parallel_blocking, ReadError, ReadOptions,
+    batched_algorithm, open_array, read_chunks_parallel, read_chunks_parallel_blocking, read_chunks_parallel_into,
+    LentDevice, ReadError, ReadInto, ReadOptions,
 };
 use zarrs_nvcomp::{Algorithm, Backend};
 
@@ -250,4 +252,81 @@ async fn progress_hook_sees_every_wave_up_to_the_total() {
     let last = seen.last().unwrap();
     assert_eq!(last.decoded_bytes, total);
     assert!(last.fetched_bytes > 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lent_memory_gets_zero_fills_too() {
+    // Missing chunks of a zero fill value: a new output needs no writing
+    // there, lent memory does (it held 0xA5 bytes).
+    let store = memory_store();
+    let dtype = &dtypes()[3];
+    let zero = Dtype {
+        fill_v3: json!(0),
+        fill_v2: json!(0),
+        ..dtypes().swap_remove(3)
+    };
+    let zstd = json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}});
+    let sharded = json!([{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [5, 7],
+        "codecs": [bytes_codec(), zstd],
+        "index_codecs": [bytes_codec()],
+        "index_location": "end"}}]);
+    let chains = [
+        ("chunked", json!([bytes_codec(), nvcomp("zstd")])),
+        ("sharded", sharded),
+        ("fallback", json!([bytes_codec()])),
+    ];
+    for (i, (name, codecs)) in chains.into_iter().enumerate() {
+        let metadata = v3_metadata(&[20, 28], &[10, 14], &zero, codecs);
+        let array = write_array(&store, &format!("zero/{i}"), &metadata, dtype, 5).await;
+        assert_reads_like_zarrs(&array, name).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn lent_memory_of_the_wrong_size_or_place_is_refused() {
+    let store = memory_store();
+    let dtype = &dtypes()[3];
+    let metadata = v3_metadata(&[20, 28], &[10, 14], dtype, json!([bytes_codec(), nvcomp("zstd")]));
+    let array = write_array(&store, "refused", &metadata, dtype, 5).await;
+    let subset = ArraySubset::new_with_ranges(&[2..9, 3..20]);
+    let cpu = ReadOptions {
+        device: Backend::Cpu,
+        ..ReadOptions::default()
+    };
+    let mut short = vec![0u8; 7 * 17 * 4 - 1];
+    let err = read_chunks_parallel_into(&array, &subset, &cpu, ReadInto::Host(&mut short))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ReadError::InvalidOutput { reason } if reason.contains("475 bytes") && reason.contains("476")),
+        "{err}"
+    );
+    // Host memory is not written by a GPU, nor device memory by the CPU.
+    let mut right = vec![0u8; 7 * 17 * 4];
+    let gpu = ReadOptions {
+        device: Backend::Cuda { device: 0 },
+        ..ReadOptions::default()
+    };
+    let err = read_chunks_parallel_into(&array, &subset, &gpu, ReadInto::Host(&mut right))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ReadError::InvalidOutput { .. }), "{err}");
+    // SAFETY: the read refuses the region before touching it.
+    let lent = unsafe {
+        LentDevice::new(DeviceRegion {
+            ptr: 0x1000,
+            len: right.len(),
+        })
+    };
+    let err = read_chunks_parallel_into(&array, &subset, &cpu, ReadInto::Device(lent))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ReadError::InvalidOutput { .. }), "{err}");
+    // Auto with host memory reads on the CPU.
+    let auto = ReadOptions::default();
+    read_chunks_parallel_into(&array, &subset, &auto, ReadInto::Host(&mut right))
+        .await
+        .unwrap();
+    assert_eq!(right, zarrs_read(&array, &subset).await);
 }

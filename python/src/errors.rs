@@ -189,7 +189,9 @@ pub(crate) fn engine_error(err: Error) -> PyErr {
 pub(crate) fn read_error(err: ReadError) -> PyErr {
     let kind = match err {
         ReadError::Engine(e) => return engine_error(e),
-        ReadError::InvalidUrl { .. } | ReadError::Config { .. } => Kind::InvalidArgument,
+        ReadError::InvalidUrl { .. } | ReadError::Config { .. } | ReadError::InvalidOutput { .. } => {
+            Kind::InvalidArgument
+        }
         ReadError::Store { .. } | ReadError::Open { .. } | ReadError::Fetch { .. } => Kind::Store,
         ReadError::Timeout { .. } => Kind::StoreTimeout,
         ReadError::InvalidSubset { .. } => Kind::Selection,

@@ -7,11 +7,14 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::{Arc, Mutex, PoisonError};
 
+use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use zarrs::plugin::{ExtensionName, ZarrVersion};
+use zarrs_nvcomp::cuda::DeviceRegion;
 use zarrs_nvcomp::reader::{
-    batched_algorithm, block_on_checked, open_array, read_chunks_parallel, reopen_store, ArrayData, ObjectStoreArray,
-    Progress, ProgressHook, ReadError, ReadOptions, Selection, StoreIo, StridedRange,
+    batched_algorithm, block_on_checked, open_array, read_chunks_parallel, read_chunks_parallel_into, reopen_store,
+    ArrayData, LentDevice, ObjectStoreArray, Progress, ProgressHook, ReadError, ReadInto, ReadOptions, Selection,
+    StoreIo, StridedRange,
 };
 
 use crate::cuda_array::CudaArray;
@@ -40,6 +43,56 @@ fn interruptible<T: Send, F: Future<Output = Result<T, ReadError>>>(
     run_interruptible(py, work)?.map_err(read_error)
 }
 
+/// Reads `selection` into new memory (the data returned) or into `out`
+/// (`None` returned).
+async fn read_to(
+    array: &ObjectStoreArray,
+    selection: Selection,
+    options: &ReadOptions,
+    out: Option<ReadInto<'_>>,
+) -> Result<Option<ArrayData>, ReadError> {
+    match out {
+        None => read_chunks_parallel(array, selection, options).await.map(Some),
+        Some(out) => read_chunks_parallel_into(array, selection, options, out)
+            .await
+            .map(|()| None),
+    }
+}
+
+/// The memory a read is lent: `host` (a writable, C-contiguous `uint8`
+/// buffer) or `device` (an address and a length).
+///
+/// # Safety
+/// `device` must be writable device memory that stays allocated, and
+/// untouched by anything else, while the read runs.
+unsafe fn lent_output<'a>(
+    host: Option<&'a PyBuffer<u8>>,
+    device: Option<(u64, usize)>,
+) -> PyResult<Option<ReadInto<'a>>> {
+    match (host, device) {
+        (Some(_), Some(_)) => Err(invalid_argument("give host_out or device_out, not both")),
+        (Some(buffer), None) => {
+            if buffer.readonly() {
+                return Err(invalid_argument("out is read-only"));
+            }
+            if !buffer.is_c_contiguous() {
+                return Err(invalid_argument("out is not C-contiguous"));
+            }
+            // SAFETY: a writable, contiguous buffer that the caller's
+            // `PyBuffer` keeps exported (NumPy cannot resize or free it) for
+            // the borrow; the Python caller must not touch it meanwhile, as
+            // with NumPy's own `out=`.
+            let bytes = unsafe { std::slice::from_raw_parts_mut(buffer.buf_ptr().cast::<u8>(), buffer.len_bytes()) };
+            Ok(Some(ReadInto::Host(bytes)))
+        }
+        // SAFETY: the caller vouches for the memory.
+        (None, Some((ptr, len))) => Ok(Some(ReadInto::Device(unsafe {
+            LentDevice::new(DeviceRegion { ptr, len })
+        }))),
+        (None, None) => Ok(None),
+    }
+}
+
 /// [`interruptible`] for a read that reports its progress: the latest
 /// [`Progress`] goes to `callback(decoded_bytes, total_bytes)` on this thread,
 /// with the GIL, each time the signals are checked and once at the end; an
@@ -50,7 +103,8 @@ fn read_reporting(
     array: &ObjectStoreArray,
     selection: Selection,
     options: ReadOptions,
-) -> PyResult<ArrayData> {
+    out: Option<ReadInto<'_>>,
+) -> PyResult<Option<ArrayData>> {
     // The hook runs on the read's threads: it only keeps the latest value.
     let latest: Arc<Mutex<Option<Progress>>> = Arc::default();
     let options = ReadOptions {
@@ -69,7 +123,7 @@ fn read_reporting(
     };
     let data = py
         .detach(|| {
-            block_on_checked(read_chunks_parallel(array, selection, &options), CHECK_INTERVAL, || {
+            block_on_checked(read_to(array, selection, &options, out), CHECK_INTERVAL, || {
                 Python::attach(|py| {
                     py.check_signals()?;
                     report(py)
@@ -174,7 +228,15 @@ impl ReaderArray {
     /// result is on the GPU; the result has the selection's shape.
     /// `progress(decoded_bytes, total_bytes)` is called on this thread as the
     /// read advances, with the GIL; an exception it raises stops the read.
-    #[pyo3(signature = (selection, device=None, max_concurrent_requests=None, wave_bytes=None, trusted_input=false, max_decoded_size=None, progress=None))]
+    ///
+    /// With `host_out` (a writable, C-contiguous `uint8` buffer, read on the
+    /// CPU) or `device_out` (`(address, length)` of device memory of the
+    /// read's GPU, which the caller keeps allocated and untouched, the
+    /// producer's stream already waited for) the result is written there,
+    /// every byte of it, and None is returned. The GIL is released while
+    /// the read writes: the caller must not free, resize or use the memory
+    /// meanwhile.
+    #[pyo3(signature = (selection, device=None, max_concurrent_requests=None, wave_bytes=None, trusted_input=false, max_decoded_size=None, progress=None, host_out=None, device_out=None))]
     // One parameter per Python keyword argument of the read.
     #[allow(clippy::too_many_arguments)]
     fn read(
@@ -187,6 +249,8 @@ impl ReaderArray {
         trusted_input: bool,
         max_decoded_size: Option<u64>,
         progress: Option<Py<PyAny>>,
+        host_out: Option<PyBuffer<u8>>,
+        device_out: Option<(u64, usize)>,
     ) -> PyResult<Py<PyAny>> {
         logging::refresh();
         let defaults = ReadOptions::default();
@@ -208,9 +272,15 @@ impl ReaderArray {
         let typestr = self.typestr();
         let reopened = self.in_this_process()?;
         let array = reopened.as_ref().unwrap_or(&self.array);
+        // SAFETY: the Python caller keeps `device_out` allocated and
+        // untouched while this call runs (documented above).
+        let out = unsafe { lent_output(host_out.as_ref(), device_out)? };
         let data = match progress {
-            None => interruptible(py, || read_chunks_parallel(array, selection, &options))?,
-            Some(callback) => read_reporting(py, &callback, array, selection, options)?,
+            None => interruptible(py, || read_to(array, selection, &options, out))?,
+            Some(callback) => read_reporting(py, &callback, array, selection, options, out)?,
+        };
+        let Some(data) = data else {
+            return Ok(py.None());
         };
         match data {
             ArrayData::Host { bytes, .. } => Ok(Py::new(py, HostBatch::from_vec(bytes))?.into_any()),

@@ -205,7 +205,9 @@ class NvcompCodecPipeline(CodecPipeline):
 
     def _read_with_reader(self, request: ReaderRequest, out: Any) -> bool:
         """Reads ``request`` with one call of the reader into ``out`` (NumPy,
-        or CuPy on the current device); False, reading nothing, where the
+        or CuPy on the current device), decoding straight into it where it is
+        C-contiguous (zarr's output of arrays of order C), through a copy of
+        the reader's result otherwise; False, reading nothing, where the
         reader cannot open the array or would not decode its chunks in
         batches (it reads some chains the pipeline batches, v2 order F,
         through zarrs chunk by chunk)."""
@@ -229,7 +231,11 @@ class NvcompCodecPipeline(CodecPipeline):
         on_device = not isinstance(out, np.ndarray)
         device = f"cuda:{_buffers.cupy_module().cuda.Device().id}" if on_device else "cpu"
         try:
-            out[...] = array.read(request.selection, device=device)
+            if out.flags.c_contiguous and out.dtype == array.dtype:
+                # Decoded straight into zarr's output: no result to copy.
+                array.read(request.selection, device=device, out=out)
+            else:
+                out[...] = array.read(request.selection, device=device)
         except DecodeError as e:
             raise DecodeError(f"{e} (codec {self.batched.codec}, array {request.url})") from None
         return True

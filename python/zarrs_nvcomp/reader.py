@@ -168,6 +168,7 @@ class Array:
         trusted_input: bool = False,
         max_decoded_size: int | None = None,
         progress: bool | ProgressCallback | None = None,
+        out: Any = None,
     ) -> Any:
         """Reads ``selection``: a NumPy array (``device="cpu"``) or a GPU array
         (``"cuda"``/``"cuda:N"``: CuPy when installed, else :class:`CudaArray`);
@@ -191,13 +192,40 @@ class Array:
         ``progress(done_bytes, total_bytes)`` on this thread as the read
         advances, the last time with ``done_bytes == total_bytes`` (the bytes
         of the selection); an exception it raises stops the
-        read."""
+        read.
+
+        ``out``: where to put the result instead of new memory, returned: a
+        NumPy array (read on the CPU) or a device array exposing
+        ``__cuda_array_interface__`` such as CuPy's (read on its GPU), of
+        exactly the selection's shape and the array's dtype, C-contiguous and
+        writable; ``device`` may be left out or must agree. The chunks are
+        decoded straight into it, and every element is written (missing
+        chunks as the fill value). Anything else raises :class:`ValueError`
+        naming what is wrong, before anything is read. Work pending on the
+        stream that produced a device ``out`` is waited for first, and the
+        writes are done when the call returns. The read runs without the GIL:
+        as with NumPy's own ``out=``, do not free, resize or use ``out`` from
+        another thread meanwhile; after an error it may hold part of the
+        result."""
         dtype = self.dtype
-        requested, device = device, _resolve_device(device, dtype)
+        requested = device
         strided, flips, out_shape = _normalize(selection, self.shape)
+        lent = None if out is None else _lent_output(out, out_shape, dtype, device)
+        device = _resolve_device(device, dtype) if lent is None else lent.device
         if math.prod(out_shape) == 0:
             run_with_progress(progress, self.url, lambda report: report and report(0, 0))
-            return _empty(out_shape, dtype, device)
+            return _empty(out_shape, dtype, device) if out is None else out
+        if lent is not None and flips:
+            # The reader writes ascending selections: flip a copy into out.
+            out[...] = self.read(
+                selection,
+                device=device,
+                max_concurrent_requests=max_concurrent_requests,
+                trusted_input=trusted_input,
+                max_decoded_size=max_decoded_size,
+                progress=progress,
+            )
+            return out
         data = run_with_progress(
             progress,
             self.url,
@@ -208,9 +236,12 @@ class Array:
                 trusted_input=trusted_input,
                 max_decoded_size=max_decoded_size,
                 progress=report,
+                **({} if lent is None else lent.arguments()),
             ),
         )
         self._warn_cpu_path(requested, device)
+        if lent is not None:
+            return out
         shape = tuple(len(range(*s)) for s in strided)
         if isinstance(data, CudaArray):
             return _device_result(data, shape, dtype, flips, out_shape)
@@ -289,6 +320,7 @@ def read_chunks_parallel(
     trusted_input: bool = False,
     max_decoded_size: int | None = None,
     progress: bool | ProgressCallback | None = None,
+    out: Any = None,
 ) -> Any:
     """Reads ``selection`` (NumPy basic indexing; the whole array by default) of
     the zarr array at ``store`` (a URL, a store or an array, as for
@@ -304,7 +336,8 @@ def read_chunks_parallel(
     ``max_decoded_size``: the largest decoded size of one chunk in bytes
     (default: what the destination memory holds); larger chunks are a
     ``DecodeError`` that names this option.
-    ``progress``: see :meth:`Array.read`.
+    ``progress``, ``out`` (an array to read into, returned): see
+    :meth:`Array.read`.
     """
     array = open_array(store, storage_options)
     return array.read(
@@ -314,6 +347,7 @@ def read_chunks_parallel(
         trusted_input=trusted_input,
         max_decoded_size=max_decoded_size,
         progress=progress,
+        out=out,
     )
 
 
@@ -327,6 +361,101 @@ def _resolve_device(device: str | None, dtype: np.dtype) -> str:
     if not isinstance(device, str):
         raise UnsupportedTypeError(f"device must be a string or None, not {type(device).__name__}")
     return parse_device(device)
+
+
+class _LentOutput:
+    """An ``out=`` array checked for a read: the device it is read on and
+    what the reader is given, host bytes or a device region (whose producer
+    stream was waited for)."""
+
+    __slots__ = ("device", "host", "region")
+
+    def __init__(self, device: str, host: np.ndarray | None, region: Any) -> None:
+        self.device = device
+        self.host = host
+        self.region = region
+
+    def arguments(self) -> dict[str, Any]:
+        if self.host is not None:
+            return {"host_out": self.host}
+        return {"device_out": (self.region.ptr, self.region.nbytes)}
+
+
+def _lent_output(
+    out: Any, shape: tuple[int, ...], dtype: np.dtype, device: str | None
+) -> _LentOutput:
+    """Checks ``out`` for a read of ``shape`` elements of ``dtype`` on
+    ``device`` (None: where ``out`` lives); raises ValueError naming what is
+    wrong."""
+
+    def bad(why: str) -> InvalidArgumentError:
+        return InvalidArgumentError(f"out {why}")
+
+    if isinstance(out, np.ndarray):
+        on_device = False
+    elif hasattr(out, "__cuda_array_interface__"):
+        on_device = True
+    else:
+        raise bad(
+            f"must be a NumPy array or a device array with __cuda_array_interface__, "
+            f"not {type(out).__name__}"
+        )
+    requested = "auto" if device is None else _resolve_device(device, dtype)
+    interface = out.__cuda_array_interface__ if on_device else None
+    if not on_device:
+        if requested not in ("cpu", "auto"):
+            raise bad(f"is a NumPy array (host memory); a read on {requested} needs a device array")
+        where = "cpu"
+    elif requested == "cpu":
+        raise bad('is device memory; a read on the CPU (device="cpu") needs a NumPy array')
+    else:
+        ordinal = _device_ordinal(out)
+        if ordinal is None:
+            # The reader checks that the memory is the device's.
+            where = "cuda:0" if requested == "auto" else requested
+        else:
+            where = f"cuda:{ordinal}"
+        if requested not in ("auto", where):
+            raise bad(f"is memory of {where}, not of the read's device {requested}")
+    if tuple(out.shape) != tuple(shape):
+        raise bad(f"has shape {tuple(out.shape)}, the selection has shape {tuple(shape)}")
+    out_dtype = np.dtype(out.dtype) if hasattr(out, "dtype") else np.dtype(interface["typestr"])
+    if out_dtype != dtype:
+        raise bad(f"has dtype {out_dtype}, the array has dtype {dtype}")
+    if not _c_contiguous(out, interface, dtype.itemsize):
+        raise bad("is not C-contiguous")
+    if interface is None:
+        if not out.flags.writeable:
+            raise bad("is read-only")
+        return _LentOutput(where, out.reshape(-1).view(np.uint8), None)
+    if interface.get("data", (0, False))[1]:
+        raise bad("is read-only")
+    from zarrs_nvcomp._buffers import device_region
+
+    return _LentOutput(where, None, device_region(out, what="out"))
+
+
+def _device_ordinal(out: Any) -> int | None:
+    """The CUDA device of a device array, where it says (CuPy's ``device.id``,
+    :class:`CudaArray`'s ``device``); None otherwise."""
+    device = getattr(out, "device", None)
+    ordinal = getattr(device, "id", device)
+    return ordinal if isinstance(ordinal, int) and not isinstance(ordinal, bool) else None
+
+
+def _c_contiguous(out: Any, interface: dict[str, Any] | None, itemsize: int) -> bool:
+    flags = getattr(out, "flags", None)
+    if flags is not None and hasattr(flags, "c_contiguous"):
+        return bool(flags.c_contiguous)
+    strides = None if interface is None else interface.get("strides")
+    if strides is None:
+        return True
+    expected = itemsize
+    for n, stride in zip(reversed(tuple(out.shape)), reversed(tuple(strides)), strict=True):
+        if n != 1 and stride != expected:
+            return False
+        expected *= n
+    return True
 
 
 def _cpu_path_reason(requested: str | None, device: str, fallback_reason: str | None) -> str | None:

@@ -10,7 +10,7 @@
 
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use cudarc::driver::{result, CudaContext, CudaSlice, CudaStream};
+use cudarc::driver::{result, sys, CudaContext, CudaSlice, CudaStream};
 
 use super::checksums::ChecksumKernel;
 use super::copies::{CopyKernel, Rows};
@@ -121,6 +121,29 @@ impl CudaEngine {
             return Err(Error::GpuUnavailable(GpuUnavailable::Forked));
         }
         Ok(())
+    }
+
+    /// Whether `ptr` addresses device memory (or managed memory) of this
+    /// engine's device: false for host memory, memory of another device, and
+    /// addresses the driver does not know.
+    pub fn addresses_device_memory(&self, ptr: u64) -> Result<bool> {
+        self.check_process()?;
+        self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
+        let mut ordinal: std::ffi::c_int = -1;
+        // SAFETY: the attribute is one `int`, written to `ordinal`; any
+        // address may be asked about.
+        let status = unsafe {
+            sys::cuPointerGetAttribute(
+                (&raw mut ordinal).cast(),
+                sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                ptr,
+            )
+        };
+        match status {
+            sys::CUresult::CUDA_SUCCESS => Ok(usize::try_from(ordinal) == Ok(self.device)),
+            sys::CUresult::CUDA_ERROR_INVALID_VALUE => Ok(false),
+            other => Err(cuda_err("cuPointerGetAttribute")(result::DriverError(other))),
+        }
     }
 
     /// Allocates `len` zeroed bytes of device memory.

@@ -1,14 +1,17 @@
-//! Device output: [`DeviceArray`], the result of a read to the GPU, and
-//! [`DeviceWaves`], the GPU's [`WaveDecoder`] into it, which decodes each
-//! wave with one nvCOMP batch call and scatters the items with one kernel
-//! launch ([`CudaEngine::decode_scatter`]).
+//! Device output: [`DeviceArray`], the result of a read to the GPU,
+//! [`DeviceOutput`], the memory a read to the GPU writes (a new
+//! [`DeviceArray`], or the caller's), and [`DeviceWaves`], the GPU's
+//! [`WaveDecoder`] into it, which decodes each wave with one nvCOMP batch
+//! call and scatters the items with one kernel launch
+//! ([`CudaEngine::decode_scatter`]).
 
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, DevicePtrMut, DriverError};
+use zarrs::array::DataType;
 
 use super::wave::{fill_is_zero, item_error, WaveDecoder, WaveItem};
-use super::ReadError;
+use super::{ArrayData, ReadError};
 use crate::algorithm::Algorithm;
 use crate::cuda::{CudaEngine, DecodeOptions, DeviceRegion, RowCopy, Scatter};
 use crate::error::Error;
@@ -39,20 +42,6 @@ impl DeviceArray {
             bytes: len as u128,
             reason: format!("the GPU cannot allocate it: {e}"),
         })
-    }
-
-    /// A copy of host bytes.
-    pub(crate) fn from_host(engine: Arc<CudaEngine>, bytes: &[u8]) -> Result<Self, ReadError> {
-        let mut array = Self::alloc(engine, bytes.len())?;
-        if !bytes.is_empty() {
-            let stream = array.engine.stream().clone();
-            let mut view = array.buffer.slice_mut(..bytes.len());
-            stream
-                .memcpy_htod(bytes, &mut view)
-                .map_err(cuda_error("cuMemcpyHtoDAsync"))?;
-            stream.synchronize().map_err(cuda_error("cuStreamSynchronize"))?;
-        }
-        Ok(array)
     }
 
     /// Device address of the first byte (`CUdeviceptr`).
@@ -101,6 +90,72 @@ fn cuda_error(call: &'static str) -> impl Fn(DriverError) -> ReadError {
     move |source| ReadError::Engine(Error::Cuda { call, source })
 }
 
+/// The device memory a read writes: a new [`DeviceArray`] (zeroed), or
+/// memory lent by the caller (whatever it holds).
+pub(crate) struct DeviceOutput {
+    engine: Arc<CudaEngine>,
+    region: DeviceRegion,
+    /// The read's own memory; `None` where it is lent.
+    owned: Option<DeviceArray>,
+}
+
+impl DeviceOutput {
+    /// A new output of `shape` (`len` zeroed bytes) on `engine`'s device, or
+    /// [`ReadError::OutputTooLarge`].
+    pub(super) fn allocate(engine: Arc<CudaEngine>, shape: &[u64], len: usize) -> Result<Self, ReadError> {
+        let array = DeviceArray::allocate(engine.clone(), shape, len)?;
+        Ok(Self {
+            engine,
+            region: array.region(),
+            owned: Some(array),
+        })
+    }
+
+    /// The caller's memory `region`.
+    ///
+    /// # Safety
+    /// `region` must be writable device memory of `engine`'s device that
+    /// stays allocated, and untouched by anything else, for as long as the
+    /// output is written.
+    pub(super) unsafe fn lent(engine: Arc<CudaEngine>, region: DeviceRegion) -> Self {
+        Self {
+            engine,
+            region,
+            owned: None,
+        }
+    }
+
+    /// Copies `bytes` to the start of the output; returns when they are there.
+    pub(super) fn upload(&self, bytes: &[u8]) -> Result<(), ReadError> {
+        assert!(bytes.len() <= self.region.len, "upload beyond the output");
+        if bytes.is_empty() {
+            return Ok(());
+        }
+        self.engine
+            .context()
+            .bind_to_thread()
+            .map_err(cuda_error("cuCtxSetCurrent"))?;
+        let stream = self.engine.stream();
+        // SAFETY: the region is writable device memory of this engine, used
+        // by nothing else while the read runs (`allocate`, `lent`), and holds
+        // the bytes (asserted above); the stream is synchronised before the
+        // host bytes may go.
+        unsafe { cudarc::driver::result::memcpy_htod_async(self.region.ptr, bytes, stream.cu_stream()) }
+            .map_err(cuda_error("cuMemcpyHtoDAsync"))?;
+        stream.synchronize().map_err(cuda_error("cuStreamSynchronize"))
+    }
+
+    /// The result of a read of `shape` into this output: the array where it
+    /// is the read's own, `None` where the memory is lent.
+    pub(super) fn into_data(self, shape: Vec<u64>, data_type: DataType) -> Option<ArrayData> {
+        self.owned.map(|buffer| ArrayData::Device {
+            buffer,
+            shape,
+            data_type,
+        })
+    }
+}
+
 /// The GPU's [`WaveDecoder`]: each wave is one nvCOMP batch call (in a
 /// worker process unless the input is trusted) whose decoded buffers are
 /// scattered into the output, with the fill value where items are missing,
@@ -108,31 +163,24 @@ fn cuda_error(call: &'static str) -> impl Fn(DriverError) -> ReadError {
 pub(crate) struct DeviceWaves {
     algorithm: Algorithm,
     options: DecodeOptions,
-    out: DeviceArray,
+    out: DeviceOutput,
     fill: Vec<u8>,
 }
 
 impl DeviceWaves {
-    /// A decoder of `algorithm` on `engine` into a new output of `shape`
-    /// (`len` bytes); the places of missing items get `fill` (one element).
-    pub(super) fn new(
-        engine: Arc<CudaEngine>,
-        algorithm: Algorithm,
-        options: DecodeOptions,
-        shape: &[u64],
-        len: usize,
-        fill: Vec<u8>,
-    ) -> Result<Self, ReadError> {
-        Ok(Self {
+    /// A decoder of `algorithm` into `out`, on its engine; the places of
+    /// missing items get `fill` (one element).
+    pub(super) fn new(algorithm: Algorithm, options: DecodeOptions, out: DeviceOutput, fill: Vec<u8>) -> Self {
+        Self {
             algorithm,
             options,
-            out: DeviceArray::allocate(engine, shape, len)?,
+            out,
             fill,
-        })
+        }
     }
 
     /// The output.
-    pub(super) fn into_array(self) -> DeviceArray {
+    pub(super) fn into_output(self) -> DeviceOutput {
         self.out
     }
 }
@@ -155,7 +203,8 @@ impl WaveDecoder for DeviceWaves {
                     scatter.adler32.extend(item.adler32.map(|stored| (buffer, stored)));
                     item.place.row_copies(|rows| scatter.copies.push((buffer, rows)));
                 }
-                None if fill_is_zero(&self.fill) => {}
+                // A new output starts zeroed; lent memory may hold anything.
+                None if self.out.owned.is_some() && fill_is_zero(&self.fill) => {}
                 // Every row reads the fill value from its start.
                 None => item.place.row_copies(|rows| {
                     scatter.fills.push(RowCopy {
@@ -166,11 +215,15 @@ impl WaveDecoder for DeviceWaves {
                 }),
             }
         }
-        let engine = self.out.engine();
-        // SAFETY: the output is device memory of `engine`, owned by this
-        // decoder for the whole read; the places of a read's items do not
+        let out = &self.out;
+        // SAFETY: the output is device memory of its engine, owned by this
+        // decoder for the whole read or lent to it, untouched by anything
+        // else, while the read runs; the places of a read's items do not
         // overlap, and waves are decoded one after the other.
-        unsafe { engine.decode_scatter(&self.algorithm, &streams, &scatter, self.out.region(), self.options) }
-            .map_err(|e| item_error(e, |i| keys[i].to_string()))
+        unsafe {
+            out.engine
+                .decode_scatter(&self.algorithm, &streams, &scatter, out.region, self.options)
+        }
+        .map_err(|e| item_error(e, |i| keys[i].to_string()))
     }
 }

@@ -114,6 +114,14 @@ pub enum ReadError {
         /// Why it cannot be allocated.
         reason: String,
     },
+    /// The memory lent to a read ([`ReadInto`](super::ReadInto)) cannot
+    /// take its result: of another size than the selection's bytes, or
+    /// memory of another device than the read's.
+    #[error("invalid output: {reason}")]
+    InvalidOutput {
+        /// Why.
+        reason: String,
+    },
     /// The zarrs pipeline (used for chains without a batched decoder) failed
     /// on a chunk.
     #[error("zarrs failed to read chunk {key}: {source}")]

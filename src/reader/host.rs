@@ -1,24 +1,31 @@
 //! Host output: [`HostOutput`], the memory a read to the host fills in
-//! disjoint parts from many threads, and [`HostWaves`], the CPU's
-//! [`WaveDecoder`] into it.
+//! disjoint parts from many threads (its own, or the caller's), and
+//! [`HostWaves`], the CPU's [`WaveDecoder`] into it.
 
 use rayon::prelude::*;
+use zarrs::array::DataType;
 
 use super::plan::BoxCopy;
 use super::wave::{fill_is_zero, item_error, WaveDecoder, WaveItem};
-use super::{ReadError, CPU_WAVE_BYTES_PER_THREAD};
+use super::{ArrayData, ReadError, CPU_WAVE_BYTES_PER_THREAD};
 use crate::algorithm::Algorithm;
 use crate::codec::{Backend, BatchCodec};
 
-/// Host memory that chunk tasks write in disjoint parts, in parallel.
+/// Host memory that chunk tasks write in disjoint parts, in parallel: the
+/// read's own, or memory lent to it.
 pub(crate) struct HostOutput {
+    /// The read's own memory; empty where it is lent.
     data: std::cell::UnsafeCell<Vec<u8>>,
     ptr: *mut u8,
     len: usize,
+    /// Whether the memory is the read's own, which starts zeroed: zero
+    /// fills then need no writing.
+    owned: bool,
 }
 
 // SAFETY: tasks write disjoint byte ranges (one box per chunk, the boxes of a
-// plan do not overlap), and the vector is only taken back after all tasks end.
+// plan do not overlap), and the vector is only taken back after all tasks
+// end; lent memory is written only while the read holds it.
 unsafe impl Send for HostOutput {}
 unsafe impl Sync for HostOutput {}
 
@@ -39,12 +46,44 @@ impl HostOutput {
             data: std::cell::UnsafeCell::new(data),
             ptr,
             len,
+            owned: true,
         })
     }
 
-    /// The bytes.
+    /// The caller's memory `bytes`, whatever it holds: every byte of it is
+    /// written, fills too.
+    ///
+    /// # Safety
+    /// `bytes` must stay valid, and untouched by anything else, for as long
+    /// as the output is written: the output does not borrow it.
+    pub(super) unsafe fn lent(bytes: &mut [u8]) -> Self {
+        Self {
+            data: std::cell::UnsafeCell::new(Vec::new()),
+            ptr: bytes.as_mut_ptr(),
+            len: bytes.len(),
+            owned: false,
+        }
+    }
+
+    /// Bytes of the output.
+    pub(super) fn len(&self) -> usize {
+        self.len
+    }
+
+    /// The bytes (none where the memory is lent).
     pub(super) fn into_vec(self) -> Vec<u8> {
         self.data.into_inner()
+    }
+
+    /// The result of a read of `shape` into this output: the bytes where
+    /// they are the read's own, `None` where the memory is lent.
+    pub(super) fn into_data(self, shape: Vec<u64>, data_type: DataType) -> Option<ArrayData> {
+        let owned = self.owned;
+        owned.then(|| ArrayData::Host {
+            bytes: self.into_vec(),
+            shape,
+            data_type,
+        })
     }
 
     /// Copies rows of `copy` from `src` into the output.
@@ -64,13 +103,13 @@ impl HostOutput {
 
     /// Fills the destination rows of `copy` with repetitions of `pattern`
     /// (one element), in place: nothing is allocated, and a zero pattern
-    /// writes nothing, as the output starts zeroed (its untouched pages stay
-    /// unmapped).
+    /// writes nothing where the output starts zeroed (its untouched pages
+    /// stay unmapped).
     ///
     /// # Safety
     /// As [`Self::copy_from`].
     unsafe fn fill(&self, copy: &BoxCopy, pattern: &[u8]) {
-        if fill_is_zero(pattern) {
+        if self.owned && fill_is_zero(pattern) {
             return;
         }
         copy.for_each_row(|_, d| {
@@ -117,25 +156,24 @@ pub(crate) struct HostWaves {
 }
 
 impl HostWaves {
-    /// A decoder of `algorithm` into a new output of `shape` (`len` bytes);
-    /// the places of missing items get `fill` (one element).
+    /// A decoder of `algorithm` into `out`; the places of missing items get
+    /// `fill` (one element).
     pub(super) fn new(
         algorithm: Algorithm,
         max_decoded_size: u64,
-        shape: &[u64],
-        len: usize,
+        out: HostOutput,
         fill: Vec<u8>,
     ) -> Result<Self, ReadError> {
         Ok(Self {
             codec: BatchCodec::new(algorithm, Backend::Cpu)?.with_max_decoded_size(max_decoded_size),
-            out: HostOutput::allocate(shape, len)?,
+            out,
             fill,
         })
     }
 
-    /// The output's bytes.
-    pub(super) fn into_bytes(self) -> Vec<u8> {
-        self.out.into_vec()
+    /// The output.
+    pub(super) fn into_output(self) -> HostOutput {
+        self.out
     }
 
     /// Decodes `stream` into `target`, exactly its size, and checks the
@@ -211,6 +249,19 @@ mod tests {
             })
             .collect();
         assert_eq!(out.into_vec(), expected);
+
+        // Zero fills are written into lent memory, which need not be zeroed.
+        let mut lent = [0xa5u8; 48];
+        // SAFETY: `lent` outlives the output, and nothing else touches it.
+        let out = unsafe { HostOutput::lent(&mut lent) };
+        // SAFETY: no other thread uses the output.
+        unsafe { out.fill(&copy, &[0, 0]) };
+        drop(out);
+        let zeroed = lent.iter().enumerate().filter(|(_, b)| **b == 0).map(|(i, _)| i);
+        let inside: Vec<usize> = (0..48)
+            .filter(|i| (1..3).contains(&(i / 12)) && (2..5).contains(&((i % 12) / 2)))
+            .collect();
+        assert_eq!(zeroed.collect::<Vec<_>>(), inside);
     }
 
     #[test]
@@ -237,13 +288,25 @@ mod tests {
             item("c/2", None, &column),
         ];
         assert!(wave[0].is_whole_run() && !wave[1].is_whole_run());
-        let decoder = HostWaves::new(algorithm, 1 << 20, &[4, 6], 24, vec![9]).unwrap();
+        let new = || HostOutput::allocate(&[4, 6], 24).unwrap();
+        let decoder = HostWaves::new(algorithm, 1 << 20, new(), vec![9]).unwrap();
         decoder.decode_wave(&wave).unwrap();
         let mut expected = a.clone();
         expected.extend([9, 101, 102, 103, 0, 0, 9, 107, 108, 109, 0, 0]);
-        assert_eq!(decoder.into_bytes(), expected);
+        assert_eq!(decoder.into_output().into_vec(), expected);
 
-        let decoder = HostWaves::new(algorithm, 1 << 20, &[4, 6], 24, vec![9]).unwrap();
+        // Lent memory: the placed bytes are written over what it held, the
+        // rest left as it was.
+        let mut lent = [0xa5u8; 24];
+        // SAFETY: `lent` outlives the decoder, and nothing else touches it.
+        let decoder = HostWaves::new(algorithm, 1 << 20, unsafe { HostOutput::lent(&mut lent) }, vec![9]).unwrap();
+        decoder.decode_wave(&wave).unwrap();
+        drop(decoder);
+        let mut expected = a.clone();
+        expected.extend([9, 101, 102, 103, 0xa5, 0xa5, 9, 107, 108, 109, 0xa5, 0xa5]);
+        assert_eq!(lent.to_vec(), expected);
+
+        let decoder = HostWaves::new(algorithm, 1 << 20, new(), vec![9]).unwrap();
         let short = WaveItem {
             decoded_len: 13,
             ..wave[1]

@@ -24,6 +24,10 @@
 //! # Ok(()) }
 //! ```
 //!
+//! [`read_chunks_parallel_into`] reads into memory the caller lends for the
+//! call ([`ReadInto`]: host memory, or device memory of the read's GPU)
+//! instead of allocating the output.
+//!
 //! Blocking code (no async runtime of its own) uses
 //! [`open_array_blocking`] and [`read_chunks_parallel_blocking`], which run on
 //! a shared tokio runtime ([`runtime`]).
@@ -51,7 +55,7 @@
 //!    fill value.
 //! 3. Each wave is decoded and each chunk's part of the subset copied into
 //!    the output, which is C-order and exactly the subset's shape, in native
-//!    byte order: by one wave decoder per backend behind one interface, on
+//!    byte order (new memory, or the caller's, [`ReadInto`]): by one wave decoder per backend behind one interface, on
 //!    the CPU into host memory (chunks decoded in parallel), on the GPU into
 //!    device memory (one nvCOMP batch call per wave, then one kernel launch
 //!    that places every chunk). The backend is [`ReadOptions::device`],
@@ -87,6 +91,7 @@ mod host;
 mod limits;
 mod open;
 mod options;
+mod output;
 mod plan;
 mod progress;
 mod read;
@@ -108,8 +113,9 @@ pub use device::DeviceArray;
 pub use error::{BoxedSource, ReadError};
 pub use open::{open_array, reopen_store};
 pub use options::{ReadOptions, CPU_WAVE_BYTES_PER_THREAD};
+pub use output::{LentDevice, ReadInto};
 pub use progress::{Progress, ProgressHook};
-pub use read::{batched_algorithm, read_chunks_parallel};
+pub use read::{batched_algorithm, read_chunks_parallel, read_chunks_parallel_into};
 pub use selection::{Selection, StridedRange};
 pub use store::{open_store, StoreIo};
 

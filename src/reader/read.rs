@@ -1,6 +1,7 @@
-//! [`read_chunks_parallel`]: checks a read, classifies the array's codec
-//! chain, plans the chunks, and hands them to the wave loop with the decoder
-//! of the resolved backend (or to the zarrs pipeline for other chains).
+//! [`read_chunks_parallel`] and [`read_chunks_parallel_into`]: checks a
+//! read, classifies the array's codec chain, plans the chunks, and hands
+//! them to the wave loop with the decoder of the resolved backend (or to the
+//! zarrs pipeline for other chains), into new memory or the caller's.
 
 use std::sync::Arc;
 
@@ -9,7 +10,8 @@ use zarrs::storage::AsyncReadableStorageTraits;
 
 use super::chain::{self, Chain, Framing};
 use super::device::DeviceWaves;
-use super::host::HostWaves;
+use super::host::{HostOutput, HostWaves};
+use super::output::{Lease, LeaseEnd, Leased, ReadInto, Target};
 use super::plan::Plan;
 use super::progress::Tracker;
 use super::shard::Sharded;
@@ -44,11 +46,54 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
     selection: impl Into<Selection>,
     options: &ReadOptions,
 ) -> Result<ArrayData, ReadError> {
-    let selection = selection.into();
-    let engine = options
-        .device
-        .resolve()
-        .map_err(|e| ReadError::Engine(crate::Error::GpuUnavailable(e)))?;
+    let data = read(array, selection.into(), options, Target::New, None).await?;
+    Ok(data.expect("a read into memory of its own returns it"))
+}
+
+/// [`read_chunks_parallel`] into memory the caller lends for the call, `out`:
+/// no output is allocated, and the chunks are decoded and placed straight
+/// into it (host memory by the CPU, device memory by its GPU). Every byte of
+/// `out` is written, missing chunks' places with the fill value.
+///
+/// `out` must hold exactly the selection's bytes; device memory must be of
+/// the device the read runs on ([`ReadOptions::device`]: [`Backend::Auto`](crate::Backend::Auto)
+/// is device 0 there). Otherwise [`ReadError::InvalidOutput`], before
+/// anything is fetched. Device memory is written on the engine's stream, and
+/// the read returns once the writes are done. On an error `out` may hold
+/// part of the result. A read dropped half-way waits, as it is dropped, for
+/// the wave being decoded, and writes nothing afterwards.
+pub async fn read_chunks_parallel_into<S: ?Sized + AsyncReadableStorageTraits + 'static>(
+    array: &Array<S>,
+    selection: impl Into<Selection>,
+    options: &ReadOptions,
+    out: ReadInto<'_>,
+) -> Result<(), ReadError> {
+    let lease = Arc::new(Lease::default());
+    // Declared before the read's future, so that it ends the lease after
+    // the future (and the decoder it holds) is dropped.
+    let _end = LeaseEnd(lease.clone());
+    let target = match out {
+        // SAFETY: `bytes` is borrowed until this future ends or is dropped;
+        // the decoding tasks that may outlive it write only while they hold
+        // the lease, which `_end` ends then.
+        ReadInto::Host(bytes) => Target::Host(unsafe { HostOutput::lent(bytes) }),
+        ReadInto::Device(lent) => Target::Device(lent.region()),
+    };
+    read(array, selection.into(), options, target, Some(lease)).await?;
+    Ok(())
+}
+
+/// Reads `selection` into `target`: the data where the memory is the
+/// read's own, `None` where it is lent (and the waves then decoded under
+/// `lease`).
+async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
+    array: &Array<S>,
+    selection: Selection,
+    options: &ReadOptions,
+    target: Target,
+    lease: Option<Arc<Lease>>,
+) -> Result<Option<ArrayData>, ReadError> {
+    let engine = target.engine(options.device)?;
     let data_type = array.data_type().clone();
     selection
         .check_within(array.shape())
@@ -58,6 +103,7 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
     })?;
     let shape = selection.shape();
     let out_len = limits::checked_output_len(&shape, elem, engine.as_deref())?;
+    target.check(engine.as_deref(), out_len)?;
     let sharded = Sharded::new(array, elem).transpose();
     let chain = match &sharded {
         Ok(_) => chain::classify(array.metadata(), Some(elem)),
@@ -77,10 +123,19 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
                 limits::checked_output_len(&shape, elem, None)?;
             }
             let plan = plan::plan(array, &selection, elem, out_len, None)?;
-            let data = fallback::read_with_zarrs(array, &plan, elem, options, engine, data_type).await?;
+            let device_target = target.device_part();
+            let host = target.into_host(&shape, out_len)?;
+            fallback::read_with_zarrs(array, &plan, elem, options, &host).await?;
             let mut tracker = Tracker::start(options.progress.clone(), plan.out_len as u64);
             tracker.decoded(plan.out_len as u64);
-            return Ok(data);
+            return match engine {
+                None => Ok(host.into_data(shape, data_type)),
+                Some(engine) => {
+                    let out = device_target.into_device(engine, &shape, out_len)?;
+                    out.upload(&host.into_vec())?;
+                    Ok(out.into_data(shape, data_type))
+                }
+            };
         }
     };
     let max_decoded_size = options.max_decoded_size.unwrap_or_else(|| match &engine {
@@ -99,26 +154,20 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
     let fill = array.fill_value().as_ne_bytes().to_vec();
     match engine {
         None => {
-            let decoder = HostWaves::new(fast.algorithm, max_decoded_size, &shape, out_len, fill)?;
+            let out = target.into_host(&shape, out_len)?;
+            let decoder = Leased::new(HostWaves::new(fast.algorithm, max_decoded_size, out, fill)?, lease);
             let decoder = source.read(plan, fast.framing, options, decoder).await?;
-            Ok(ArrayData::Host {
-                bytes: decoder.into_bytes(),
-                shape,
-                data_type,
-            })
+            Ok(decoder.into_inner().into_output().into_data(shape, data_type))
         }
         Some(engine) => {
             let decode = DecodeOptions {
                 max_decoded_size,
                 trusted: options.trusted_input,
             };
-            let decoder = DeviceWaves::new(engine, fast.algorithm, decode, &shape, out_len, fill)?;
+            let out = target.into_device(engine, &shape, out_len)?;
+            let decoder = Leased::new(DeviceWaves::new(fast.algorithm, decode, out, fill), lease);
             let decoder = source.read(plan, fast.framing, options, decoder).await?;
-            Ok(ArrayData::Device {
-                buffer: decoder.into_array(),
-                shape,
-                data_type,
-            })
+            Ok(decoder.into_inner().into_output().into_data(shape, data_type))
         }
     }
 }

@@ -17,8 +17,9 @@
 //! The loop that fetches waves and feeds them to a decoder is written once,
 //! for both ([`super::wave_loop`]).
 //!
-//! Outputs start zeroed, so the places of missing items need writing only
-//! where the fill value is not zero ([`fill_is_zero`]).
+//! Outputs the read allocates start zeroed, so there the places of missing
+//! items need writing only where the fill value is not zero
+//! ([`fill_is_zero`]); memory lent by the caller gets every fill written.
 
 use super::plan::BoxCopy;
 use super::ReadError;
@@ -52,7 +53,7 @@ impl WaveItem<'_> {
 }
 
 /// Decodes waves of items into one output (host or device memory) that it
-/// owns until the read ends.
+/// owns, or is lent, until the read ends.
 pub(crate) trait WaveDecoder: Send + Sync + 'static {
     /// The compressed bytes of one wave, given the bytes the read asks for
     /// ([`ReadOptions::wave_bytes`](super::ReadOptions::wave_bytes)).
@@ -71,7 +72,7 @@ pub(crate) trait WaveDecoder: Send + Sync + 'static {
 }
 
 /// Whether filling with `fill` (one element) leaves a zeroed output as it
-/// is. An empty fill value (an element of no bytes) writes nothing either.
+/// is (lent memory need not be zeroed). An empty fill value (an element of no bytes) writes nothing either.
 pub(crate) fn fill_is_zero(fill: &[u8]) -> bool {
     fill.iter().all(|b| *b == 0)
 }

@@ -4,11 +4,16 @@
 
 use std::sync::Arc;
 
+use cudarc::driver::DevicePtrMut;
 use object_store::path::Path;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 use serde_json::{json, Value};
 use zarrs::array::{Array, ArrayBytes, ArraySubset};
-use zarrs_nvcomp::reader::{batched_algorithm, read_chunks_parallel, ReadOptions, StoreIo};
+use zarrs_nvcomp::cuda::{CudaEngine, DeviceRegion};
+use zarrs_nvcomp::reader::{
+    batched_algorithm, read_chunks_parallel, read_chunks_parallel_into, LentDevice, ReadError, ReadInto, ReadOptions,
+    StoreIo,
+};
 use zarrs_nvcomp::Backend;
 use zarrs_object_store::AsyncObjectStore;
 
@@ -209,8 +214,43 @@ pub(crate) async fn assert_reads_like_zarrs_on(array: &Array<Store>, what: &str,
                 "{what}: subset {:?} on {device:?} differs from zarrs",
                 subset.to_ranges()
             );
+            let lent = read_into_garbage(array, &subset, &options, expected.len())
+                .await
+                .unwrap_or_else(|e| panic!("{what}: reading {:?} into lent memory: {e}", subset.to_ranges()));
+            assert!(
+                lent == expected,
+                "{what}: subset {:?} on {device:?} read into lent memory differs from zarrs",
+                subset.to_ranges()
+            );
         }
     }
+}
+
+/// Reads `subset` into `len` bytes of memory lent to the read, on the
+/// device of a read on a GPU and on the host otherwise, that held 0xA5 bytes
+/// before; returns them.
+pub(crate) async fn read_into_garbage(
+    array: &Array<Store>,
+    subset: &ArraySubset,
+    options: &ReadOptions,
+    len: usize,
+) -> Result<Vec<u8>, ReadError> {
+    let Backend::Cuda { device } = options.device else {
+        let mut lent = vec![0xa5u8; len];
+        read_chunks_parallel_into(array, subset, options, ReadInto::Host(&mut lent)).await?;
+        return Ok(lent);
+    };
+    let engine = CudaEngine::get(device).unwrap();
+    let stream = engine.stream().clone();
+    let mut buffer = stream.clone_htod(&vec![0xa5u8; len.max(1)]).unwrap();
+    let (ptr, guard) = buffer.device_ptr_mut(&stream);
+    drop(guard);
+    // SAFETY: `buffer` outlives the read, and nothing else uses it meanwhile.
+    let lent = unsafe { LentDevice::new(DeviceRegion { ptr, len }) };
+    read_chunks_parallel_into(array, subset, options, ReadInto::Device(lent)).await?;
+    let mut bytes = stream.clone_dtoh(&buffer).unwrap();
+    bytes.truncate(len);
+    Ok(bytes)
 }
 
 pub(crate) const SHAPES: [(&[u64], &[u64]); 5] = [
