@@ -1,4 +1,14 @@
-"""Data shared by the Python benchmarks."""
+"""Data, timing and options shared by the Python benchmarks."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -14,3 +24,41 @@ def field_f32(nbytes: int, seed: int = 0) -> np.ndarray:
     field = np.cumsum(steps, axis=1, dtype=np.float32)
     field += np.cumsum(rng.standard_normal(rows, dtype=np.float32))[:, None]
     return np.round(field, 2)
+
+
+def best_of(
+    fn: Callable[[], Any], repeats: int, sync: Callable[[], None] = lambda: None
+) -> float:
+    """The best time of ``repeats`` calls of ``fn`` (each followed by ``sync``),
+    after one warm-up call."""
+    fn()
+    sync()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def bench_parser(doc: str, stored: str, repeats: int = 3) -> argparse.ArgumentParser:
+    """An argument parser described by the first line of ``doc``, with the
+    options of the benchmarks that write their data once: ``--dir`` (where
+    ``stored`` written, kept and reused) and ``--repeats``."""
+    parser = argparse.ArgumentParser(description=doc.splitlines()[0])
+    parser.add_argument(
+        "--dir", type=Path, help=f"where the {stored} written (kept, reused)"
+    )
+    parser.add_argument("--repeats", type=int, default=repeats)
+    return parser
+
+
+@contextlib.contextmanager
+def data_dir(directory: Path | None, prefix: str) -> Iterator[Path]:
+    """``directory`` (created where missing, kept), or else a temporary
+    directory named ``prefix...``, removed afterwards."""
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        root = directory or Path(tmp)
+        root.mkdir(parents=True, exist_ok=True)
+        yield root

@@ -15,26 +15,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import time
-from collections.abc import Callable
-from typing import Any
 
 import numcodecs
 import numpy as np
-from bench_data import field_f32
+from bench_data import best_of, field_f32
 from zarrs_nvcomp import NvCompBatchCodec
 
 CHUNK = 1 << 20
-
-
-def best_of(fn: Callable[[], Any], repeats: int) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def measure(name: str, chunks: list[np.ndarray], repeats: int) -> None:

@@ -21,7 +21,6 @@ GPUs against one, and one GPU through Dask against the direct read.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -33,6 +32,7 @@ import zarrs_nvcomp
 from zarrs_nvcomp._buffers import cupy_module
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bench_data import bench_parser
 from chunk_writer import write_field
 
 COLUMNS = 8192
@@ -98,14 +98,10 @@ def dask_mean(
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "array is")
     parser.add_argument("--size-gib", type=float, default=16)
     parser.add_argument("--chunk-kib", type=int, default=1024)
     parser.add_argument("--block-mib", type=int, default=1024)
-    parser.add_argument(
-        "--dir", type=Path, help="where the array is written (kept, reused)"
-    )
-    parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
 
     cp = cupy_module()

@@ -26,9 +26,8 @@ import argparse
 
 import numpy as np
 import zarrs_nvcomp
-from bench_data import field_f32
+from bench_data import best_of, field_f32
 from nvcomp_batch import as_batch
-from python_decode import best_of
 from zarrs_nvcomp import NvCompBatchCodec, _buffers
 
 NVCOMP_NAMES = {

@@ -15,15 +15,13 @@ reason.
 from __future__ import annotations
 
 import argparse
-import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numcodecs
 import numpy as np
 import zarrs_nvcomp
-from bench_data import field_f32
+from bench_data import best_of, field_f32
 from nvcomp_batch import as_batch
 from zarrs_nvcomp import NvCompBatchCodec
 
@@ -34,20 +32,6 @@ CHUNK_SIZES = {"1MiB": 1 << 20, "64KiB": 64 << 10}
 def chunked(data: np.ndarray, chunk_bytes: int) -> list[np.ndarray]:
     flat = data.reshape(-1).view(np.uint8)
     return [flat[i : i + chunk_bytes] for i in range(0, flat.size, chunk_bytes)]
-
-
-def best_of(
-    fn: Callable[[], Any], repeats: int, sync: Callable[[], None] = lambda: None
-) -> float:
-    fn()
-    sync()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        sync()
-        best = min(best, time.perf_counter() - t0)
-    return best
 
 
 def try_import(name: str) -> tuple[Any, str | None]:

@@ -31,8 +31,8 @@ import shutil
 import socket
 import subprocess
 import sys
-import tempfile
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -40,6 +40,7 @@ import numpy as np
 import zarr
 import zarr.codecs
 import zarrs_nvcomp
+from bench_data import bench_parser, best_of, data_dir
 from zarrs_nvcomp.reader import cupy_module
 
 COLUMNS = 2048
@@ -93,30 +94,22 @@ def write_arrays(root: Path, size_mb: int) -> dict[str, Path]:
                 print(
                     f"generated {name} {data.shape} in {time.perf_counter() - t0:.1f} s"
                 )
-            z = zarr.create_array(
-                str(path),
-                shape=data.shape,
-                chunks=chunks,
-                dtype=data.dtype,
-                compressors=zarr.codecs.ZstdCodec(level=1),
-                overwrite=True,
+            ratio = write_array(
+                path, data, chunks=chunks, compressors=zarr.codecs.ZstdCodec(level=1)
             )
-            z[...] = data
-            stored = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-            print(
-                f"wrote {path.name}: chunks {chunks}, ratio {data.nbytes / stored:.2f}"
-            )
+            print(f"wrote {path.name}: chunks {chunks}, ratio {ratio:.2f}")
     return paths
 
 
-def best_of(repeats: int, fn) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
+def write_array(path: Path, data: np.ndarray, **create) -> float:
+    """Writes ``data`` to a new zarr array at ``path`` (replacing one there),
+    created with ``create`` (chunks, codecs); returns the compression ratio."""
+    z = zarr.create_array(
+        str(path), shape=data.shape, dtype=data.dtype, overwrite=True, **create
+    )
+    z[...] = data
+    stored = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
+    return data.nbytes / stored
 
 
 def interleaved_best_of(repeats: int, fns: dict[str, object]) -> dict[str, float]:
@@ -177,7 +170,15 @@ def methods(path: Path, gpu: bool) -> dict[str, object]:
     return out
 
 
-def run_local(paths: dict[str, Path], repeats: int, gpu: bool) -> None:
+def run_local(
+    paths: dict[str, Path],
+    repeats: int,
+    gpu: bool,
+    label_width: int = 18,
+    note: Callable[[Path], str] = lambda path: "",
+) -> None:
+    """Prints a row of GB/s of each reader of each array in ``paths``, this
+    reader's speed over zarrs-python's and ``note(path)``."""
     dest = "GPU memory" if gpu else "host memory"
     print(f"\nlocal disk -> {dest}; GB/s of decoded data, best of {repeats}")
     if not zarrs_python_available():
@@ -193,7 +194,7 @@ def run_local(paths: dict[str, Path], repeats: int, gpu: bool) -> None:
             if ref in times
             else ""
         )
-        print(f"{label:18s} {row}{ratio}")
+        print(f"{label:{label_width}s} {row}{ratio}{note(path)}")
 
 
 def fetch(client, bucket: str, key: str) -> int:
@@ -267,7 +268,7 @@ def run_s3(paths: dict[str, Path], repeats: int, threads: int) -> None:
             array = zarrs_nvcomp.open_array(
                 f"s3://bench/{path.name}", storage_options=options
             )
-            t_ours = best_of(repeats, lambda a=array: a.read(..., device="cpu"))
+            t_ours = best_of(lambda a=array: a.read(..., device="cpu"), repeats)
 
             def get_all(keys=chunk_keys):
                 with ThreadPoolExecutor(threads) as pool:
@@ -275,7 +276,7 @@ def run_s3(paths: dict[str, Path], repeats: int, threads: int) -> None:
                         pool.map(functools.partial(fetch, client, "bench"), keys)
                     )
 
-            t_get = best_of(repeats, get_all)
+            t_get = best_of(get_all, repeats)
             print(
                 f"{label:18s} ours {nbytes / t_ours / 1e9:6.2f} GB/s decoded "
                 f"({stored / t_ours / 1e9:.2f} GB/s fetched); boto3 GET only "
@@ -297,15 +298,21 @@ def gpu_destination(cpu_only: bool) -> bool:
     )
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def read_parser(doc: str) -> argparse.ArgumentParser:
+    """The options of the read benchmarks: ``--dir``, ``--repeats``,
+    ``--size-mb`` and ``--cpu``."""
+    parser = bench_parser(doc, "arrays are")
     parser.add_argument(
         "--size-mb", type=int, default=1024, help="decoded size of each array"
     )
     parser.add_argument(
-        "--dir", type=Path, help="where the arrays are written (kept, reused)"
+        "--cpu", action="store_true", help="host memory even with a GPU"
     )
-    parser.add_argument("--repeats", type=int, default=3)
+    return parser
+
+
+def main() -> None:
+    parser = read_parser(__doc__)
     parser.add_argument(
         "--s3", action="store_true", help="also read through moto's S3 server"
     )
@@ -313,15 +320,10 @@ def main() -> None:
     parser.add_argument(
         "--threads", type=int, default=32, help="GET threads of the S3 baseline"
     )
-    parser.add_argument(
-        "--cpu", action="store_true", help="host memory even with a GPU"
-    )
     args = parser.parse_args()
 
     gpu = gpu_destination(args.cpu)
-    with tempfile.TemporaryDirectory(prefix="zarrs-nvcomp-bench-") as tmp:
-        root = args.dir or Path(tmp)
-        root.mkdir(parents=True, exist_ok=True)
+    with data_dir(args.dir, "zarrs-nvcomp-bench-") as root:
         paths = write_arrays(root, args.size_mb)
         if not args.s3_only:
             run_local(paths, args.repeats, gpu)

@@ -20,18 +20,14 @@ methods taking turns. zarrs-python is optional (``pip install zarrs``).
 
 from __future__ import annotations
 
-import argparse
-import os
-import tempfile
 import time
 from pathlib import Path
 
 import zarr
 import zarr.codecs
 import zarrs_nvcomp
-from bench_data import field_f32
-from read_bench import interleaved_best_of, methods, zarrs_python_available
-from zarrs_nvcomp.reader import cupy_module
+from bench_data import data_dir, field_f32
+from read_bench import gpu_destination, read_parser, run_local, write_array
 
 CHUNK_BYTES = 1 << 20
 COLUMNS = 4096  # field_f32's row length
@@ -53,67 +49,27 @@ def write_arrays(root: Path, size_mb: int) -> dict[str, Path]:
             t0 = time.perf_counter()
             data = field_f32(size_mb << 20)
             print(f"generated {data.shape} in {time.perf_counter() - t0:.1f} s")
-        z = zarr.create_array(
-            str(path),
-            shape=data.shape,
-            chunks=(CHUNK_BYTES // (4 * COLUMNS), COLUMNS),
-            dtype=data.dtype,
-            compressors=zarr.codecs.BloscCodec(
-                cname=cname, clevel=clevel, shuffle="shuffle", typesize=4
-            ),
-            overwrite=True,
+        compressors = zarr.codecs.BloscCodec(
+            cname=cname, clevel=clevel, shuffle="shuffle", typesize=4
         )
-        z[...] = data
-        stored = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
-        print(f"wrote {path.name}: ratio {data.nbytes / stored:.2f}")
+        chunks = (CHUNK_BYTES // (4 * COLUMNS), COLUMNS)
+        ratio = write_array(path, data, chunks=chunks, compressors=compressors)
+        print(f"wrote {path.name}: ratio {ratio:.2f}")
     return paths
 
 
+def batched_note(path: Path) -> str:
+    """The path this reader takes through the array at ``path``."""
+    batched = zarrs_nvcomp.open_array(str(path)).batched_algorithm
+    return f"  (ours: {f'batched {batched}' if batched else 'zarrs pipeline'})"
+
+
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--size-mb", type=int, default=1024, help="decoded size of each array"
-    )
-    parser.add_argument(
-        "--dir", type=Path, help="where the arrays are written (kept, reused)"
-    )
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument(
-        "--cpu", action="store_true", help="host memory even with a GPU"
-    )
-    args = parser.parse_args()
-    gpu = (
-        not args.cpu
-        and cupy_module() is not None
-        and zarrs_nvcomp.gpu_unavailable_reason(0) is None
-    )
-    load = os.getloadavg()
-    print(
-        f"{os.cpu_count()} CPUs, load average {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
-    )
-    with tempfile.TemporaryDirectory(prefix="zarrs-nvcomp-blosc-bench-") as tmp:
-        root = args.dir or Path(tmp)
-        root.mkdir(parents=True, exist_ok=True)
+    args = read_parser(__doc__).parse_args()
+    gpu = gpu_destination(args.cpu)
+    with data_dir(args.dir, "zarrs-nvcomp-blosc-bench-") as root:
         paths = write_arrays(root, args.size_mb)
-        dest = "GPU memory" if gpu else "host memory"
-        print(f"\nlocal disk -> {dest}; GB/s of decoded data, best of {args.repeats}")
-        if not zarrs_python_available():
-            print("(zarrs-python not installed: pip install zarrs)")
-        ours, ref = (
-            ("ours gpu", "zarrs-python+copy") if gpu else ("ours cpu", "zarrs-python")
-        )
-        for label, path in paths.items():
-            batched = zarrs_nvcomp.open_array(str(path)).batched_algorithm
-            nbytes = zarr.open_array(str(path), mode="r").nbytes
-            times = interleaved_best_of(args.repeats, methods(path, gpu))
-            row = "  ".join(f"{n} {nbytes / t / 1e9:6.2f}" for n, t in times.items())
-            ratio = (
-                f"  ours/zarrs-python {times[ref] / times[ours]:.2f}x"
-                if ref in times
-                else ""
-            )
-            how = f"batched {batched}" if batched else "zarrs pipeline"
-            print(f"{label:22s} {row}{ratio}  (ours: {how})")
+        run_local(paths, args.repeats, gpu, label_width=22, note=batched_note)
 
 
 if __name__ == "__main__":

@@ -17,16 +17,20 @@ is timed too (the bytes it fetches are counted by the Rust test
 
 from __future__ import annotations
 
-import argparse
-import tempfile
 import time
 from pathlib import Path
 
 import zarr
 import zarr.codecs
 import zarrs_nvcomp
-from bench_data import field_f32
-from read_bench import gpu_destination, interleaved_best_of, zarrs_python_available
+from bench_data import data_dir, field_f32
+from read_bench import (
+    gpu_destination,
+    interleaved_best_of,
+    read_parser,
+    write_array,
+    zarrs_python_available,
+)
 from zarrs_nvcomp.reader import cupy_module
 
 COLUMNS = 4096  # field_f32's width
@@ -48,20 +52,16 @@ def write_arrays(root: Path, size_mb: int) -> dict[str, Path]:
         pipeline = {"codec_pipeline.path": ZARRS} if zarrs_python_available() else {}
         t0 = time.perf_counter()
         with zarr.config.set(pipeline):
-            z = zarr.create_array(
-                str(path),
-                shape=data.shape,
+            ratio = write_array(
+                path,
+                data,
                 shards=(shard_rows, COLUMNS),
                 chunks=(INNER_ROWS, COLUMNS),
-                dtype=data.dtype,
                 compressors=zarr.codecs.ZstdCodec(level=1),
-                overwrite=True,
             )
-            z[...] = data
-        stored = sum(f.stat().st_size for f in path.rglob("*") if f.is_file())
         print(
             f"wrote {path.name} in {time.perf_counter() - t0:.1f} s: shards of "
-            f"{shard_rows} rows, ratio {data.nbytes / stored:.2f}"
+            f"{shard_rows} rows, ratio {ratio:.2f}"
         )
     return paths
 
@@ -112,16 +112,9 @@ def run(paths: dict[str, Path], repeats: int, gpu: bool) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--size-mb", type=int, default=1024, help="decoded size")
-    parser.add_argument("--dir", type=Path, help="where the arrays are kept")
-    parser.add_argument("--repeats", type=int, default=3)
-    parser.add_argument("--cpu", action="store_true", help="host memory only")
-    args = parser.parse_args()
+    args = read_parser(__doc__).parse_args()
     gpu = gpu_destination(args.cpu)
-    with tempfile.TemporaryDirectory(prefix="zarrs-nvcomp-shards-") as tmp:
-        root = args.dir or Path(tmp)
-        root.mkdir(parents=True, exist_ok=True)
+    with data_dir(args.dir, "zarrs-nvcomp-shards-") as root:
         run(write_arrays(root, args.size_mb), args.repeats, gpu)
 
 

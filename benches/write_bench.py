@@ -40,6 +40,20 @@ from zarrs_nvcomp.reader import cupy_module
 COLUMNS = 4096
 
 
+def zarr_array(path: Path, data_shape, chunks, compressors, shards=None):
+    """A new float32 zarr array at ``path`` (replacing one there), fill value 0."""
+    return zarr.create_array(
+        store=str(path),
+        shape=data_shape,
+        chunks=chunks,
+        shards=shards,
+        dtype="float32",
+        compressors=compressors,
+        fill_value=0,
+        overwrite=True,
+    )
+
+
 def zarr_writer(
     path: Path, data_shape, chunks, shards, pipeline: str | None, to_host=None
 ):
@@ -54,15 +68,8 @@ def zarr_writer(
         with zarr.config.set(config):
             if not made:
                 made.append(
-                    zarr.create_array(
-                        store=str(path),
-                        shape=data_shape,
-                        chunks=chunks,
-                        shards=shards,
-                        dtype="float32",
-                        compressors=zarr.codecs.ZstdCodec(level=1),
-                        fill_value=0,
-                        overwrite=True,
+                    zarr_array(
+                        path, data_shape, chunks, zarr.codecs.ZstdCodec(level=1), shards
                     )
                 )
             made[0][...] = data if to_host is None else to_host(data)
@@ -81,19 +88,8 @@ def zarr_gpu_writer(path: Path, data_shape, chunks):
     def write(data):
         with zarr.config.enable_gpu(), zarrs_nvcomp.set_zarr_batch_size(None):
             if not made:
-                made.append(
-                    zarr.create_array(
-                        store=str(path),
-                        shape=data_shape,
-                        chunks=chunks,
-                        dtype="float32",
-                        compressors=NvCompBatchZarrCodec(
-                            algorithm="zstd", device="cuda"
-                        ),
-                        fill_value=0,
-                        overwrite=True,
-                    )
-                )
+                codec = NvCompBatchZarrCodec(algorithm="zstd", device="cuda")
+                made.append(zarr_array(path, data_shape, chunks, codec))
             made[0][...] = data
             cupy_module().cuda.get_current_stream().synchronize()
 

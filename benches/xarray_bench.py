@@ -23,7 +23,6 @@ by a chunk-parallel writer into DIR (a temporary directory by default).
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 import tempfile
@@ -36,6 +35,7 @@ import zarrs_nvcomp
 from zarrs_nvcomp._buffers import cupy_module
 
 sys.path.insert(0, str(Path(__file__).parent))
+from bench_data import bench_parser
 from chunk_writer import write_field
 
 COLUMNS = 2048
@@ -117,13 +117,9 @@ def check(root: Path, gpu: bool) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = bench_parser(__doc__, "dataset is", repeats=5)
     parser.add_argument("--size-mb", type=int, default=1024)
     parser.add_argument("--chunk-kib", type=int, default=1024)
-    parser.add_argument(
-        "--dir", type=Path, help="where the dataset is written (kept, reused)"
-    )
-    parser.add_argument("--repeats", type=int, default=5)
     args = parser.parse_args()
 
     gpu = cupy_module() is not None and zarrs_nvcomp.gpu_available()

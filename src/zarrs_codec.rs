@@ -67,15 +67,14 @@ use std::borrow::Cow;
 use std::sync::Arc;
 
 use zarrs::array::codec::api::{
-    BytesToBytesCodecTraits, Codec, CodecError, CodecMetadataOptions, CodecOptions, CodecPluginV2, CodecPluginV3,
-    CodecTraits, CodecTraitsV2, CodecTraitsV3, PartialDecoderCapability, PartialEncoderCapability,
-    RecommendedConcurrency,
+    BytesToBytesCodecTraits, Codec, CodecError, CodecOptions, CodecPluginV2, CodecPluginV3, CodecTraitsV2,
+    CodecTraitsV3, RecommendedConcurrency,
 };
 use zarrs::array::{ArrayBytesRaw, BytesRepresentation};
 use zarrs::metadata::v2::MetadataV2;
 use zarrs::metadata::v3::MetadataV3;
 use zarrs::metadata::Configuration;
-use zarrs::plugin::{PluginCreateError, ZarrVersion};
+use zarrs::plugin::PluginCreateError;
 
 use crate::algorithm::{Algorithm, DataType};
 use crate::codec::{Backend, BatchCodec};
@@ -267,28 +266,9 @@ macro_rules! impl_batch_codec_traits {
             }
         }
 
-        impl CodecTraits for $codec {
-            fn as_any(&self) -> &dyn std::any::Any {
-                self
-            }
-
-            fn configuration(&self, _version: ZarrVersion, _options: &CodecMetadataOptions) -> Option<Configuration> {
-                self.metadata_configuration()
-            }
-
-            fn partial_decoder_capability(&self) -> PartialDecoderCapability {
-                PartialDecoderCapability {
-                    partial_read: false,
-                    partial_decode: false,
-                }
-            }
-
-            fn partial_encoder_capability(&self) -> PartialEncoderCapability {
-                PartialEncoderCapability {
-                    partial_encode: false,
-                }
-            }
-        }
+        crate::zarrs_plugins::impl_whole_chunk_codec_traits!($codec, |codec, _version, _options| {
+            codec.metadata_configuration()
+        });
 
         #[cfg_attr(not(target_arch = "wasm32"), async_trait::async_trait)]
         impl BytesToBytesCodecTraits for $codec {
@@ -332,6 +312,9 @@ impl_batch_codec_traits!(NumcodecsLz4Codec);
 
 #[cfg(test)]
 mod tests {
+    use zarrs::array::codec::api::{CodecMetadataOptions, CodecTraits};
+    use zarrs::plugin::ZarrVersion;
+
     use super::*;
 
     #[test]

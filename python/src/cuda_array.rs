@@ -45,29 +45,22 @@ pub(crate) struct CudaArray {
 }
 
 impl CudaArray {
-    /// `shape` elements of type `typestr` (`nbytes` bytes in all) at byte
-    /// `offset` of `memory`, on CUDA device `device`.
-    pub(crate) fn new(
-        memory: Arc<dyn DeviceMemory>,
-        offset: u64,
-        shape: Vec<u64>,
-        typestr: String,
-        nbytes: usize,
-        device: usize,
-    ) -> Self {
+    /// `len` bytes at byte `offset` of `memory`, as a 1-D `uint8` array.
+    pub(crate) fn bytes(memory: Arc<dyn DeviceMemory>, offset: u64, len: usize, device: usize) -> Self {
         Self {
             memory,
             offset,
-            shape,
-            typestr,
-            nbytes,
+            shape: vec![len as u64],
+            typestr: "|u1".into(),
+            nbytes: len,
             device,
         }
     }
 
-    /// `len` bytes at byte `offset` of `memory`, as a 1-D `uint8` array.
-    pub(crate) fn bytes(memory: Arc<dyn DeviceMemory>, offset: u64, len: usize, device: usize) -> Self {
-        Self::new(memory, offset, vec![len as u64], "|u1".into(), len, device)
+    /// The same bytes seen as `shape` elements of type `typestr`, which the
+    /// caller makes sure cover them exactly.
+    pub(crate) fn with_elements(self, shape: Vec<u64>, typestr: String) -> Self {
+        Self { shape, typestr, ..self }
     }
 }
 
@@ -123,14 +116,12 @@ impl CudaArray {
                 self.shape
             )));
         }
-        Ok(Self::new(
-            self.memory.clone(),
-            self.offset,
+        Ok(Self {
+            memory: self.memory.clone(),
             shape,
-            self.typestr.clone(),
-            self.nbytes,
-            self.device,
-        ))
+            typestr: self.typestr.clone(),
+            ..*self
+        })
     }
 
     fn __len__(&self) -> usize {

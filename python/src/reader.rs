@@ -287,14 +287,8 @@ impl ReaderArray {
             ArrayData::Device { buffer, shape, .. } => {
                 let nbytes = shape.iter().product::<u64>() as usize * self.array.data_type().fixed_size().unwrap_or(0);
                 let device = buffer.engine().device();
-                let array = CudaArray::new(
-                    Arc::new(buffer),
-                    0,
-                    shape,
-                    typestr.unwrap_or_else(|| "|V1".into()),
-                    nbytes,
-                    device,
-                );
+                let array = CudaArray::bytes(Arc::new(buffer), 0, nbytes, device)
+                    .with_elements(shape, typestr.unwrap_or_else(|| "|V1".into()));
                 Ok(Py::new(py, array)?.into_any())
             }
         }

@@ -1,10 +1,12 @@
-"""Shared fixtures: the `gpu` marker skips, with the engine's reason, where no GPU is usable."""
+"""Shared fixtures and helpers: the `gpu` marker skips, with the engine's reason, where no GPU
+is usable."""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -34,6 +36,36 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 
 def cupy_or_skip():
     return pytest.importorskip("cupy", reason="CuPy is not installed")
+
+
+def cuda_codec(algorithm: str, **options):
+    """CuPy and a codec of ``algorithm`` on the GPU; skips the test without CuPy."""
+    cp = cupy_or_skip()
+    return cp, zarrs_nvcomp.NvCompBatchCodec(algorithm, device="cuda", **options)
+
+
+def create_like(path, data, **create):
+    """A new zarr array at ``path`` of ``data``'s shape and dtype, created with
+    ``create`` (chunks, codecs, fill value); nothing is written to it."""
+    import zarr
+
+    return zarr.create_array(path, shape=data.shape, dtype=data.dtype, **create)
+
+
+def interrupt(child: subprocess.Popen, timeout: float, what: str) -> tuple[str, float]:
+    """Sends SIGINT to ``child`` 0.5 s from now; returns the rest of its output
+    and when the signal was sent. Fails the test, saying that ``what`` was not
+    interrupted, unless the child ends within ``timeout`` s of the signal."""
+    try:
+        time.sleep(0.5)
+        sent = time.monotonic()
+        os.kill(child.pid, signal.SIGINT)
+        out, _ = child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.kill()
+        child.communicate()
+        pytest.fail(f"{what} was not interrupted within {timeout} s of SIGINT")
+    return out, sent
 
 
 # --- S3 through moto's server ---------------------------------------------

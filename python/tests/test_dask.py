@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import zarr
-from conftest import cupy_or_skip
+from conftest import create_like, cupy_or_skip
 from zarr.codecs import ZstdCodec
 
 import zarrs_nvcomp
@@ -32,21 +32,10 @@ def arrays(tmp_path_factory):
     root = tmp_path_factory.mktemp("dask")
     rng = np.random.default_rng(7)
     data = rng.standard_normal((96, 70)).astype("<f4")
-    plain = zarr.create_array(
-        root / "plain.zarr",
-        shape=data.shape,
-        chunks=(16, 10),
-        dtype="<f4",
-        compressors=[ZstdCodec()],
-    )
+    plain = create_like(root / "plain.zarr", data, chunks=(16, 10), compressors=[ZstdCodec()])
     plain[...] = data
-    sharded = zarr.create_array(
-        root / "sharded.zarr",
-        shape=data.shape,
-        shards=(32, 20),
-        chunks=(8, 10),
-        dtype="<f4",
-        compressors=[ZstdCodec()],
+    sharded = create_like(
+        root / "sharded.zarr", data, shards=(32, 20), chunks=(8, 10), compressors=[ZstdCodec()]
     )
     sharded[...] = data
     return root, data

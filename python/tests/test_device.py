@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ALL_ALGORITHMS, CPU_ALGORITHMS, cupy_or_skip
+from conftest import ALL_ALGORITHMS, CPU_ALGORITHMS, cuda_codec, cupy_or_skip
 
 import zarrs_nvcomp
 from zarrs_nvcomp import NvCompBatchCodec
@@ -21,8 +21,7 @@ def chunks(n: int = 5) -> list[np.ndarray]:
 
 @pytest.mark.parametrize("algorithm", ALL_ALGORITHMS)
 def test_cupy_in_cupy_out(algorithm):
-    cp = cupy_or_skip()
-    codec = NvCompBatchCodec(algorithm, device="cuda")
+    cp, codec = cuda_codec(algorithm)
     assert codec.backend == "cuda:0"
     host = chunks()
     device = [cp.asarray(c) for c in host]
@@ -38,8 +37,7 @@ def test_cupy_in_cupy_out(algorithm):
 
 @pytest.mark.parametrize("algorithm", ALL_ALGORITHMS)
 def test_cupy_out(algorithm):
-    cp = cupy_or_skip()
-    codec = NvCompBatchCodec(algorithm, device="cuda")
+    cp, codec = cuda_codec(algorithm)
     host = chunks()
     encoded = codec.encode_batch([cp.asarray(c) for c in host])
     out = [cp.empty(c.shape, dtype=cp.float32) for c in host]

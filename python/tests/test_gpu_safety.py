@@ -15,7 +15,7 @@ from pathlib import Path
 import numcodecs
 import numpy as np
 import pytest
-import zarr
+from conftest import create_like
 from zarr.codecs import ZstdCodec
 
 import zarrs_nvcomp
@@ -29,6 +29,14 @@ CORPUS = Path(__file__).resolve().parents[2] / "fuzz" / "gpu_corpus"
 def field(shape, seed=0) -> np.ndarray:
     rng = np.random.default_rng(seed)
     return np.cumsum(rng.standard_normal(shape), axis=-1).round(2).astype(np.float32)
+
+
+def field_array(path: Path, **create) -> np.ndarray:
+    """A 512x512 float32 field written in 256x256 chunks to a new array at
+    ``path`` created with ``create`` (its codecs); returns the field."""
+    data = field((512, 512))
+    create_like(path, data, chunks=(256, 256), **create)[:] = data
+    return data
 
 
 def corrupt_like_the_report(raw: bytes) -> bytes:
@@ -54,12 +62,7 @@ def run_isolated(code: str, timeout: float = 120) -> subprocess.CompletedProcess
 @pytest.mark.parametrize("checksum", [False, True])
 def test_corrupt_zstd_chunk_is_reported_on_the_gpu(tmp_path, checksum):
     path = tmp_path / "a.zarr"
-    data = field((512, 512))
-    arr = zarr.create_array(
-        path, shape=data.shape, chunks=(256, 256), dtype="f4",
-        compressors=ZstdCodec(level=3, checksum=checksum),
-    )  # fmt: skip
-    arr[:] = data
+    field_array(path, compressors=ZstdCodec(level=3, checksum=checksum))
     key = path / "c" / "1" / "1"
     key.write_bytes(corrupt_like_the_report(key.read_bytes()))
     with pytest.raises(DecodeError, match="c/1/1") as cpu_error:
@@ -157,12 +160,7 @@ def test_a_wrong_zstd_content_checksum_is_an_error_on_both_paths(tmp_path, devic
     # Only the stored checksum differs: the stream itself decodes cleanly,
     # and nvCOMP does not read checksums, so the engine checks them.
     path = tmp_path / "a.zarr"
-    data = field((512, 512))
-    arr = zarr.create_array(
-        path, shape=data.shape, chunks=(256, 256), dtype="f4",
-        compressors=ZstdCodec(level=3, checksum=True),
-    )  # fmt: skip
-    arr[:] = data
+    data = field_array(path, compressors=ZstdCodec(level=3, checksum=True))
     flip_last_byte(path / "c" / "0" / "1")
     with pytest.raises(DecodeError, match="c/0/1"):
         zarrs_nvcomp.read_chunks_parallel(str(path), device=device)
@@ -175,12 +173,7 @@ def test_a_wrong_zstd_content_checksum_is_an_error_on_both_paths(tmp_path, devic
 @pytest.mark.parametrize("device", ["cpu", "cuda"])
 def test_a_wrong_zlib_adler32_is_an_error_on_both_paths(tmp_path, device):
     path = tmp_path / "a.zarr"
-    data = field((512, 512))
-    arr = zarr.create_array(
-        path, shape=data.shape, chunks=(256, 256), dtype="f4", zarr_format=2,
-        compressors=numcodecs.Zlib(level=1),
-    )  # fmt: skip
-    arr[:] = data
+    field_array(path, zarr_format=2, compressors=numcodecs.Zlib(level=1))
     flip_last_byte(path / "1.0")
     with pytest.raises(DecodeError, match=r"\b1\.0\b"):
         zarrs_nvcomp.read_chunks_parallel(str(path), device=device)

@@ -3,13 +3,11 @@ within about a second, and the codec stays usable."""
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 import sys
-import time
 
 import pytest
+from conftest import interrupt
 
 #: Times a short batch, sizes a batch of about ten times a 0.5 s budget
 #: (at most 1 GiB of output), prints "ready", runs it (argv[1]: "decode" or
@@ -47,18 +45,10 @@ print("usable", flush=True)
 @pytest.mark.parametrize("what", ["decode", "encode"])
 def test_ctrl_c_interrupts_a_long_cpu_batch(what):
     child = subprocess.Popen([sys.executable, "-c", CHILD, what], stdout=subprocess.PIPE, text=True)
-    try:
-        ready = child.stdout.readline().split()
-        assert ready and ready[0] == "ready", ready
-        count, per_item = int(ready[1]), float(ready[2])
-        time.sleep(0.5)
-        sent = time.monotonic()
-        os.kill(child.pid, signal.SIGINT)
-        out, _ = child.communicate(timeout=60)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.communicate()
-        pytest.fail("the batch was not interrupted within 60 s of SIGINT")
+    ready = child.stdout.readline().split()
+    assert ready and ready[0] == "ready", ready
+    count, per_item = int(ready[1]), float(ready[2])
+    out, sent = interrupt(child, 60, "the batch")
     lines = out.split("\n")
     word, _, at = lines[0].partition(" ")
     assert word == "interrupted", out

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from conftest import cupy_or_skip
+from conftest import cuda_codec, cupy_or_skip
 
 import zarrs_nvcomp
 from zarrs_nvcomp import DecodeError, NvCompBatchCodec, read_chunks_parallel
@@ -207,9 +207,10 @@ def zarr_read(z, selection):
     return result
 
 
-def sparse_array(path: Path, shape, chunks, dtype="float32", fill_value=7):
+def sparse_array(path: Path, shape, chunks, dtype="float32", fill_value=7, **create):
+    """A new array at ``path`` of which nothing is written yet."""
     return zarr.create_array(
-        str(path), shape=shape, chunks=chunks, dtype=dtype, fill_value=fill_value
+        str(path), shape=shape, chunks=chunks, dtype=dtype, fill_value=fill_value, **create
     )
 
 
@@ -299,13 +300,8 @@ def test_strided_selection_does_not_allocate_the_bounding_box(tmp_path):
 
 def test_strided_selection_through_the_zarrs_pipeline(tmp_path):
     # Uncompressed chunks take the zarrs pipeline: chunk by chunk as well.
-    z = zarr.create_array(
-        str(tmp_path / "a.zarr"),
-        shape=(3000, 3000),
-        chunks=(100, 100),
-        dtype="int32",
-        compressors=None,
-        fill_value=-1,
+    z = sparse_array(
+        tmp_path / "a.zarr", (3000, 3000), (100, 100), "int32", fill_value=-1, compressors=None
     )
     z[:1500, 1000:2500] = np.arange(1500 * 1500, dtype=np.int32).reshape(1500, 1500)
     array = zarrs_nvcomp.open_array(str(tmp_path / "a.zarr"))
@@ -322,12 +318,8 @@ def test_strided_selection_through_the_zarrs_pipeline(tmp_path):
 
 
 def test_fallback_errors_name_the_chunk_key(tmp_path):
-    z = zarr.create_array(
-        str(tmp_path / "a.zarr"),
-        shape=(40, 40),
-        chunks=(10, 10),
-        dtype="int32",
-        compressors=None,
+    z = sparse_array(
+        tmp_path / "a.zarr", (40, 40), (10, 10), "int32", fill_value=0, compressors=None
     )
     z[:] = 1
     chunk = tmp_path / "a.zarr" / "c" / "2" / "1"
@@ -354,16 +346,24 @@ def test_missing_chunks_are_filled_in_place(tmp_path):
     assert out["peak_growth"] < 1.3 * nbytes, out
 
 
+def reject_overlapping_outputs(codec, encoded, xp):
+    """Checks that ``codec`` rejects outputs that are one buffer twice or two
+    overlapping views of one (``xp``: NumPy or CuPy, whose buffers they are);
+    returns a buffer of 200 bytes for the two decoded items."""
+    o = xp.zeros(100, dtype=xp.uint8)
+    with pytest.raises(ValueError, match="output buffer 1 overlaps output buffer 0"):
+        codec.decode_batch(encoded, out=[o, o])
+    buf = xp.zeros(200, dtype=xp.uint8)
+    with pytest.raises(ValueError, match="overlaps"):
+        codec.decode_batch(encoded, out=[buf[:100], buf[50:150]])
+    return buf
+
+
 def test_overlapping_host_outputs_are_rejected():
     codec = NvCompBatchCodec("lz4", device="cpu")
     data = [np.arange(100, dtype=np.uint8).tobytes(), bytes(100)]
     encoded = codec.encode_batch(data)
-    o = np.zeros(100, dtype=np.uint8)
-    with pytest.raises(ValueError, match="output buffer 1 overlaps output buffer 0"):
-        codec.decode_batch(encoded, out=[o, o])
-    buf = np.zeros(200, dtype=np.uint8)
-    with pytest.raises(ValueError, match="overlaps"):
-        codec.decode_batch(encoded, out=[buf[:100], buf[50:150]])
+    buf = reject_overlapping_outputs(codec, encoded, np)
     inputs = np.frombuffer(b"".join(encoded) + bytes(100), dtype=np.uint8).copy()
     with pytest.raises(ValueError, match=r"buffer 0 overlaps (input|output) buffer 0"):
         codec.decode_batch([inputs[: len(encoded[0])]], out=[inputs[:100]])
@@ -375,16 +375,10 @@ def test_overlapping_host_outputs_are_rejected():
 
 @pytest.mark.gpu
 def test_overlapping_device_outputs_are_rejected():
-    cp = cupy_or_skip()
-    codec = NvCompBatchCodec("lz4", device="cuda")
+    cp, codec = cuda_codec("lz4")
     data = [np.arange(100, dtype=np.uint8).tobytes(), bytes(100)]
     encoded = [cp.asarray(np.frombuffer(e, dtype=np.uint8)) for e in codec.encode_batch(data)]
-    o = cp.zeros(100, dtype=cp.uint8)
-    with pytest.raises(ValueError, match="output buffer 1 overlaps output buffer 0"):
-        codec.decode_batch(encoded, out=[o, o])
-    buf = cp.zeros(200, dtype=cp.uint8)
-    with pytest.raises(ValueError, match="overlaps"):
-        codec.decode_batch(encoded, out=[buf[:100], buf[50:150]])
+    buf = reject_overlapping_outputs(codec, encoded, cp)
     codec.decode_batch(encoded, out=[buf[:100], buf[100:]])
     assert buf[:100].get().tobytes() == data[0]
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import ALL_ALGORITHMS, CPU_ALGORITHMS, cupy_or_skip
+from conftest import ALL_ALGORITHMS, CPU_ALGORITHMS, cuda_codec
 
 import zarrs_nvcomp
 from zarrs_nvcomp import NvCompBatchCodec
@@ -103,8 +103,7 @@ def test_a_corrupt_item_is_named():
 @pytest.mark.gpu
 @pytest.mark.parametrize("algorithm", ALL_ALGORITHMS)
 def test_device_packed_is_byte_identical_to_the_list_form(algorithm):
-    cp = cupy_or_skip()
-    codec = NvCompBatchCodec(algorithm, device="cuda")
+    cp, codec = cuda_codec(algorithm)
     host = items()
     listed = codec.encode_batch([cp.asarray(h) for h in host])
     data, sizes = packed(host)

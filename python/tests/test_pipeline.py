@@ -12,7 +12,7 @@ import numcodecs
 import numpy as np
 import pytest
 import zarr
-from conftest import cupy_or_skip
+from conftest import create_like, cupy_or_skip
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, TransposeCodec, ZstdCodec
 from zarr.core.buffer import cpu
 
@@ -132,21 +132,22 @@ CHAINS = {
 }
 
 
+def partly_written(path: Path, chain: str, written, fill_value: float, seed: int) -> np.ndarray:
+    """A 50x40 ``<f4`` array of ``chain`` in 16x16 chunks at ``path`` of which only
+    ``written`` (an index) is written, the other chunks missing; returns what
+    it reads as."""
+    data = sample(np.dtype("<f4"), (50, 40), seed=seed)
+    z = create_like(path, data, chunks=(16, 16), fill_value=fill_value, **CHAINS[chain])
+    z[written] = data[written]
+    reference = np.full(data.shape, fill_value, "<f4")
+    reference[written] = data[written]
+    return reference
+
+
 @pytest.mark.parametrize("store", ["local", "memory"])
 @pytest.mark.parametrize("chain", list(CHAINS))
 def test_batched_chains_read_selections_and_fill_values(tmp_path, chain, store, paths):
-    data = sample(np.dtype("<f4"), (50, 40), seed=1)
-    z = zarr.create_array(
-        tmp_path / "a",
-        shape=data.shape,
-        chunks=(16, 16),
-        dtype="<f4",
-        fill_value=7.5,
-        **CHAINS[chain],
-    )
-    z[:30, :20] = data[:30, :20]  # the other chunks stay missing
-    reference = np.full(data.shape, 7.5, "<f4")
-    reference[:30, :20] = data[:30, :20]
+    reference = partly_written(tmp_path / "a", chain, np.s_[:30, :20], fill_value=7.5, seed=1)
     source = in_store(tmp_path / "a", store)
     selections = [
         (slice(None), slice(None)),
@@ -203,12 +204,11 @@ def test_a_read_of_many_chunks_is_one_call(tmp_path, store, paths):
 
 def test_sharded_arrays_decode_each_shards_chunks_in_one_call(tmp_path, paths):
     data = sample(np.dtype("<i4"), (40, 36), seed=2)
-    z = zarr.create_array(
+    z = create_like(
         tmp_path / "a",
-        shape=data.shape,
+        data,
         shards=(20, 18),
         chunks=(5, 6),
-        dtype="<i4",
         compressors=[ZstdCodec()],
         fill_value=-1,
     )
@@ -359,18 +359,7 @@ def test_the_pipeline_path_resolves_without_importing_the_package():
 )
 def test_gpu_buffers_are_decoded_on_the_gpu(tmp_path, chain, store, paths):
     cp = cupy_or_skip()
-    data = sample(np.dtype("<f4"), (50, 40), seed=5)
-    z = zarr.create_array(
-        tmp_path / "a",
-        shape=data.shape,
-        chunks=(16, 16),
-        dtype="<f4",
-        fill_value=2,
-        **CHAINS[chain],
-    )
-    z[:40] = data[:40]
-    reference = np.full(data.shape, 2, "<f4")
-    reference[:40] = data[:40]
+    reference = partly_written(tmp_path / "a", chain, np.s_[:40], fill_value=2, seed=5)
     selections = [(Ellipsis,), (slice(3, 47, 5), slice(1, 39, 3)), (12, slice(None))]
     with zarr.config.set(PIPELINE), zarr.config.enable_gpu():
         array = zarr.open_array(in_store(tmp_path / "a", store), mode="r")

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import http.server
 import json
-import os
-import signal
 import socket
 import subprocess
 import sys
@@ -19,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from conftest import s3_options, upload
+from conftest import interrupt, s3_options, upload
 
 from zarrs_nvcomp import StoreError, open_array, read_chunks_parallel
 
@@ -159,16 +157,8 @@ def interrupt_read(url: str, options: dict[str, str]) -> float:
         stdout=subprocess.PIPE,
         text=True,
     )
-    try:
-        assert child.stdout.readline().strip() == "ready"
-        time.sleep(0.5)
-        sent = time.monotonic()
-        os.kill(child.pid, signal.SIGINT)
-        out, _ = child.communicate(timeout=20)
-    except subprocess.TimeoutExpired:
-        child.kill()
-        child.communicate()
-        pytest.fail("the read was not interrupted within 20 s of SIGINT")
+    assert child.stdout.readline().strip() == "ready"
+    out, sent = interrupt(child, 20, "the read")
     word, _, at = out.strip().partition(" ")
     assert word == "interrupted", out
     return float(at) - sent

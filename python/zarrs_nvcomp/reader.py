@@ -315,17 +315,14 @@ def read_chunks_parallel(
     selection: Any = (),
     *,
     storage_options: dict[str, Any] | None = None,
-    device: str | None = None,
-    max_concurrent_requests: int | None = None,
-    trusted_input: bool = False,
-    max_decoded_size: int | None = None,
-    progress: bool | ProgressCallback | None = None,
-    out: Any = None,
+    **read_options: Any,
 ) -> Any:
     """Reads ``selection`` (NumPy basic indexing; the whole array by default) of
     the zarr array at ``store`` (a URL, a store or an array, as for
     :func:`open_array`), fetching its chunks concurrently and decoding
-    them in batches.
+    them in batches. The other keyword arguments are those of
+    :meth:`Array.read` (``device``, ``max_concurrent_requests``,
+    ``trusted_input``, ``max_decoded_size``, ``progress``, ``out``).
 
     ``device``: ``None`` (the GPU when usable and CuPy installed, else the
     CPU), ``"cpu"`` (a NumPy array), ``"cuda"``/``"cuda:N"`` (a CuPy array, or
@@ -339,16 +336,7 @@ def read_chunks_parallel(
     ``progress``, ``out`` (an array to read into, returned): see
     :meth:`Array.read`.
     """
-    array = open_array(store, storage_options)
-    return array.read(
-        selection,
-        device=device,
-        max_concurrent_requests=max_concurrent_requests,
-        trusted_input=trusted_input,
-        max_decoded_size=max_decoded_size,
-        progress=progress,
-        out=out,
-    )
+    return open_array(store, storage_options).read(selection, **read_options)
 
 
 def _resolve_device(device: str | None, dtype: np.dtype) -> str:

@@ -5,10 +5,17 @@ use super::{deflate, gdeflate, lz4, snappy, zstd, DecodeResult, Fill};
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
 
-/// The CPU view of an algorithm: only the options that change the bitstream
-/// or the CPU encoder (LZ4's `data_type` is a GPU tuning hint and is ignored).
+/// The CPU view of an algorithm: its [`Format`], and its name for messages.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Codec {
+pub(super) struct Codec {
+    pub(super) format: Format,
+    name: &'static str,
+}
+
+/// The options of an algorithm that change the bitstream or the CPU encoder
+/// (LZ4's `data_type` is a GPU tuning hint and is ignored).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Format {
     Lz4 { header: bool },
     Snappy,
     Zstd,
@@ -19,17 +26,17 @@ pub(super) enum Codec {
 
 impl Codec {
     pub(super) fn of(algorithm: &Algorithm) -> Result<Self> {
-        Ok(match *algorithm {
-            Algorithm::Lz4 { has_header, .. } => Self::Lz4 { header: has_header },
-            Algorithm::Snappy => Self::Snappy,
-            Algorithm::Zstd => Self::Zstd,
-            Algorithm::Deflate { algorithm } => Self::Deflate {
+        let format = match *algorithm {
+            Algorithm::Lz4 { has_header, .. } => Format::Lz4 { header: has_header },
+            Algorithm::Snappy => Format::Snappy,
+            Algorithm::Zstd => Format::Zstd,
+            Algorithm::Deflate { algorithm } => Format::Deflate {
                 level: deflate_level(algorithm),
             },
-            Algorithm::Gzip { algorithm } => Self::Gzip {
+            Algorithm::Gzip { algorithm } => Format::Gzip {
                 level: deflate_level(algorithm),
             },
-            Algorithm::Gdeflate { algorithm, has_header } => Self::Gdeflate {
+            Algorithm::Gdeflate { algorithm, has_header } => Format::Gdeflate {
                 level: deflate_level(algorithm),
                 header: has_header,
             },
@@ -38,29 +45,27 @@ impl Codec {
                     algorithm: algorithm.name(),
                 })
             }
+        };
+        Ok(Self {
+            format,
+            name: algorithm.name(),
         })
     }
 
+    /// The algorithm's name.
     pub(super) fn name(self) -> &'static str {
-        match self {
-            Self::Lz4 { .. } => "lz4",
-            Self::Snappy => "snappy",
-            Self::Zstd => "zstd",
-            Self::Deflate { .. } => "deflate",
-            Self::Gzip { .. } => "gzip",
-            Self::Gdeflate { .. } => "gdeflate",
-        }
+        self.name
     }
 
     /// The decoded size the buffer declares, `None` when the format has none.
     pub(super) fn declared_len(self, input: &[u8]) -> DecodeResult<Option<u64>> {
-        match self {
-            Self::Lz4 { header: true } => lz4::declared_len(input).map(Some),
-            Self::Snappy => snappy::declared_len(input).map(Some),
-            Self::Zstd => zstd::declared_len(input),
-            Self::Gzip { .. } => Ok(Some(deflate::gzip_declared_len(input)?)),
-            Self::Gdeflate { header: true, .. } => gdeflate::declared_len(input).map(Some),
-            Self::Lz4 { header: false } | Self::Deflate { .. } | Self::Gdeflate { header: false, .. } => Ok(None),
+        match self.format {
+            Format::Lz4 { header: true } => lz4::declared_len(input).map(Some),
+            Format::Snappy => snappy::declared_len(input).map(Some),
+            Format::Zstd => zstd::declared_len(input),
+            Format::Gzip { .. } => Ok(Some(deflate::gzip_declared_len(input)?)),
+            Format::Gdeflate { header: true, .. } => gdeflate::declared_len(input).map(Some),
+            Format::Lz4 { header: false } | Format::Deflate { .. } | Format::Gdeflate { header: false, .. } => Ok(None),
         }
     }
 
@@ -68,40 +73,40 @@ impl Codec {
     /// sizes above it are lies, and growing buffers stop there.
     pub(super) fn max_expansion(self, encoded_len: usize) -> u64 {
         let n = encoded_len as u64;
-        match self {
-            Self::Lz4 { .. } => lz4::max_decoded_len(n),
-            Self::Snappy => snappy::max_decoded_len(n),
-            Self::Zstd => zstd::max_decoded_len(n),
-            Self::Deflate { .. } | Self::Gzip { .. } => deflate::max_decoded_len(n),
-            Self::Gdeflate { header: true, .. } => gdeflate::max_decoded_len(n),
+        match self.format {
+            Format::Lz4 { .. } => lz4::max_decoded_len(n),
+            Format::Snappy => snappy::max_decoded_len(n),
+            Format::Zstd => zstd::max_decoded_len(n),
+            Format::Deflate { .. } | Format::Gzip { .. } => deflate::max_decoded_len(n),
+            Format::Gdeflate { header: true, .. } => gdeflate::max_decoded_len(n),
             // nvCOMP's batched GDeflate compresses chunks of at most 64 KiB.
-            Self::Gdeflate { header: false, .. } => gdeflate::MAX_BARE_DECODED_LEN,
+            Format::Gdeflate { header: false, .. } => gdeflate::MAX_BARE_DECODED_LEN,
         }
     }
 
     /// Decodes into `out`. Formats with a declared size are given exactly that
     /// size; the others any capacity, and report [`Fill::NeedsMore`] when short.
     pub(super) fn decode_to(self, input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
-        match self {
-            Self::Lz4 { header } => lz4::decode_to(input, out, header),
-            Self::Snappy => snappy::decode_to(input, out),
-            Self::Zstd => zstd::decode_to(input, out),
-            Self::Deflate { .. } => deflate::deflate_decode_to(input, out),
-            Self::Gzip { .. } => deflate::gzip_decode_to(input, out),
-            Self::Gdeflate { header: true, .. } => gdeflate::decode_paged_to(input, out),
-            Self::Gdeflate { header: false, .. } => gdeflate::decode_bare_to(input, out),
+        match self.format {
+            Format::Lz4 { header } => lz4::decode_to(input, out, header),
+            Format::Snappy => snappy::decode_to(input, out),
+            Format::Zstd => zstd::decode_to(input, out),
+            Format::Deflate { .. } => deflate::deflate_decode_to(input, out),
+            Format::Gzip { .. } => deflate::gzip_decode_to(input, out),
+            Format::Gdeflate { header: true, .. } => gdeflate::decode_paged_to(input, out),
+            Format::Gdeflate { header: false, .. } => gdeflate::decode_bare_to(input, out),
         }
     }
 
     pub(super) fn encode(self, input: &[u8], index: usize) -> Result<Vec<u8>> {
-        match self {
-            Self::Lz4 { header } => lz4::encode(input, header, index),
-            Self::Snappy => snappy::encode(input, index),
-            Self::Zstd => zstd::encode(input, index),
-            Self::Deflate { level } => deflate::deflate_encode(input, level, index),
-            Self::Gzip { level } => deflate::gzip_encode(input, level, index),
-            Self::Gdeflate { level, header: true } => gdeflate::encode_paged(input, level, index),
-            Self::Gdeflate { level, header: false } => gdeflate::encode_bare(input, level, index),
+        match self.format {
+            Format::Lz4 { header } => lz4::encode(input, header, index),
+            Format::Snappy => snappy::encode(input, index),
+            Format::Zstd => zstd::encode(input, index),
+            Format::Deflate { level } => deflate::deflate_encode(input, level, index),
+            Format::Gzip { level } => deflate::gzip_encode(input, level, index),
+            Format::Gdeflate { level, header: true } => gdeflate::encode_paged(input, level, index),
+            Format::Gdeflate { level, header: false } => gdeflate::encode_bare(input, level, index),
         }
     }
 }

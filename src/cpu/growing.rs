@@ -3,7 +3,7 @@
 //! that grow as they fill, bounded by the caller's limit and by the most the
 //! format can expand to.
 
-use super::codec::Codec;
+use super::codec::{Codec, Format};
 use super::{deflate, zstd, Fill};
 use crate::error::{Error, Result};
 
@@ -83,13 +83,13 @@ fn decode_retrying(codec: Codec, input: &[u8], bound: usize) -> std::result::Res
 pub(super) fn decode_growing(codec: Codec, input: &[u8], index: usize, limit: u64) -> Result<Vec<u8>> {
     let most = codec.max_expansion(input.len());
     let bound = usize::try_from(limit.min(most)).unwrap_or(usize::MAX);
-    let result = match codec {
+    let result = match codec.format {
         // Stopping one byte past the bound tells a stream of exactly `bound`
         // bytes from a longer one.
-        Codec::Zstd => zstd::decode_streamed(input, bound.saturating_add(1)),
+        Format::Zstd => zstd::decode_streamed(input, bound.saturating_add(1)),
         // The streaming decoder resumes where it stopped: a small start costs
         // no second decode.
-        Codec::Deflate { .. } => {
+        Format::Deflate { .. } => {
             deflate::inflate_growing(input, input.len().saturating_mul(4).max(4096), bound.saturating_add(1))
         }
         _ => decode_retrying(codec, input, bound),

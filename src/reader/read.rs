@@ -16,7 +16,7 @@ use super::plan::Plan;
 use super::progress::Tracker;
 use super::shard::Sharded;
 use super::wave::WaveDecoder;
-use super::{fallback, limits, plan, shard_fetch, wave_loop};
+use super::{fallback, fetch, limits, plan, shard_fetch, wave_loop};
 use super::{ArrayData, ReadError, ReadOptions, Selection};
 use crate::cuda::DecodeOptions;
 
@@ -188,10 +188,28 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
         options: &ReadOptions,
         decoder: D,
     ) -> Result<D, ReadError> {
+        let chunks = plan.clone();
         match self.sharded {
-            None => wave_loop::read_waves(self.array, plan, framing, options, decoder).await,
+            None => {
+                let produce = |wave_bytes, tx| async move {
+                    fetch::fetch_waves(
+                        self.array,
+                        &chunks,
+                        options.store_io,
+                        options.max_concurrent_requests,
+                        wave_bytes,
+                        options.request_timeout,
+                        tx,
+                    )
+                    .await
+                };
+                wave_loop::read_waves(plan, framing, options, decoder, produce).await
+            }
             Some((sharded, shards)) => {
-                shard_fetch::read_shard_waves(self.array, sharded, shards, plan, framing, options, decoder).await
+                let produce = |wave_bytes, tx| async move {
+                    shard_fetch::fetch_shard_waves(self.array, sharded, shards, &chunks, options, wave_bytes, tx).await
+                };
+                wave_loop::read_waves(plan, framing, options, decoder, produce).await
             }
         }
     }

@@ -10,7 +10,6 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::ops::Range;
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -20,12 +19,10 @@ use zarrs::array::Array;
 use zarrs::storage::byte_range::ByteRange;
 use zarrs::storage::{AsyncReadableStorageTraits, StorageError, StoreKey};
 
-use super::chain::Framing;
 use super::fetch::{self, Wave};
 use super::plan::Plan;
 use super::shard::{index_error, inner_key, Sharded};
-use super::wave::WaveDecoder;
-use super::{wave_loop, ReadError, ReadOptions};
+use super::{ReadError, ReadOptions};
 use crate::format::shard_index::{ShardIndexError, ShardIndexSpec};
 
 /// Two needed ranges of a shard are read as one when the gap between them is
@@ -83,35 +80,32 @@ pub(crate) fn group<S: ?Sized>(array: &Array<S>, sharded: &Sharded<S>, plan: &mu
     shards
 }
 
-/// Reads every inner chunk of `plan` (grouped by [`group`]) into `decoder`.
-pub(crate) async fn read_shard_waves<S, D>(
+/// Fetches the inner chunks of `plan` from `shards` (grouped by [`group`]):
+/// sends waves of at least `wave_bytes` encoded bytes on `tx` (the last may
+/// be smaller) and stops when the receiver is gone.
+pub(crate) async fn fetch_shard_waves<S>(
     array: &Array<S>,
     sharded: &Sharded<S>,
     shards: Vec<ShardRequest>,
-    plan: Arc<Plan>,
-    framing: Framing,
+    plan: &Plan,
     options: &ReadOptions,
-    decoder: D,
-) -> Result<D, ReadError>
+    wave_bytes: usize,
+    tx: mpsc::Sender<Wave>,
+) -> Result<(), ReadError>
 where
     S: ?Sized + AsyncReadableStorageTraits + 'static,
-    D: WaveDecoder,
 {
     let storage = array.storage();
     let (concurrency, timeout) = (options.max_concurrent_requests.max(1), options.request_timeout);
     let spec = sharded.index;
-    let chunks = plan.clone();
-    let produce = |wave_bytes: usize, tx: mpsc::Sender<Wave>| async move {
-        let reads = futures::stream::iter(shards.iter())
-            .map(|shard| read_index(&*storage, sharded, spec, shard, timeout))
-            .buffer_unordered(concurrency)
-            .map_ok(|reads| futures::stream::iter(reads).map(Ok))
-            .try_flatten()
-            .map_ok(|read| fetch_range(&*storage, &chunks, read, timeout))
-            .try_buffer_unordered(concurrency);
-        fetch::send_waves(reads, wave_bytes, &tx).await
-    };
-    wave_loop::read_waves_from(plan, framing, options, decoder, produce).await
+    let reads = futures::stream::iter(shards.iter())
+        .map(|shard| read_index(&*storage, sharded, spec, shard, timeout))
+        .buffer_unordered(concurrency)
+        .map_ok(|reads| futures::stream::iter(reads).map(Ok))
+        .try_flatten()
+        .map_ok(|read| fetch_range(&*storage, plan, read, timeout))
+        .try_buffer_unordered(concurrency);
+    fetch::send_waves(reads, wave_bytes, &tx).await
 }
 
 /// `request` on `key`, within `timeout`, with the store's errors naming the key.

@@ -10,50 +10,21 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use tokio::sync::mpsc;
-use zarrs::array::Array;
-use zarrs::storage::AsyncReadableStorageTraits;
 
 use super::chain::Framing;
-use super::fetch::{self, Wave};
+use super::fetch::Wave;
 use super::plan::Plan;
 use super::progress::Tracker;
 use super::wave::{WaveDecoder, WaveItem};
 use super::{ReadError, ReadOptions};
 
-/// Reads every chunk of `plan` from `array`, stored with `framing` around
-/// its compressed stream, into `decoder`'s output; returns the decoder once
-/// every wave is in its output.
-pub(crate) async fn read_waves<S, D>(
-    array: &Array<S>,
-    plan: Arc<Plan>,
-    framing: Framing,
-    options: &ReadOptions,
-    decoder: D,
-) -> Result<D, ReadError>
-where
-    S: ?Sized + AsyncReadableStorageTraits + 'static,
-    D: WaveDecoder,
-{
-    let chunks = plan.clone();
-    let produce = |wave_bytes, tx| async move {
-        fetch::fetch_waves(
-            array,
-            &chunks,
-            options.store_io,
-            options.max_concurrent_requests,
-            wave_bytes,
-            options.request_timeout,
-            tx,
-        )
-        .await
-    };
-    read_waves_from(plan, framing, options, decoder, produce).await
-}
-
-/// [`read_waves`] with the waves fetched by `produce(wave_bytes, tx)`, which
-/// sends waves of at least `wave_bytes` encoded bytes of `plan`'s chunks on
-/// `tx` (the last may be smaller) and stops when the receiver is gone.
-pub(crate) async fn read_waves_from<D, F, Fut>(
+/// Reads every chunk of `plan`, stored with `framing` around its compressed
+/// stream, into `decoder`'s output, the waves fetched by
+/// `produce(wave_bytes, tx)`, which sends waves of at least `wave_bytes`
+/// encoded bytes of `plan`'s chunks on `tx` (the last may be smaller) and
+/// stops when the receiver is gone; returns the decoder once every wave is in
+/// its output.
+pub(crate) async fn read_waves<D, F, Fut>(
     plan: Arc<Plan>,
     framing: Framing,
     options: &ReadOptions,

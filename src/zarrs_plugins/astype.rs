@@ -17,15 +17,17 @@
 use serde::{Deserialize, Serialize};
 use zarrs::array::DataType;
 
-use super::filter::{check_data_type, check_len, configuration_map, impl_filter_codec, parse_configuration, Filter};
-use super::numeric::{cast, Numeric};
+use super::filter::{impl_filter_codec, parse_configuration, Filter};
+use super::numeric::{Conversion, Numeric};
 
 /// The numcodecs `astype` filter (see the [module documentation](self)).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct AsTypeCodec {
+    #[serde(flatten)]
     configuration: AsTypeConfiguration,
-    encode: Numeric,
-    decode: Numeric,
+    /// `decode_dtype` stored as `encode_dtype`.
+    #[serde(skip)]
+    types: Conversion,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -44,31 +46,23 @@ impl Filter for AsTypeCodec {
 
     fn from_configuration(configuration: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
         let configuration: AsTypeConfiguration = parse_configuration(configuration)?;
-        Ok(Self {
-            encode: Numeric::parse(&configuration.encode_dtype)?,
-            decode: Numeric::parse(&configuration.decode_dtype)?,
-            configuration,
-        })
-    }
-
-    fn configuration(&self) -> serde_json::Map<String, serde_json::Value> {
-        configuration_map(&self.configuration)
+        let types = Conversion {
+            astype: Numeric::parse(&configuration.encode_dtype)?,
+            dtype: Numeric::parse(&configuration.decode_dtype)?,
+        };
+        Ok(Self { configuration, types })
     }
 
     fn encoded_data_type(&self, decoded: &DataType) -> Result<DataType, String> {
-        check_data_type(self.decode, decoded)?;
-        Ok(self.encode.data_type())
+        self.types.encoded_data_type(decoded)
     }
 
     fn encode(&self, decoded: &[u8], data_type: &DataType) -> Result<Vec<u8>, String> {
-        check_data_type(self.decode, data_type)?;
-        Ok(cast(decoded, self.decode, self.encode))
+        self.types.store(decoded, data_type)
     }
 
     fn decode(&self, encoded: &[u8], data_type: &DataType, elements: u64) -> Result<Vec<u8>, String> {
-        check_data_type(self.decode, data_type)?;
-        check_len(encoded, self.encode, elements)?;
-        Ok(cast(encoded, self.encode, self.decode))
+        self.types.load(encoded, data_type, elements)
     }
 }
 

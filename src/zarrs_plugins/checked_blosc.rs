@@ -14,16 +14,13 @@
 
 use std::sync::Arc;
 
-use zarrs::array::codec::api::{
-    BytesToBytesCodecTraits, Codec, CodecMetadataOptions, CodecTraits, PartialDecoderCapability,
-    PartialEncoderCapability, RecommendedConcurrency,
-};
+use zarrs::array::codec::api::{BytesToBytesCodecTraits, Codec, RecommendedConcurrency};
 use zarrs::array::codec::bytes_to_bytes::blosc::{BloscCodec, BloscCodecConfiguration};
 use zarrs::array::{ArrayBytesRaw, BytesRepresentation, CodecError, CodecOptions};
 use zarrs::metadata::v3::MetadataV3;
-use zarrs::metadata::Configuration;
-use zarrs::plugin::{PluginCreateError, ZarrVersion};
+use zarrs::plugin::PluginCreateError;
 
+use super::filter::impl_whole_chunk_codec_traits;
 use crate::format::blosc;
 
 /// zarrs' `blosc` codec with every chunk checked before decoding (see the
@@ -34,6 +31,9 @@ pub struct CheckedBloscCodec {
 }
 
 zarrs::plugin::impl_extension_aliases!(CheckedBloscCodec, v3: "blosc", v2: "blosc");
+impl_whole_chunk_codec_traits!(CheckedBloscCodec, |codec, version, options| {
+    codec.inner.configuration(version, options)
+});
 
 impl CheckedBloscCodec {
     /// The codec of v3 `blosc` metadata.
@@ -57,27 +57,6 @@ fn check(chunk: &[u8], decoded: &BytesRepresentation) -> Result<(), CodecError> 
         }
     }
     Ok(())
-}
-
-impl CodecTraits for CheckedBloscCodec {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn configuration(&self, version: ZarrVersion, options: &CodecMetadataOptions) -> Option<Configuration> {
-        self.inner.configuration(version, options)
-    }
-
-    fn partial_decoder_capability(&self) -> PartialDecoderCapability {
-        PartialDecoderCapability {
-            partial_read: false,
-            partial_decode: false,
-        }
-    }
-
-    fn partial_encoder_capability(&self) -> PartialEncoderCapability {
-        PartialEncoderCapability { partial_encode: false }
-    }
 }
 
 #[async_trait::async_trait]

@@ -21,15 +21,16 @@
 use serde::{Deserialize, Serialize};
 use zarrs::array::DataType;
 
-use super::filter::{check_data_type, check_len, configuration_map, impl_filter_codec, parse_configuration, Filter};
-use super::numeric::{cast, dtype_and_astype, with_element, Element, Numeric};
+use super::filter::{impl_filter_codec, parse_configuration, Filter};
+use super::numeric::{with_element, Conversion, Element, Numeric};
 
 /// The numcodecs `delta` filter (see the [module documentation](self)).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Serialize)]
 pub struct DeltaCodec {
+    #[serde(flatten)]
     configuration: DeltaConfiguration,
-    dtype: Numeric,
-    astype: Numeric,
+    #[serde(skip)]
+    types: Conversion,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -69,35 +70,25 @@ impl Filter for DeltaCodec {
 
     fn from_configuration(configuration: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
         let configuration: DeltaConfiguration = parse_configuration(configuration)?;
-        let (dtype, astype) = dtype_and_astype(&configuration.dtype, configuration.astype.as_deref())?;
-        Ok(Self {
-            configuration,
-            dtype,
-            astype,
-        })
-    }
-
-    fn configuration(&self) -> serde_json::Map<String, serde_json::Value> {
-        configuration_map(&self.configuration)
+        let types = Conversion::parse(&configuration.dtype, configuration.astype.as_deref())?;
+        Ok(Self { configuration, types })
     }
 
     fn encoded_data_type(&self, decoded: &DataType) -> Result<DataType, String> {
-        check_data_type(self.dtype, decoded)?;
-        Ok(self.astype.data_type())
+        self.types.encoded_data_type(decoded)
     }
 
     fn encode(&self, decoded: &[u8], data_type: &DataType) -> Result<Vec<u8>, String> {
-        check_data_type(self.dtype, data_type)?;
+        // A `data_type` other than `dtype` only makes these differences
+        // meaningless: `store` rejects it.
         let mut bytes = decoded.to_vec();
-        with_element!(self.dtype, T => differences::<T>(&mut bytes));
-        Ok(cast(&bytes, self.dtype, self.astype))
+        with_element!(self.types.dtype, T => differences::<T>(&mut bytes));
+        self.types.store(&bytes, data_type)
     }
 
     fn decode(&self, encoded: &[u8], data_type: &DataType, elements: u64) -> Result<Vec<u8>, String> {
-        check_data_type(self.dtype, data_type)?;
-        check_len(encoded, self.astype, elements)?;
-        let mut bytes = cast(encoded, self.astype, self.dtype);
-        with_element!(self.dtype, T => running_sum::<T>(&mut bytes));
+        let mut bytes = self.types.load(encoded, data_type, elements)?;
+        with_element!(self.types.dtype, T => running_sum::<T>(&mut bytes));
         Ok(bytes)
     }
 }

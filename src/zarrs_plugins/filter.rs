@@ -17,11 +17,10 @@ use zarrs::array::{ArrayBytes, ArraySubset, ChunkShape, CodecError, CodecOptions
 use zarrs::plugin::PluginCreateError;
 use zarrs::storage::StorageError;
 
-use super::numeric::Numeric;
-
 /// A numcodecs filter: its configuration and its transform of one chunk's
-/// native-endian element bytes.
-pub(crate) trait Filter: std::fmt::Debug + Send + Sync + Sized + 'static {
+/// native-endian element bytes. It serializes as the configuration it was
+/// created from.
+pub(crate) trait Filter: serde::Serialize + std::fmt::Debug + Send + Sync + Sized + 'static {
     /// The zarr v3 name, for error messages.
     const NAME: &'static str;
     /// Whether encoded chunks have the shape of decoded ones.
@@ -29,9 +28,6 @@ pub(crate) trait Filter: std::fmt::Debug + Send + Sync + Sized + 'static {
 
     /// The filter of a configuration (v2 `.zarray` filter or v3 `configuration`).
     fn from_configuration(configuration: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String>;
-
-    /// The configuration this filter was created from.
-    fn configuration(&self) -> serde_json::Map<String, serde_json::Value>;
 
     /// The data type of the encoded elements, for decoded elements of `decoded`
     /// (an error if the filter does not apply to `decoded`).
@@ -63,28 +59,6 @@ pub(crate) fn configuration_map<T: serde::Serialize>(configuration: &T) -> serde
     match serde_json::to_value(configuration) {
         Ok(serde_json::Value::Object(map)) => map,
         _ => serde_json::Map::new(),
-    }
-}
-
-/// An error unless the array's `data_type` is the filter's `dtype`.
-pub(crate) fn check_data_type(dtype: Numeric, data_type: &DataType) -> Result<(), String> {
-    if dtype.data_type() == *data_type {
-        Ok(())
-    } else {
-        Err(format!("configured for {dtype:?} elements, applied to {data_type}"))
-    }
-}
-
-/// An error unless `encoded` holds `elements` elements of `astype`.
-pub(crate) fn check_len(encoded: &[u8], astype: Numeric, elements: u64) -> Result<(), String> {
-    let expected = elements.saturating_mul(astype.size() as u64);
-    if encoded.len() as u64 == expected {
-        Ok(())
-    } else {
-        Err(format!(
-            "{} encoded bytes, expected {expected} ({elements} elements of {astype:?})",
-            encoded.len()
-        ))
     }
 }
 
@@ -247,6 +221,43 @@ impl<I: ?Sized + AsyncArrayPartialDecoderTraits> AsyncArrayPartialDecoderTraits 
     }
 }
 
+/// Implements zarrs' `CodecTraits` for a codec whose chunks encode and decode
+/// whole (no partial decoding or encoding), with the metadata configuration
+/// `$configuration`, an expression of the codec `$codec_ref`, the zarr version
+/// `$version` and the metadata options `$options`.
+macro_rules! impl_whole_chunk_codec_traits {
+    ($codec:ty, |$codec_ref:ident, $version:ident, $options:ident| $configuration:expr) => {
+        impl zarrs::array::codec::api::CodecTraits for $codec {
+            fn as_any(&self) -> &dyn std::any::Any {
+                self
+            }
+
+            fn configuration(
+                &self,
+                $version: zarrs::plugin::ZarrVersion,
+                $options: &zarrs::array::codec::api::CodecMetadataOptions,
+            ) -> Option<zarrs::metadata::Configuration> {
+                let $codec_ref = self;
+                $configuration
+            }
+
+            fn partial_decoder_capability(&self) -> zarrs::array::codec::api::PartialDecoderCapability {
+                zarrs::array::codec::api::PartialDecoderCapability {
+                    partial_read: false,
+                    partial_decode: false,
+                }
+            }
+
+            fn partial_encoder_capability(&self) -> zarrs::array::codec::api::PartialEncoderCapability {
+                zarrs::array::codec::api::PartialEncoderCapability {
+                    partial_encode: false,
+                }
+            }
+        }
+    };
+}
+pub(crate) use impl_whole_chunk_codec_traits;
+
 /// Implements zarrs' codec traits and registers the v2 and v3 plugins for a
 /// type implementing [`Filter`] (whose extension aliases the caller declares).
 macro_rules! impl_filter_codec {
@@ -281,31 +292,9 @@ macro_rules! impl_filter_codec {
             }
         }
 
-        impl zarrs::array::codec::api::CodecTraits for $codec {
-            fn as_any(&self) -> &dyn std::any::Any {
-                self
-            }
-
-            fn configuration(
-                &self,
-                _version: zarrs::plugin::ZarrVersion,
-                _options: &zarrs::array::codec::api::CodecMetadataOptions,
-            ) -> Option<zarrs::metadata::Configuration> {
-                Some($crate::zarrs_plugins::filter::Filter::configuration(self).into())
-            }
-
-            fn partial_decoder_capability(&self) -> zarrs::array::codec::api::PartialDecoderCapability {
-                // Chunks decode whole (WholeChunkDecoder).
-                zarrs::array::codec::api::PartialDecoderCapability {
-                    partial_read: false,
-                    partial_decode: false,
-                }
-            }
-
-            fn partial_encoder_capability(&self) -> zarrs::array::codec::api::PartialEncoderCapability {
-                zarrs::array::codec::api::PartialEncoderCapability { partial_encode: false }
-            }
-        }
+        $crate::zarrs_plugins::filter::impl_whole_chunk_codec_traits!($codec, |filter, _version, _options| {
+            Some($crate::zarrs_plugins::filter::configuration_map(filter).into())
+        });
 
         impl zarrs::array::codec::api::ArrayCodecTraits for $codec {
             fn recommended_concurrency(

@@ -27,16 +27,15 @@ use std::sync::Arc;
 
 use serde::{Deserialize, Serialize};
 use zarrs::array::codec::api::{
-    BytesToBytesCodecTraits, Codec, CodecMetadataOptions, CodecPluginV2, CodecPluginV3, CodecTraits, CodecTraitsV2,
-    CodecTraitsV3, PartialDecoderCapability, PartialEncoderCapability, RecommendedConcurrency,
+    BytesToBytesCodecTraits, Codec, CodecPluginV2, CodecPluginV3, CodecTraitsV2, CodecTraitsV3, RecommendedConcurrency,
 };
 use zarrs::array::{ArrayBytesRaw, BytesRepresentation, CodecError, CodecOptions};
 use zarrs::metadata::v2::MetadataV2;
 use zarrs::metadata::v3::MetadataV3;
 use zarrs::metadata::Configuration;
-use zarrs::plugin::{PluginCreateError, ZarrVersion};
+use zarrs::plugin::PluginCreateError;
 
-use super::filter::{configuration_map, parse_configuration};
+use super::filter::{configuration_map, impl_whole_chunk_codec_traits, parse_configuration};
 
 /// Python's `lzma.FILTER_LZMA2`.
 const FILTER_LZMA2: u64 = 0x21;
@@ -80,6 +79,9 @@ fn default_check() -> i64 {
 }
 
 zarrs::plugin::impl_extension_aliases!(LzmaCodec, v3: "numcodecs.lzma", v2: "lzma");
+impl_whole_chunk_codec_traits!(LzmaCodec, |codec, _version, _options| {
+    Some(configuration_map(&codec.configuration).into())
+});
 
 inventory::submit! {
     CodecPluginV3::new::<LzmaCodec>()
@@ -180,27 +182,6 @@ impl CodecTraitsV3 for LzmaCodec {
 impl CodecTraitsV2 for LzmaCodec {
     fn create(metadata: &MetadataV2) -> Result<Codec, PluginCreateError> {
         Ok(Codec::BytesToBytes(Arc::new(Self::from_map(metadata.configuration())?)))
-    }
-}
-
-impl CodecTraits for LzmaCodec {
-    fn as_any(&self) -> &dyn std::any::Any {
-        self
-    }
-
-    fn configuration(&self, _version: ZarrVersion, _options: &CodecMetadataOptions) -> Option<Configuration> {
-        Some(configuration_map(&self.configuration).into())
-    }
-
-    fn partial_decoder_capability(&self) -> PartialDecoderCapability {
-        PartialDecoderCapability {
-            partial_read: false,
-            partial_decode: false,
-        }
-    }
-
-    fn partial_encoder_capability(&self) -> PartialEncoderCapability {
-        PartialEncoderCapability { partial_encode: false }
     }
 }
 

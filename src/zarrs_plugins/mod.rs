@@ -37,6 +37,8 @@ mod numeric;
 pub mod packbits;
 pub mod quantize;
 
+pub(crate) use filter::impl_whole_chunk_codec_traits;
+
 /// Keeps this module's plugin registrations in the final binary, as
 /// [`zarrs_codec::register`](crate::zarrs_codec::register) does for its own:
 /// a reference to each codec's constructor.

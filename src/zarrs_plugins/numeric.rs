@@ -75,10 +75,63 @@ impl Numeric {
     }
 }
 
-/// A filter's `dtype` and its optional stored type (`astype`, default `dtype`).
-pub(crate) fn dtype_and_astype(dtype: &str, astype: Option<&str>) -> Result<(Numeric, Numeric), String> {
-    let dtype = Numeric::parse(dtype)?;
-    Ok((dtype, astype.map_or(Ok(dtype), Numeric::parse)?))
+/// The element types of a filter that stores the array's elements (`dtype`)
+/// converted to another type (`astype`), as NumPy's `astype` converts them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Conversion {
+    /// The array's element type.
+    pub(crate) dtype: Numeric,
+    /// The stored element type.
+    pub(crate) astype: Numeric,
+}
+
+impl Conversion {
+    /// A filter's `dtype` and its optional stored type (`astype`, default `dtype`).
+    pub(crate) fn parse(dtype: &str, astype: Option<&str>) -> Result<Self, String> {
+        let dtype = Numeric::parse(dtype)?;
+        let astype = astype.map_or(Ok(dtype), Numeric::parse)?;
+        Ok(Self { dtype, astype })
+    }
+
+    /// An error unless the array's `data_type` is `dtype`.
+    fn check_data_type(self, data_type: &DataType) -> Result<(), String> {
+        if self.dtype.data_type() == *data_type {
+            Ok(())
+        } else {
+            Err(format!(
+                "configured for {:?} elements, applied to {data_type}",
+                self.dtype
+            ))
+        }
+    }
+
+    /// The encoded data type (`astype`) of an array of `decoded`, which must be `dtype`.
+    pub(crate) fn encoded_data_type(self, decoded: &DataType) -> Result<DataType, String> {
+        self.check_data_type(decoded)?;
+        Ok(self.astype.data_type())
+    }
+
+    /// Elements of `dtype` converted to `astype`, after checking the array's
+    /// `data_type`.
+    pub(crate) fn store(self, decoded: &[u8], data_type: &DataType) -> Result<Vec<u8>, String> {
+        self.check_data_type(data_type)?;
+        Ok(cast(decoded, self.dtype, self.astype))
+    }
+
+    /// `elements` stored elements converted back to `dtype`, after checking
+    /// the array's `data_type` and the length of `encoded`.
+    pub(crate) fn load(self, encoded: &[u8], data_type: &DataType, elements: u64) -> Result<Vec<u8>, String> {
+        self.check_data_type(data_type)?;
+        let expected = elements.saturating_mul(self.astype.size() as u64);
+        if encoded.len() as u64 != expected {
+            return Err(format!(
+                "{} encoded bytes, expected {expected} ({elements} elements of {:?})",
+                encoded.len(),
+                self.astype
+            ));
+        }
+        Ok(cast(encoded, self.astype, self.dtype))
+    }
 }
 
 /// A primitive element read from and written to native-endian bytes.
@@ -129,47 +182,15 @@ element!(f64, |a, b| a + b, a - b);
 /// Runs `$body` with the type alias `$t` bound to the Rust type of `$numeric`.
 macro_rules! with_element {
     ($numeric:expr, $t:ident => $body:expr) => {
+        with_element!(@arms $numeric, $t, $body;
+            I8 i8, I16 i16, I32 i32, I64 i64, U8 u8, U16 u16, U32 u32, U64 u64, F32 f32, F64 f64)
+    };
+    (@arms $numeric:expr, $t:ident, $body:expr; $($variant:ident $rust:ty),*) => {
         match $numeric {
-            Numeric::I8 => {
-                type $t = i8;
+            $(Numeric::$variant => {
+                type $t = $rust;
                 $body
-            }
-            Numeric::I16 => {
-                type $t = i16;
-                $body
-            }
-            Numeric::I32 => {
-                type $t = i32;
-                $body
-            }
-            Numeric::I64 => {
-                type $t = i64;
-                $body
-            }
-            Numeric::U8 => {
-                type $t = u8;
-                $body
-            }
-            Numeric::U16 => {
-                type $t = u16;
-                $body
-            }
-            Numeric::U32 => {
-                type $t = u32;
-                $body
-            }
-            Numeric::U64 => {
-                type $t = u64;
-                $body
-            }
-            Numeric::F32 => {
-                type $t = f32;
-                $body
-            }
-            Numeric::F64 => {
-                type $t = f64;
-                $body
-            }
+            })*
         }
     };
 }
@@ -186,7 +207,7 @@ fn cast_typed<F: Element + AsPrimitive<T>, T: Element>(bytes: &[u8]) -> Vec<u8> 
 /// NumPy's `astype` from `from` to `to` over native-endian `bytes`: integers
 /// wrap, floats round to nearest, floats to integers truncate toward zero
 /// (saturating where NumPy leaves the result undefined).
-pub(crate) fn cast(bytes: &[u8], from: Numeric, to: Numeric) -> Vec<u8> {
+fn cast(bytes: &[u8], from: Numeric, to: Numeric) -> Vec<u8> {
     if from == to {
         return bytes.to_vec();
     }

@@ -18,7 +18,7 @@ use zarrs::array::{data_type, ChunkShape, DataType};
 use super::filter::{impl_filter_codec, parse_configuration, Filter};
 
 /// The numcodecs `packbits` filter (see the [module documentation](self)).
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, serde::Serialize)]
 pub struct PackBitsCodec;
 
 #[derive(serde::Deserialize)]
@@ -47,10 +47,6 @@ impl Filter for PackBitsCodec {
     fn from_configuration(configuration: &serde_json::Map<String, serde_json::Value>) -> Result<Self, String> {
         let PackBitsConfiguration {} = parse_configuration(configuration)?;
         Ok(Self)
-    }
-
-    fn configuration(&self) -> serde_json::Map<String, serde_json::Value> {
-        serde_json::Map::new()
     }
 
     fn encoded_data_type(&self, decoded: &DataType) -> Result<DataType, String> {
