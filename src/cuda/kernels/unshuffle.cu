@@ -13,17 +13,7 @@
 // trailing byte. Blocks of the grid's x dimension take one entry each,
 // the y dimension splits a large entry's units between blocks.
 
-#ifdef __CUDA__
-#define KERNEL extern "C" __attribute__((global))
-#define DEVICE static __attribute__((device)) __attribute__((always_inline))
-#else
-#define KERNEL
-#define DEVICE static inline
-#endif
-
-typedef unsigned char u8;
-typedef unsigned int u32;
-typedef unsigned long long u64;
+#include "prelude.h"
 
 // An entry's kind: a plain copy, byte unshuffle, or bitunshuffle.
 enum { KIND_COPY = 0, KIND_BYTE = 1, KIND_BIT = 2 };
@@ -81,29 +71,26 @@ DEVICE void unit(const u8 *src, u8 *dst, u64 len, u64 t, u32 kind, u64 u) {
 
 // `table` holds five arrays of `count` words: source addresses (decoded,
 // shuffled blocks), destination addresses, lengths in bytes, typesizes and
-// kinds. Sources and destinations must not overlap.
-KERNEL void unshuffle(const u64 *table, u64 count) {
-#ifdef __CUDA__
-    u64 e = __nvvm_read_ptx_sreg_ctaid_x();
-    if (e >= count) return;
+// kinds. Units `first`, `first + step`, ... of entry `e`.
+DEVICE void entry_units(const u64 *table, u64 count, u64 e, u64 first, u64 step) {
     const u8 *src = (const u8 *)table[e];
     u8 *dst = (u8 *)table[count + e];
     u64 len = table[2 * count + e];
     u64 t = table[3 * count + e];
     u32 kind = effective_kind(len, t, table[4 * count + e]);
     u64 n = units(len, t, kind);
+    for (u64 u = first; u < n; u += step) unit(src, dst, len, t, kind, u);
+}
+
+// Sources and destinations must not overlap.
+KERNEL void unshuffle(const u64 *table, u64 count) {
+#ifdef __CUDA__
+    u64 e = __nvvm_read_ptx_sreg_ctaid_x();
+    if (e >= count) return;
     u64 step = (u64)__nvvm_read_ptx_sreg_nctaid_y() * __nvvm_read_ptx_sreg_ntid_x();
-    u64 u = (u64)__nvvm_read_ptx_sreg_ctaid_y() * __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x();
-    for (; u < n; u += step) unit(src, dst, len, t, kind, u);
+    u64 first = (u64)__nvvm_read_ptx_sreg_ctaid_y() * __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x();
+    entry_units(table, count, e, first, step);
 #else
-    for (u64 e = 0; e < count; e++) {
-        const u8 *src = (const u8 *)table[e];
-        u8 *dst = (u8 *)table[count + e];
-        u64 len = table[2 * count + e];
-        u64 t = table[3 * count + e];
-        u32 kind = effective_kind(len, t, table[4 * count + e]);
-        u64 n = units(len, t, kind);
-        for (u64 u = 0; u < n; u++) unit(src, dst, len, t, kind, u);
-    }
+    for (u64 e = 0; e < count; e++) entry_units(table, count, e, 0, 1);
 #endif
 }
