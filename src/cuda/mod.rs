@@ -17,6 +17,8 @@
 //! - `decode_pass`, `decode_results`: one decode, phase by phase;
 //! - `copies`: the copy kernel; `scatter`: decoding a batch and placing its
 //!   rows in one device buffer; `memory`: pinned and device buffers;
+//! - `ptx`: loading the CUDA C kernels of `kernels/` from their PTX;
+//!   `unshuffle`: blosc's byte and bit unshuffle of many blocks at once;
 //! - [`isolation`]: untrusted batches decoded in a worker process;
 //! - `device_batch`: [`DeviceBatch`], decoded or encoded buffers on the device.
 
@@ -39,12 +41,14 @@ mod memory;
 mod ptx;
 mod scatter;
 mod staging;
+mod unshuffle;
 
 pub(crate) use copies::Rows;
 pub use device_batch::DeviceBatch;
 pub use download::download_batch;
 pub use engine::CudaEngine;
 pub use scatter::{RowCopy, Scatter};
+pub use unshuffle::BlockUnshuffle;
 
 /// How a batch is decoded on the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
