@@ -210,8 +210,9 @@ impl ReaderArray {
         config::to_python(py, &json)
     }
 
-    /// The algorithm that decodes the chunks in batches, or None when they go
-    /// through the zarrs pipeline (see `fallback_reason`).
+    /// The algorithm that decodes the chunks in batches (`blosc-lz4` and the
+    /// like for blosc chunks), or None when they go through the zarrs
+    /// pipeline (see `fallback_reason`).
     #[getter]
     fn batched_algorithm(&self) -> Option<&'static str> {
         batched_algorithm(&self.array).ok().map(|a| a.name())

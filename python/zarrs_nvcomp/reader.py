@@ -151,8 +151,10 @@ class Array:
 
     @property
     def batched_algorithm(self) -> str | None:
-        """The algorithm that decodes the chunks in batches, or None when they go
-        through the zarrs pipeline (:attr:`fallback_reason` says why)."""
+        """The algorithm that decodes the chunks in batches (``"blosc-lz4"`` and
+        the like for blosc chunks, whose streams are decoded in batches), or
+        None when they go through the zarrs pipeline (:attr:`fallback_reason`
+        says why)."""
         return self._inner.batched_algorithm
 
     @property

@@ -5,6 +5,7 @@
 //! [`snappy`], [`zstd`], [`deflate`] for raw deflate and gzip, [`gdeflate`]),
 //! reading and writing its framing through [`crate::format`]; `codec` maps an
 //! [`Algorithm`] onto them and `growing` decodes streams that declare no size.
+//! [`blosc`] decodes whole blosc chunks with c-blosc, for the reader.
 //! This module spreads a batch over threads and owns the policy shared by
 //! every format:
 //!
@@ -21,6 +22,7 @@
 //! * errors name the lowest failing index of the batch, whatever order the
 //!   threads finished in.
 
+pub mod blosc;
 pub mod deflate;
 pub mod gdeflate;
 pub mod lz4;

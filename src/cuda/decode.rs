@@ -202,7 +202,7 @@ impl CudaEngine {
     /// word (see [`super::chunking::framing_bytes`]), which nvCOMP does not
     /// document; if that fails, the batch is decoded again with nvCOMP's size
     /// query.
-    fn decode_core(
+    pub(super) fn decode_core(
         &self,
         s: &mut Scratch,
         algorithm: &Algorithm,

@@ -30,7 +30,7 @@ use super::engine::{CudaEngine, Scratch};
 use super::isolation::{self, Request, Shared};
 use super::memory::{ensure_device, ensure_pinned, DeviceBuffer, PinnedBuffer};
 use super::staging::{results_bytes, scatter_into, transfer_groups, InputArea, Inputs, Staging, Table};
-use super::DecodeOptions;
+use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
 use crate::profile::Profile;
@@ -79,6 +79,8 @@ impl CudaEngine {
         let mut pieces = self.pieces(s, algorithm, inputs, hinted_max)?;
         if query_sizes {
             pieces.iter_mut().for_each(|p| p.decoded = None);
+        } else if let Dest::Given(outs) = &*dest {
+            sizes_from_outputs(&mut pieces, outs);
         }
         profile.mark("framing");
         let pass = Pass {
@@ -414,6 +416,22 @@ fn writes_in_place(dest: &Dest<'_>, ranges: &[Range<usize>], align: usize, isola
     Ok(!isolated && outs.iter().all(|o| o.ptr % align as u64 == 0))
 }
 
+/// Takes the caller's output sizes as the decoded sizes of buffers that are
+/// one piece whose framing declares none (raw LZ4 blocks, deflate streams):
+/// the caller knows them (blosc's streams), nvCOMP's size query is spared,
+/// and a stream that decodes to another size is still an error.
+fn sizes_from_outputs(pieces: &mut [DecodePiece], outs: &[DeviceRegion]) {
+    let mut per_buffer = vec![0usize; outs.len()];
+    for p in pieces.iter() {
+        per_buffer[p.buffer] += 1;
+    }
+    for p in pieces.iter_mut() {
+        if p.decoded.is_none() && per_buffer[p.buffer] == 1 {
+            p.decoded = Some(outs[p.buffer].len);
+        }
+    }
+}
+
 /// Takes nvCOMP's sizes for the pieces whose framing declared none; a size
 /// above `max` is an error naming its buffer.
 fn set_sizes(pieces: &mut [DecodePiece], sizes: &[u64], max: u64) -> Result<()> {
@@ -430,4 +448,24 @@ fn set_sizes(pieces: &mut [DecodePiece], sizes: &[u64], max: u64) -> Result<()> 
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn output_sizes_stand_in_for_undeclared_sizes_of_single_pieces() {
+        let piece = |buffer, decoded| DecodePiece {
+            buffer,
+            input: 0..4,
+            decoded,
+            check: None,
+        };
+        let mut pieces = vec![piece(0, None), piece(1, Some(7)), piece(2, None), piece(2, None)];
+        let outs = [10, 7, 30].map(|len| DeviceRegion { ptr: 0, len });
+        sizes_from_outputs(&mut pieces, &outs);
+        let sizes: Vec<Option<usize>> = pieces.iter().map(|p| p.decoded).collect();
+        assert_eq!(sizes, [Some(10), Some(7), None, None]);
+    }
 }

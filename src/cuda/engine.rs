@@ -16,6 +16,7 @@ use super::checksums::ChecksumKernel;
 use super::copies::{CopyKernel, Rows};
 use super::isolation;
 use super::memory::{cuda_err, DeviceBuffer, MemoryPool, PinnedBuffer};
+use super::unshuffle::UnshuffleKernel;
 use crate::error::{Error, GpuUnavailable, Result};
 use crate::profile::Profile;
 
@@ -59,6 +60,8 @@ pub(super) struct Scratch {
     pub(super) temp: Option<DeviceBuffer>,
     /// The copy kernel, loaded at first use.
     pub(super) copier: Option<CopyKernel>,
+    /// The blosc unshuffle kernel, loaded at first use.
+    pub(super) unshuffler: Option<UnshuffleKernel>,
     /// The process that decodes untrusted batches, once started.
     pub(super) worker: Option<isolation::Worker>,
     /// Checksums of decoded data (and nvCOMP's statuses for gzip's CRC-32).

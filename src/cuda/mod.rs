@@ -17,10 +17,14 @@
 //! - `decode_pass`, `decode_results`: one decode, phase by phase;
 //! - `copies`: the copy kernel; `scatter`: decoding a batch and placing its
 //!   rows in one device buffer; `memory`: pinned and device buffers;
+//! - `ptx`: loading the CUDA C kernels of `kernels/` from their PTX;
+//!   `unshuffle`: blosc's byte and bit unshuffle of many blocks at once;
+//!   `blosc`: a wave of blosc chunks decoded in batches and unshuffled;
 //! - [`isolation`]: untrusted batches decoded in a worker process;
 //! - `device_batch`: [`DeviceBatch`], decoded or encoded buffers on the device.
 
 mod api;
+mod blosc;
 mod checksums;
 mod chunking;
 mod copies;
@@ -39,12 +43,15 @@ mod memory;
 mod ptx;
 mod scatter;
 mod staging;
+mod unshuffle;
 
+pub use blosc::{BlockPlace, BlockTarget, BloscBatch, StreamBatch};
 pub(crate) use copies::Rows;
 pub use device_batch::DeviceBatch;
 pub use download::download_batch;
 pub use engine::CudaEngine;
 pub use scatter::{RowCopy, Scatter};
+pub use unshuffle::BlockUnshuffle;
 
 /// How a batch is decoded on the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

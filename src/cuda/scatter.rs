@@ -8,7 +8,7 @@
 //! so its caller never handles the addresses of the decoded batch, which
 //! lives on the device only until the copies are done.
 
-use cudarc::driver::DevicePtr;
+use cudarc::driver::{CudaSlice, DevicePtr};
 
 use super::checksums::ContentCheck;
 use super::copies::Rows;
@@ -116,7 +116,8 @@ impl Scatter {
 
     /// Panics unless every row lies within its source and `dst_len`, and
     /// every copy names a buffer of the batch.
-    fn assert_within(&self, dst_len: usize, fill_len: usize) {
+    pub(super) fn assert_within(&self, dst_len: usize) {
+        let fill_len = self.fill_source().as_ref().map_or(0, Vec::len);
         for (buffer, rows) in &self.copies {
             let len = *self.decoded_lens.get(*buffer).unwrap_or_else(|| {
                 panic!(
@@ -162,63 +163,83 @@ impl CudaEngine {
         options: DecodeOptions,
     ) -> Result<()> {
         crate::batch::check_batch_length(inputs.len(), scatter.decoded_lens.len())?;
-        let fill = scatter.fill_source();
-        scatter.assert_within(dst.len, fill.as_ref().map_or(0, Vec::len));
+        scatter.assert_within(dst.len);
         self.context().bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
-        let stream = self.stream();
         // The decoded batch and the fill source stay alive until the stream
         // is synchronised, also when enqueueing fails half-way.
         let mut decoded = None;
         let mut fill_source = None;
         let enqueued = (|| -> Result<()> {
-            let mut rows = Vec::with_capacity(scatter.copies.len() + scatter.fills.len());
-            if !inputs.is_empty() {
-                let batch = decoded.insert(self.decode_batch_to_device(algorithm, inputs, options)?);
-                for (i, expected) in scatter.decoded_lens.iter().enumerate() {
-                    let actual = batch.region(i).len;
-                    if actual != *expected {
-                        return Err(Error::OutputSize {
-                            index: i,
-                            expected: *expected,
-                            actual,
-                        });
-                    }
+            if inputs.is_empty() {
+                // SAFETY: no copies (asserted above: they name no buffer);
+                // the caller vouches for `dst`.
+                return unsafe { self.enqueue_scatter(scatter, |_| 0, dst, &mut fill_source) };
+            }
+            let batch = decoded.insert(self.decode_batch_to_device(algorithm, inputs, options)?);
+            for (i, expected) in scatter.decoded_lens.iter().enumerate() {
+                let actual = batch.region(i).len;
+                if actual != *expected {
+                    return Err(Error::OutputSize {
+                        index: i,
+                        expected: *expected,
+                        actual,
+                    });
                 }
-                let sums: Vec<(u64, u64)> = scatter
-                    .adler32
-                    .iter()
-                    .map(|&(i, _)| (batch.region(i).ptr, batch.region(i).len as u64))
-                    .collect();
-                let checks: Vec<(usize, ContentCheck)> = scatter
-                    .adler32
-                    .iter()
-                    .map(|&(i, stored)| (i, ContentCheck::ZlibAdler32(stored)))
-                    .collect();
-                // SAFETY: the regions are the decoded batch's, live until the
-                // stream is synchronised below.
-                unsafe { self.verify_checksums(&sums, &checks)? };
-                rows.extend(
-                    scatter
-                        .copies
-                        .iter()
-                        .map(|(buffer, copy)| copy.at(batch.region(*buffer).ptr, dst.ptr)),
-                );
             }
-            if let Some(pattern) = &fill {
-                let source = fill_source.insert(stream.clone_htod(pattern).map_err(cuda_err("cuMemcpyHtoDAsync"))?);
-                let (ptr, guard) = source.device_ptr(stream);
-                drop(guard);
-                rows.extend(scatter.fills.iter().map(|copy| copy.at(ptr, dst.ptr)));
-            }
-            // SAFETY: the decoded batch and the fill source are live device
-            // memory of this engine until the stream is synchronised below;
-            // every row lies within them and `dst` (asserted above), which
-            // the caller vouches for, and destinations do not overlap.
-            unsafe { self.enqueue_rows(&rows) }
+            let sums: Vec<(u64, u64)> = scatter
+                .adler32
+                .iter()
+                .map(|&(i, _)| (batch.region(i).ptr, batch.region(i).len as u64))
+                .collect();
+            let checks: Vec<(usize, ContentCheck)> = scatter
+                .adler32
+                .iter()
+                .map(|&(i, stored)| (i, ContentCheck::ZlibAdler32(stored)))
+                .collect();
+            // SAFETY: the regions are the decoded batch's, live until the
+            // stream is synchronised below.
+            unsafe { self.verify_checksums(&sums, &checks)? };
+            // SAFETY: the decoded batch is live until the stream is
+            // synchronised below; the caller vouches for `dst`.
+            unsafe { self.enqueue_scatter(scatter, |i| batch.region(i).ptr, dst, &mut fill_source) }
         })();
-        let synced = stream.synchronize().map_err(cuda_err("cuStreamSynchronize"));
+        let synced = self.sync();
         drop((decoded, fill_source));
         enqueued.and(synced)
+    }
+
+    /// Enqueues the rows of `scatter` into `dst` in one launch of the copy
+    /// kernel: its copies from decoded buffer `i` at device address
+    /// `source(i)`, and its fills from the fill value, uploaded into
+    /// `fill_source`, which the caller keeps until the stream has run them.
+    ///
+    /// # Safety
+    /// Each decoded buffer must be live device memory of this engine of its
+    /// `scatter.decoded_lens` bytes until the stream has run the copies;
+    /// `dst` as for [`Self::decode_scatter`]; the rows must lie within them
+    /// ([`Scatter::assert_within`]).
+    pub(super) unsafe fn enqueue_scatter(
+        &self,
+        scatter: &Scatter,
+        source: impl Fn(usize) -> u64,
+        dst: DeviceRegion,
+        fill_source: &mut Option<CudaSlice<u8>>,
+    ) -> Result<()> {
+        let mut rows: Vec<Rows> = scatter
+            .copies
+            .iter()
+            .map(|(buffer, copy)| copy.at(source(*buffer), dst.ptr))
+            .collect();
+        if let Some(pattern) = scatter.fill_source() {
+            let stream = self.stream();
+            let source = fill_source.insert(stream.clone_htod(&pattern).map_err(cuda_err("cuMemcpyHtoDAsync"))?);
+            let (ptr, guard) = source.device_ptr(stream);
+            drop(guard);
+            rows.extend(scatter.fills.iter().map(|copy| copy.at(ptr, dst.ptr)));
+        }
+        // SAFETY: the caller vouches for the sources, the fill source is
+        // kept by the caller, and the rows lie within them and `dst`.
+        unsafe { self.enqueue_rows(&rows) }
     }
 }
 
@@ -252,7 +273,7 @@ mod tests {
             ..Scatter::default()
         };
         assert_eq!(scatter.fill_source(), Some(vec![1, 2, 3, 1, 2, 3, 1, 2, 3]));
-        scatter.assert_within(64, 9);
+        scatter.assert_within(64);
         assert_eq!(Scatter::default().fill_source(), None);
     }
 
@@ -264,7 +285,7 @@ mod tests {
             copies: vec![(0, rows(0, 0, 16, 1, 0)), (1, rows(4, 16, 8, 1, 0))],
             ..Scatter::default()
         };
-        scatter.assert_within(64, 0);
+        scatter.assert_within(64);
     }
 
     #[test]
@@ -275,7 +296,7 @@ mod tests {
             copies: vec![(0, rows(0, 8, 4, 4, 4))],
             ..Scatter::default()
         };
-        scatter.assert_within(23, 0);
+        scatter.assert_within(23);
     }
 
     #[test]
@@ -286,6 +307,6 @@ mod tests {
             copies: vec![(1, rows(0, 0, 4, 1, 0))],
             ..Scatter::default()
         };
-        scatter.assert_within(64, 0);
+        scatter.assert_within(64);
     }
 }

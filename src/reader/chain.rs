@@ -13,6 +13,13 @@
 //! | v2 `lz4`, v3 `numcodecs.lz4` | numcodecs LZ4 | [`Algorithm::Lz4`] with header | — |
 //! | v2 `zlib`, v3 `numcodecs.zlib` | zlib stream | [`Algorithm::Deflate`] | strip the 2-byte header and 4-byte Adler-32 trailer |
 //!
+//! v2 `blosc` and v3 `blosc` / `numcodecs.blosc` with cname `lz4`, `lz4hc`,
+//! `zstd`, `zlib` or `snappy` are [`Chain::Blosc`]: each chunk's header is
+//! parsed on the host and its blocks are decoded in batches
+//! ([`super::blosc`]); the header, not the metadata, decides each chunk's
+//! compressor and shuffle. `blosclz` has no GPU decoder and stays on the
+//! zarrs pipeline.
+//!
 //! A v3 array whose only codec is `sharding_indexed` over one of these
 //! chains is classified by its inner chain: its inner chunks are read in
 //! batches ([`super::shard`]).
@@ -27,6 +34,7 @@ use zarrs::metadata::v3::MetadataV3;
 use zarrs::metadata::ArrayMetadata;
 
 use crate::algorithm::{Algorithm, DataType};
+use crate::format::blosc::BloscCodec;
 use crate::format::deflate;
 
 /// How to get the compressed stream out of one stored chunk.
@@ -94,11 +102,32 @@ pub(crate) struct FastChain {
     pub framing: Framing,
 }
 
+/// A blosc chain: chunks of c-blosc's format (see [`crate::format::blosc`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct BloscChain {
+    /// The compressor the metadata names (each chunk's header may differ).
+    pub cname: BloscCodec,
+    /// Whether a v3 `crc32c` follows.
+    pub crc32c: bool,
+}
+
+impl BloscChain {
+    /// The framing around each chunk: only the optional CRC-32C.
+    pub(crate) fn framing(&self) -> Framing {
+        Framing {
+            crc32c: self.crc32c,
+            ..Framing::default()
+        }
+    }
+}
+
 /// The verdict on a codec chain.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Chain {
     /// Batched decoding with one algorithm.
     Fast(FastChain),
+    /// Blosc chunks, their blocks decoded in batches.
+    Blosc(BloscChain),
     /// The ordinary zarrs pipeline, for this reason.
     Fallback(String),
 }
@@ -135,8 +164,22 @@ fn compressor(name: &str, configuration: &serde_json::Map<String, serde_json::Va
             algorithm: Algorithm::Deflate { algorithm: 0 },
             framing: ZLIB,
         }),
+        "blosc" | "numcodecs.blosc" => blosc(configuration),
         other => Chain::Fallback(format!("codec {other:?} has no batched decoder")),
     }
+}
+
+/// A blosc compressor by its `cname`.
+fn blosc(configuration: &serde_json::Map<String, serde_json::Value>) -> Chain {
+    let cname = match configuration.get("cname").and_then(|c| c.as_str()) {
+        Some("lz4" | "lz4hc") => BloscCodec::Lz4,
+        Some("zstd") => BloscCodec::Zstd,
+        Some("zlib") => BloscCodec::Zlib,
+        Some("snappy") => BloscCodec::Snappy,
+        Some("blosclz") => return Chain::Fallback("blosc cname \"blosclz\" has no GPU decoder".into()),
+        other => return Chain::Fallback(format!("blosc cname {other:?}")),
+    };
+    Chain::Blosc(BloscChain { cname, crc32c: false })
 }
 
 /// Classifies the codec chain of `metadata`, for elements of `elem` bytes
@@ -224,6 +267,7 @@ fn classify_v3(codecs: &[MetadataV3], elem: usize) -> Chain {
             chain.framing.crc32c = crc;
             Chain::Fast(chain)
         }
+        Chain::Blosc(chain) => Chain::Blosc(BloscChain { crc32c: crc, ..chain }),
         fallback => fallback,
     }
 }
@@ -244,6 +288,38 @@ mod tests {
         assert_eq!(out, data);
         assert!(ZLIB.apply(&stream[..3]).is_err());
         assert!(ZLIB.adler32_of(&stream).is_some());
+    }
+
+    #[test]
+    fn blosc_cnames_with_gpu_decoders_are_batched() {
+        let config = |cname: &str| {
+            serde_json::json!({"cname": cname, "clevel": 5, "shuffle": 1, "blocksize": 0})
+                .as_object()
+                .unwrap()
+                .clone()
+        };
+        for (cname, codec) in [
+            ("lz4", BloscCodec::Lz4),
+            ("lz4hc", BloscCodec::Lz4),
+            ("zstd", BloscCodec::Zstd),
+            ("zlib", BloscCodec::Zlib),
+            ("snappy", BloscCodec::Snappy),
+        ] {
+            for name in ["blosc", "numcodecs.blosc"] {
+                assert_eq!(
+                    compressor(name, &config(cname)),
+                    Chain::Blosc(BloscChain {
+                        cname: codec,
+                        crc32c: false
+                    })
+                );
+            }
+        }
+        match compressor("blosc", &config("blosclz")) {
+            Chain::Fallback(reason) => assert!(reason.contains("blosclz"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(matches!(compressor("blosc", &config("lzma")), Chain::Fallback(_)));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, DevicePtrMut, DriverError};
 use zarrs::array::DataType;
 
-use super::wave::{fill_is_zero, item_error, WaveDecoder, WaveItem};
+use super::wave::{fill_is_zero, item_error, WaveCodec, WaveDecoder, WaveItem};
 use super::{ArrayData, ReadError};
 use crate::algorithm::Algorithm;
 use crate::cuda::{CudaEngine, DecodeOptions, DeviceRegion, RowCopy, Scatter};
@@ -159,20 +159,21 @@ impl DeviceOutput {
 /// The GPU's [`WaveDecoder`]: each wave is one nvCOMP batch call (in a
 /// worker process unless the input is trusted) whose decoded buffers are
 /// scattered into the output, with the fill value where items are missing,
-/// by one kernel launch; the decoded batch lives only until then.
+/// by one kernel launch; the decoded batch lives only until then. Waves of
+/// blosc chunks are decoded by [`super::blosc`].
 pub(crate) struct DeviceWaves {
-    algorithm: Algorithm,
+    codec: WaveCodec,
     options: DecodeOptions,
     out: DeviceOutput,
     fill: Vec<u8>,
 }
 
 impl DeviceWaves {
-    /// A decoder of `algorithm` into `out`, on its engine; the places of
+    /// A decoder of `codec` into `out`, on its engine; the places of
     /// missing items get `fill` (one element).
-    pub(super) fn new(algorithm: Algorithm, options: DecodeOptions, out: DeviceOutput, fill: Vec<u8>) -> Self {
+    pub(super) fn new(codec: WaveCodec, options: DecodeOptions, out: DeviceOutput, fill: Vec<u8>) -> Self {
         Self {
-            algorithm,
+            codec,
             options,
             out,
             fill,
@@ -187,6 +188,24 @@ impl DeviceWaves {
 
 impl WaveDecoder for DeviceWaves {
     fn decode_wave(&self, wave: &[WaveItem<'_>]) -> Result<(), ReadError> {
+        let out = &self.out;
+        match &self.codec {
+            WaveCodec::Algorithm(algorithm) => self.decode_streams(algorithm, wave),
+            // A new output starts zeroed; lent memory may hold anything.
+            WaveCodec::Blosc => super::blosc::decode_on_device(
+                &out.engine,
+                out.region,
+                (&self.fill, out.owned.is_some()),
+                self.options,
+                wave,
+            ),
+        }
+    }
+}
+
+impl DeviceWaves {
+    /// Decodes a wave of streams of `algorithm` with one batch call.
+    fn decode_streams(&self, algorithm: &Algorithm, wave: &[WaveItem<'_>]) -> Result<(), ReadError> {
         let mut streams = Vec::with_capacity(wave.len());
         let mut keys = Vec::with_capacity(wave.len());
         let mut scatter = Scatter {
@@ -222,7 +241,7 @@ impl WaveDecoder for DeviceWaves {
         // overlap, and waves are decoded one after the other.
         unsafe {
             out.engine
-                .decode_scatter(&self.algorithm, &streams, &scatter, out.region, self.options)
+                .decode_scatter(algorithm, &streams, &scatter, out.region, self.options)
         }
         .map_err(|e| item_error(e, |i| keys[i].to_string()))
     }

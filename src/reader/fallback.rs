@@ -1,4 +1,4 @@
-//! Reads of chains without a batched decoder (blosc, filters, transpose,
+//! Reads of chains without a batched decoder (blosclz, filters, transpose,
 //! sharding, big endian, ...): through the ordinary zarrs pipeline, chunk by
 //! chunk, each chunk's part of the selection straight into the output.
 

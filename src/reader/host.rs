@@ -6,9 +6,8 @@ use rayon::prelude::*;
 use zarrs::array::DataType;
 
 use super::plan::BoxCopy;
-use super::wave::{fill_is_zero, item_error, WaveDecoder, WaveItem};
+use super::wave::{fill_is_zero, item_error, WaveCodec, WaveDecoder, WaveItem};
 use super::{ArrayData, ReadError, CPU_WAVE_BYTES_PER_THREAD};
-use crate::algorithm::Algorithm;
 use crate::codec::{Backend, BatchCodec};
 
 /// Host memory that chunk tasks write in disjoint parts, in parallel: the
@@ -148,24 +147,31 @@ fn fill_pattern(row: &mut [u8], pattern: &[u8]) {
 /// rayon's threads, each straight into the output where it is one run of it,
 /// else into a scratch buffer of its thread and copied from there. Memory
 /// stays bounded by one decoded item per thread, however large the wave
-/// decodes.
+/// decodes. Blosc chunks are decoded whole by c-blosc, after their structure
+/// is checked ([`crate::cpu::blosc`]).
 pub(crate) struct HostWaves {
-    codec: BatchCodec,
+    /// The codec of the streams; `None` for blosc chunks.
+    codec: Option<BatchCodec>,
     out: HostOutput,
     fill: Vec<u8>,
 }
 
 impl HostWaves {
-    /// A decoder of `algorithm` into `out`; the places of missing items get
+    /// A decoder of `codec` into `out`; the places of missing items get
     /// `fill` (one element).
     pub(super) fn new(
-        algorithm: Algorithm,
+        codec: WaveCodec,
         max_decoded_size: u64,
         out: HostOutput,
         fill: Vec<u8>,
     ) -> Result<Self, ReadError> {
         Ok(Self {
-            codec: BatchCodec::new(algorithm, Backend::Cpu)?.with_max_decoded_size(max_decoded_size),
+            codec: match codec {
+                WaveCodec::Algorithm(algorithm) => {
+                    Some(BatchCodec::new(algorithm, Backend::Cpu)?.with_max_decoded_size(max_decoded_size))
+                }
+                WaveCodec::Blosc => None,
+            },
             out,
             fill,
         })
@@ -179,7 +185,13 @@ impl HostWaves {
     /// Decodes `stream` into `target`, exactly its size, and checks the
     /// decoded bytes' Adler-32 where the item has one.
     fn decode_into(&self, item: &WaveItem<'_>, stream: &[u8], target: &mut [u8]) -> Result<(), ReadError> {
-        self.codec
+        let Some(codec) = &self.codec else {
+            return crate::cpu::blosc::decode_into(stream, target).map_err(|reason| ReadError::Corrupt {
+                key: item.key.to_string(),
+                reason,
+            });
+        };
+        codec
             .decode_batch_into(&[stream], &mut [&mut *target])
             .map_err(|e| item_error(e, |_| item.key.to_string()))?;
         if let Some(stored) = item.adler32 {
@@ -266,7 +278,7 @@ mod tests {
 
     #[test]
     fn waves_place_decoded_and_missing_items() {
-        let algorithm: Algorithm = "zstd".parse().unwrap();
+        let algorithm: crate::Algorithm = "zstd".parse().unwrap();
         let codec = BatchCodec::new(algorithm, Backend::Cpu).unwrap();
         let (a, b): (Vec<u8>, Vec<u8>) = ((0..12).collect(), (100..112).collect());
         let encoded = codec.encode_batch(&[&a, &b]).unwrap();
@@ -289,7 +301,7 @@ mod tests {
         ];
         assert!(wave[0].is_whole_run() && !wave[1].is_whole_run());
         let new = || HostOutput::allocate(&[4, 6], 24).unwrap();
-        let decoder = HostWaves::new(algorithm, 1 << 20, new(), vec![9]).unwrap();
+        let decoder = HostWaves::new(WaveCodec::Algorithm(algorithm), 1 << 20, new(), vec![9]).unwrap();
         decoder.decode_wave(&wave).unwrap();
         let mut expected = a.clone();
         expected.extend([9, 101, 102, 103, 0, 0, 9, 107, 108, 109, 0, 0]);
@@ -299,14 +311,20 @@ mod tests {
         // rest left as it was.
         let mut lent = [0xa5u8; 24];
         // SAFETY: `lent` outlives the decoder, and nothing else touches it.
-        let decoder = HostWaves::new(algorithm, 1 << 20, unsafe { HostOutput::lent(&mut lent) }, vec![9]).unwrap();
+        let decoder = HostWaves::new(
+            WaveCodec::Algorithm(algorithm),
+            1 << 20,
+            unsafe { HostOutput::lent(&mut lent) },
+            vec![9],
+        )
+        .unwrap();
         decoder.decode_wave(&wave).unwrap();
         drop(decoder);
         let mut expected = a.clone();
         expected.extend([9, 101, 102, 103, 0xa5, 0xa5, 9, 107, 108, 109, 0xa5, 0xa5]);
         assert_eq!(lent.to_vec(), expected);
 
-        let decoder = HostWaves::new(algorithm, 1 << 20, new(), vec![9]).unwrap();
+        let decoder = HostWaves::new(WaveCodec::Algorithm(algorithm), 1 << 20, new(), vec![9]).unwrap();
         let short = WaveItem {
             decoded_len: 13,
             ..wave[1]

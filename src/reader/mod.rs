@@ -36,12 +36,13 @@
 //!
 //! 1. [`chain`](self) classification: `bytes` + one compressor this crate
 //!    decodes in batches (`nvcomp_batch`, `zstd`, `gzip`, numcodecs `lz4` and
-//!    `zlib`, optionally followed by `crc32c`) takes the fast path, and so do
+//!    `zlib`, `blosc` but for its `blosclz`, optionally followed by `crc32c`)
+//!    takes the fast path, and so do
 //!    shards of such chains (`sharding_indexed` with its index at either end,
 //!    with or without `crc32c`): each touched shard's index is read, then
 //!    only the byte ranges of the inner chunks the selection needs, coalesced
 //!    (the inner chunks are the chunks of the plan). Every other
-//!    chain (blosc, filters, transpose, nested sharding, big endian, ...) is read by
+//!    chain (blosclz, filters, transpose, nested sharding, big endian, ...) is read by
 //!    the ordinary zarrs pipeline, chunk by chunk, with the reason logged at
 //!    `info` level.
 //! 2. The output's size is checked against the memory that must hold it
@@ -81,6 +82,7 @@
 //! [`StoreIo::Blocking`] reads them on rayon's threads instead.
 
 mod blocking;
+mod blosc;
 mod chain;
 mod data;
 mod device;
@@ -115,7 +117,7 @@ pub use open::{open_array, reopen_store};
 pub use options::{ReadOptions, CPU_WAVE_BYTES_PER_THREAD};
 pub use output::{LentDevice, ReadInto};
 pub use progress::{Progress, ProgressHook};
-pub use read::{batched_algorithm, read_chunks_parallel, read_chunks_parallel_into};
+pub use read::{batched_algorithm, read_chunks_parallel, read_chunks_parallel_into, BatchedCodec};
 pub use selection::{Selection, StridedRange};
 pub use store::{open_store, StoreIo};
 

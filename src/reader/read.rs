@@ -15,21 +15,47 @@ use super::output::{Lease, LeaseEnd, Leased, ReadInto, Target};
 use super::plan::Plan;
 use super::progress::Tracker;
 use super::shard::Sharded;
-use super::wave::WaveDecoder;
+use super::wave::{WaveCodec, WaveDecoder};
 use super::{fallback, fetch, limits, plan, shard_fetch, wave_loop};
 use super::{ArrayData, ReadError, ReadOptions, Selection};
 use crate::cuda::DecodeOptions;
+use crate::format::blosc::BloscCodec;
 
-/// How [`read_chunks_parallel`] decodes `array`: `Ok(algorithm)` when its
-/// chunks are decoded in batches with `algorithm`, `Err(reason)` when they go
-/// through the zarrs pipeline.
-pub fn batched_algorithm<S: ?Sized>(array: &Array<S>) -> Result<crate::Algorithm, String> {
+/// What decodes an array's chunks in batches ([`batched_algorithm`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BatchedCodec {
+    /// Each chunk is one stream of this algorithm.
+    Algorithm(crate::Algorithm),
+    /// Blosc chunks of this compressor (as the metadata names it; each
+    /// chunk's header decides its own), their streams decoded in batches.
+    Blosc(BloscCodec),
+}
+
+impl BatchedCodec {
+    /// The name: the algorithm's, or `blosc-` and the compressor's.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Algorithm(algorithm) => algorithm.name(),
+            Self::Blosc(BloscCodec::BloscLz) => "blosc-blosclz",
+            Self::Blosc(BloscCodec::Lz4) => "blosc-lz4",
+            Self::Blosc(BloscCodec::Snappy) => "blosc-snappy",
+            Self::Blosc(BloscCodec::Zlib) => "blosc-zlib",
+            Self::Blosc(BloscCodec::Zstd) => "blosc-zstd",
+        }
+    }
+}
+
+/// How [`read_chunks_parallel`] decodes `array`: `Ok(codec)` when its chunks
+/// are decoded in batches, `Err(reason)` when they go through the zarrs
+/// pipeline.
+pub fn batched_algorithm<S: ?Sized>(array: &Array<S>) -> Result<BatchedCodec, String> {
     let elem = array.data_type().fixed_size();
     if let Some(Err(reason)) = elem.and_then(|elem| Sharded::new(array, elem)) {
         return Err(reason);
     }
     match chain::classify(array.metadata(), elem) {
-        Chain::Fast(fast) => Ok(fast.algorithm),
+        Chain::Fast(fast) => Ok(BatchedCodec::Algorithm(fast.algorithm)),
+        Chain::Blosc(blosc) => Ok(BatchedCodec::Blosc(blosc.cname)),
         Chain::Fallback(reason) => Err(reason),
     }
 }
@@ -109,13 +135,14 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
         Ok(_) => chain::classify(array.metadata(), Some(elem)),
         Err(reason) => Chain::Fallback(reason.clone()),
     };
-    let fast = match chain {
+    let (codec, framing) = match chain {
         Chain::Fast(fast) if engine.is_none() && !fast.algorithm.has_cpu_implementation() => {
             return Err(ReadError::Engine(crate::Error::NeedsGpu {
                 algorithm: fast.algorithm.name(),
             }));
         }
-        Chain::Fast(fast) => fast,
+        Chain::Fast(fast) => (WaveCodec::Algorithm(fast.algorithm), fast.framing),
+        Chain::Blosc(blosc) => (WaveCodec::Blosc, blosc.framing()),
         Chain::Fallback(reason) => {
             log::info!("zarrs-nvcomp reader: reading through the zarrs pipeline: {reason}");
             if engine.is_some() {
@@ -155,8 +182,8 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     match engine {
         None => {
             let out = target.into_host(&shape, out_len)?;
-            let decoder = Leased::new(HostWaves::new(fast.algorithm, max_decoded_size, out, fill)?, lease);
-            let decoder = source.read(plan, fast.framing, options, decoder).await?;
+            let decoder = Leased::new(HostWaves::new(codec, max_decoded_size, out, fill)?, lease);
+            let decoder = source.read(plan, framing, options, decoder).await?;
             Ok(decoder.into_inner().into_output().into_data(shape, data_type))
         }
         Some(engine) => {
@@ -165,8 +192,8 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
                 trusted: options.trusted_input,
             };
             let out = target.into_device(engine, &shape, out_len)?;
-            let decoder = Leased::new(DeviceWaves::new(fast.algorithm, decode, out, fill), lease);
-            let decoder = source.read(plan, fast.framing, options, decoder).await?;
+            let decoder = Leased::new(DeviceWaves::new(codec, decode, out, fill), lease);
+            let decoder = source.read(plan, framing, options, decoder).await?;
             Ok(decoder.into_inner().into_output().into_data(shape, data_type))
         }
     }

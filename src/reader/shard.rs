@@ -56,8 +56,8 @@ pub(crate) fn classify(metadata: &ArrayMetadata, elem: Option<usize>) -> Option<
         ));
     };
     Some(match chain::classify_v3_codecs(&config.codecs, elem) {
-        Chain::Fast(fast) => Chain::Fast(fast),
         Chain::Fallback(reason) => Chain::Fallback(format!("sharded, inner chunks: {reason}")),
+        batched => batched,
     })
 }
 

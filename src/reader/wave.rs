@@ -4,10 +4,11 @@
 //! A wave is a list of [`WaveItem`]s, each a compressed stream (a byte range
 //! of a fetched object), the size it decodes to, and where its decoded bytes
 //! go in the output: a [`BoxCopy`], strided rows from the decoded bytes into
-//! the output. An item does not say where it came from: a whole chunk today,
-//! and an inner chunk of a shard or a block of a blosc chunk the same way,
-//! once their plans produce items. A [`WaveDecoder`] decodes a whole wave and
-//! places every item in its output:
+//! the output. An item does not say where it came from: a whole chunk or an
+//! inner chunk of a shard. Its stream is of the read's [`WaveCodec`]: one
+//! algorithm, or blosc chunks, which the GPU decoder cuts into their streams
+//! ([`super::blosc`]). A [`WaveDecoder`] decodes a whole wave and places
+//! every item in its output:
 //!
 //! | decoder | output | a wave is decoded |
 //! |---|---|---|
@@ -23,7 +24,18 @@
 
 use super::plan::BoxCopy;
 use super::ReadError;
+use crate::algorithm::Algorithm;
 use crate::error::Error;
+
+/// What the items' streams of a read are.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) enum WaveCodec {
+    /// Streams of one algorithm.
+    Algorithm(Algorithm),
+    /// Blosc chunks ([`crate::format::blosc`]), whose headers say how each
+    /// is decoded.
+    Blosc,
+}
 
 /// One buffer of a wave.
 #[derive(Debug, Clone, Copy)]

@@ -272,6 +272,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     } else {
         match classify_chain(array.metadata(), Some(elem)) {
             crate::reader::Chain::Fast(chain) => Ok((chain, None)),
+            crate::reader::Chain::Blosc(_) => Err("blosc chunks are written by zarrs".into()),
             crate::reader::Chain::Fallback(reason) => Err(reason),
         }
     };

@@ -70,6 +70,7 @@ pub(crate) fn layout(metadata: &ArrayMetadata, elem: usize) -> Result<ShardLayou
     inner.codecs = config.codecs;
     let chain = match classify_chain(&ArrayMetadata::V3(inner), Some(elem)) {
         Chain::Fast(chain) => chain,
+        Chain::Blosc(_) => return Err("inner chunks: blosc chunks are written by zarrs".into()),
         Chain::Fallback(reason) => return Err(format!("inner chunks: {reason}")),
     };
     let index_crc32c = match config.index_codecs.as_slice() {

@@ -2,6 +2,8 @@
 //! metadata, compared with zarrs' own reads.
 #![allow(dead_code)]
 
+pub(crate) mod blosc;
+
 use std::sync::Arc;
 
 use cudarc::driver::DevicePtrMut;

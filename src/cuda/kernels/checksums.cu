@@ -8,17 +8,7 @@
 // One thread per buffer: a batch has thousands of buffers, so threads are
 // plenty, and a buffer's bytes are read in order, as both sums require.
 
-#ifdef __CUDA__
-#define KERNEL extern "C" __attribute__((global))
-#define DEVICE static __attribute__((device)) __attribute__((always_inline))
-#else
-#define KERNEL
-#define DEVICE static inline
-#endif
-
-typedef unsigned char u8;
-typedef unsigned int u32;
-typedef unsigned long long u64;
+#include "prelude.h"
 
 enum { KIND_XXH64_LOW32 = 0, KIND_ADLER32 = 1 };
 

@@ -1,0 +1,339 @@
+//! A wave of blosc chunks decoded on the device ([`CudaEngine::decode_blosc`]):
+//! the compressed streams of all chunks decoded by one nvCOMP batch per
+//! algorithm into a scratch of shuffled bytes, the streams blosc stored as
+//! they are uploaded there with one copy, every block unshuffled by one
+//! launch of the unshuffle kernel (into the output where a chunk is one run
+//! of it, else into a second scratch), and the rest placed by one launch of
+//! the copy kernel, fill values included.
+//!
+//! A [`BloscBatch`] says all of this in offsets; it is planned on the host
+//! (`crate::reader`'s blosc planning), so its caller never handles device
+//! addresses.
+
+use std::ops::Range;
+
+use rayon::prelude::*;
+
+use super::checksums::ContentCheck;
+use super::copies::Copy;
+use super::decode::Dest;
+use super::memory::DeviceBuffer;
+use super::staging::Inputs;
+use super::unshuffle::BlockUnshuffle;
+use super::{CudaEngine, DecodeOptions, DeviceRegion, Scatter};
+use crate::algorithm::Algorithm;
+use crate::error::{Error, Result};
+use crate::format::blosc::Shuffle;
+
+/// Streams of one algorithm, decoded by one nvCOMP batch into the scratch of
+/// shuffled bytes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StreamBatch<'a> {
+    /// The streams' algorithm.
+    pub algorithm: Algorithm,
+    /// The streams.
+    pub inputs: Vec<&'a [u8]>,
+    /// Where each stream's decoded bytes go in the shuffled scratch; the
+    /// range's length is the size it must decode to.
+    pub outputs: Vec<Range<usize>>,
+    /// `(k, stored)`: the Adler-32 the decoded bytes of stream `k` must have.
+    pub adler32: Vec<(usize, u32)>,
+    /// The index an error about stream `k` names: `owners[k]`.
+    pub owners: Vec<usize>,
+}
+
+/// Where an unshuffled block goes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BlockTarget {
+    /// This offset of the output.
+    Output(usize),
+    /// This offset of the unshuffled scratch.
+    Unshuffled(usize),
+}
+
+/// One block of shuffled bytes, unshuffled into its target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BlockPlace {
+    /// Offset of the block in the shuffled scratch.
+    pub src: usize,
+    /// Where its unshuffled bytes go.
+    pub dst: BlockTarget,
+    /// The block's bytes.
+    pub len: usize,
+    /// Bytes per element.
+    pub typesize: usize,
+    /// The shuffle to undo ([`Shuffle::None`]: a copy).
+    pub shuffle: Shuffle,
+}
+
+/// A wave of blosc chunks, as [`CudaEngine::decode_blosc`] decodes it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct BloscBatch<'a> {
+    /// Bytes of the scratch of decoded, still shuffled bytes.
+    pub shuffled_len: usize,
+    /// Bytes of the scratch of unshuffled bytes that are not one run of the output.
+    pub unshuffled_len: usize,
+    /// The compressed streams, one batch per algorithm.
+    pub batches: Vec<StreamBatch<'a>>,
+    /// Bytes stored as they are (or decoded on the host), and their offset
+    /// in the shuffled scratch.
+    pub stored: Vec<(&'a [u8], usize)>,
+    /// Every block of every chunk, tiling the shuffled bytes of the chunks.
+    pub blocks: Vec<BlockPlace>,
+    /// Rows of the unshuffled scratch (its buffer 0, of `unshuffled_len`
+    /// bytes) copied into the output, and the fills of missing chunks.
+    pub scatter: Scatter,
+}
+
+impl BloscBatch<'_> {
+    /// Panics unless every range lies within its scratch and `dst_len`: a
+    /// placement outside them is a bug of the planner and would write
+    /// device memory nobody owns.
+    pub(crate) fn assert_within(&self, dst_len: usize) {
+        let within = |end: usize, len: usize, what: &str| {
+            assert!(end <= len, "blosc {what} ends at {end}, past its {len} bytes");
+        };
+        for batch in &self.batches {
+            assert_eq!(batch.inputs.len(), batch.outputs.len(), "one output per stream");
+            assert_eq!(batch.inputs.len(), batch.owners.len(), "one owner per stream");
+            batch
+                .outputs
+                .iter()
+                .for_each(|r| within(r.end, self.shuffled_len, "stream"));
+        }
+        for (bytes, at) in &self.stored {
+            within(at + bytes.len(), self.shuffled_len, "stored bytes");
+        }
+        for b in &self.blocks {
+            within(b.src + b.len, self.shuffled_len, "block source");
+            match b.dst {
+                BlockTarget::Output(at) => within(at + b.len, dst_len, "block in the output"),
+                BlockTarget::Unshuffled(at) => within(at + b.len, self.unshuffled_len, "unshuffled block"),
+            }
+        }
+        assert_eq!(
+            self.scatter.decoded_lens,
+            [self.unshuffled_len],
+            "one unshuffled scratch"
+        );
+        self.scatter.assert_within(dst_len);
+    }
+}
+
+/// `err` about stream `k` of a batch, naming `owners[k]` instead.
+fn owned(err: Error, owners: &[usize]) -> Error {
+    match err {
+        Error::Corrupt { index, reason } => Error::Corrupt {
+            index: owners[index],
+            reason,
+        },
+        Error::OutputSize {
+            index,
+            expected,
+            actual,
+        } => Error::OutputSize {
+            index: owners[index],
+            expected,
+            actual,
+        },
+        Error::DecodedSizeTooLarge { index, size, limit } => Error::DecodedSizeTooLarge {
+            index: owners[index],
+            size,
+            limit,
+        },
+        other => other,
+    }
+}
+
+impl CudaEngine {
+    /// Decodes `batch` into `dst` (see the [module documentation](self)) and
+    /// returns when every chunk is in place. An error about a stream names
+    /// its owner ([`StreamBatch::owners`]) as its index. On error, `dst`
+    /// may hold some of the chunks.
+    ///
+    /// # Panics
+    /// Where a range of `batch` lies outside its scratch or `dst`, before
+    /// anything is decoded.
+    ///
+    /// # Safety
+    /// `dst` must be writable device memory of this engine's context, used
+    /// by no other work until the call returns; no two places of the output
+    /// may overlap.
+    pub unsafe fn decode_blosc(&self, batch: &BloscBatch<'_>, dst: DeviceRegion, options: DecodeOptions) -> Result<()> {
+        batch.assert_within(dst.len);
+        // Checks the process and binds the context, for the allocations.
+        self.lock().map(drop)?;
+        let shuffled = self.alloc_output(batch.shuffled_len)?;
+        let unshuffled = self.alloc_output(batch.unshuffled_len)?;
+        let mut fill_source = None;
+        // SAFETY: the scratches live until the stream is synchronised below;
+        // the caller vouches for `dst`.
+        let enqueued = unsafe { self.enqueue_blosc(batch, (&shuffled, &unshuffled), dst, options, &mut fill_source) };
+        let synced = self.sync();
+        drop((shuffled, unshuffled, fill_source));
+        enqueued.and(synced)
+    }
+
+    /// The phases of [`Self::decode_blosc`], enqueued (the nvCOMP batches
+    /// and checksums also waited for).
+    ///
+    /// # Safety
+    /// The scratches hold `batch`'s lengths and stay alive, with the fill
+    /// source, until the stream is synchronised; `dst` as for `decode_blosc`.
+    unsafe fn enqueue_blosc(
+        &self,
+        batch: &BloscBatch<'_>,
+        (shuffled, unshuffled): (&DeviceBuffer, &DeviceBuffer),
+        dst: DeviceRegion,
+        options: DecodeOptions,
+        fill_source: &mut Option<cudarc::driver::CudaSlice<u8>>,
+    ) -> Result<()> {
+        let region = |r: &Range<usize>| DeviceRegion {
+            ptr: shuffled.ptr() + r.start as u64,
+            len: r.len(),
+        };
+        for streams in &batch.batches {
+            let regions: Vec<DeviceRegion> = streams.outputs.iter().map(region).collect();
+            let mut s = self.lock()?;
+            self.decode_core(
+                &mut s,
+                &streams.algorithm,
+                Inputs::Host(&streams.inputs),
+                options,
+                Dest::Given(&regions),
+            )
+            .map_err(|e| owned(e, &streams.owners))?;
+            drop(s);
+            let sums: Vec<(u64, u64)> = streams
+                .adler32
+                .iter()
+                .map(|&(k, _)| (regions[k].ptr, regions[k].len as u64))
+                .collect();
+            let checks: Vec<(usize, ContentCheck)> = streams
+                .adler32
+                .iter()
+                .map(|&(k, stored)| (streams.owners[k], ContentCheck::ZlibAdler32(stored)))
+                .collect();
+            // SAFETY: the regions lie in the shuffled scratch, decoded above.
+            unsafe { self.verify_checksums(&sums, &checks)? };
+        }
+        let staged = self.upload_stored(&batch.stored, shuffled.ptr())?;
+        let blocks: Vec<BlockUnshuffle> = batch
+            .blocks
+            .iter()
+            .map(|b| BlockUnshuffle {
+                src: shuffled.ptr() + b.src as u64,
+                dst: match b.dst {
+                    BlockTarget::Output(at) => dst.ptr + at as u64,
+                    BlockTarget::Unshuffled(at) => unshuffled.ptr() + at as u64,
+                },
+                len: b.len,
+                typesize: b.typesize,
+                shuffle: b.shuffle,
+            })
+            .collect();
+        // SAFETY: sources in the shuffled scratch, destinations in the
+        // unshuffled one or `dst` (asserted), disjoint by the plan.
+        unsafe { self.enqueue_unshuffle(&blocks)? };
+        // The staged stored bytes were copied before the unshuffle ran.
+        drop(staged);
+        // SAFETY: the unshuffled scratch holds `unshuffled_len` bytes, live
+        // until the caller synchronises; rows asserted within it and `dst`.
+        unsafe { self.enqueue_scatter(&batch.scatter, |_| unshuffled.ptr(), dst, fill_source) }
+    }
+
+    /// Uploads the stored bytes, gathered into one host buffer, with one
+    /// copy, and places them in the shuffled scratch at `base` with one
+    /// launch of the copy kernel; returns the staging memory, which must
+    /// live until the stream has run the copies.
+    fn upload_stored(&self, stored: &[(&[u8], usize)], base: u64) -> Result<Option<DeviceBuffer>> {
+        if stored.is_empty() {
+            return Ok(None);
+        }
+        let offsets = crate::batch::offsets_of(stored.iter().map(|(bytes, _)| bytes.len()));
+        let total = *offsets.last().expect("one offset more than buffers");
+        let mut gathered = vec![0u8; total];
+        let mut parts: Vec<&mut [u8]> = Vec::with_capacity(stored.len());
+        let mut rest = gathered.as_mut_slice();
+        for (bytes, _) in stored {
+            let (part, tail) = rest.split_at_mut(bytes.len());
+            parts.push(part);
+            rest = tail;
+        }
+        parts
+            .into_par_iter()
+            .zip(stored.par_iter())
+            .for_each(|(part, (bytes, _))| part.copy_from_slice(bytes));
+        let staging = self.alloc_output(total)?;
+        // SAFETY: `total` bytes into the staging buffer; from pageable
+        // memory the driver copies them out before it returns.
+        unsafe { self.upload(staging.ptr(), &gathered)? };
+        let copies = stored.iter().zip(&offsets).map(|((bytes, at), off)| Copy {
+            dst: base + *at as u64,
+            src: staging.ptr() + *off as u64,
+            len: bytes.len(),
+        });
+        let mut s = self.lock()?;
+        // SAFETY: sources in the staging buffer, destinations in the
+        // shuffled scratch (asserted within it).
+        unsafe { self.copy_all(&mut s.copier, copies)? };
+        Ok(Some(staging))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn errors_name_the_owner_of_the_stream() {
+        let owners = [4, 9];
+        let corrupt = Error::Corrupt {
+            index: 1,
+            reason: "bad".into(),
+        };
+        assert!(matches!(owned(corrupt, &owners), Error::Corrupt { index: 9, .. }));
+        let size = Error::OutputSize {
+            index: 0,
+            expected: 1,
+            actual: 2,
+        };
+        assert!(matches!(owned(size, &owners), Error::OutputSize { index: 4, .. }));
+    }
+
+    fn batch(shuffled_len: usize) -> BloscBatch<'static> {
+        BloscBatch {
+            shuffled_len,
+            unshuffled_len: 8,
+            blocks: vec![BlockPlace {
+                src: 0,
+                dst: BlockTarget::Output(8),
+                len: 8,
+                typesize: 4,
+                shuffle: Shuffle::Byte,
+            }],
+            scatter: Scatter {
+                decoded_lens: vec![8],
+                ..Scatter::default()
+            },
+            ..BloscBatch::default()
+        }
+    }
+
+    #[test]
+    fn places_within_the_scratches_and_output_pass() {
+        batch(8).assert_within(16);
+    }
+
+    #[test]
+    #[should_panic(expected = "block in the output")]
+    fn blocks_past_the_output_are_refused() {
+        batch(8).assert_within(15);
+    }
+
+    #[test]
+    #[should_panic(expected = "block source")]
+    fn blocks_past_the_shuffled_scratch_are_refused() {
+        batch(7).assert_within(16);
+    }
+}

@@ -1,0 +1,40 @@
+//! Blosc arrays read on the GPU (headers parsed on the host, streams decoded
+//! by nvCOMP in one batch per wave, blocks unshuffled by one kernel launch)
+//! exactly as zarrs reads them: every compressor, shuffle and element size,
+//! short blocks, stored and missing chunks, chunks whose header names
+//! another compressor than the metadata (blosclz ones decoded on the host),
+//! and corrupt chunks giving errors naming the chunk.
+//!
+//! Ignored without a GPU; run with `cargo test --test gpu_reader_blosc -- --include-ignored`.
+
+mod reader_common;
+
+use reader_common::blosc::{assert_corrupt_chunks_name_the_chunk, blosc_arrays, mixed_array};
+use reader_common::*;
+use zarrs_nvcomp::Backend;
+
+const GPU: Backend = Backend::Cuda { device: 0 };
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a CUDA GPU"]
+async fn blosc_arrays_read_like_zarrs_on_the_gpu() {
+    for (array, what, _) in blosc_arrays(&memory_store()).await {
+        assert_reads_like_zarrs_on(&array, &what, GPU).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a CUDA GPU"]
+async fn each_chunk_header_decides_on_the_gpu() {
+    let dtype = dtypes().into_iter().find(|d| d.v3 == "float64").unwrap();
+    let array = mixed_array(&memory_store(), &dtype).await;
+    assert_reads_like_zarrs_on(&array, "mixed compressors", GPU).await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a CUDA GPU"]
+async fn corrupt_chunks_name_the_chunk_on_the_gpu() {
+    for cname in ["lz4", "zstd", "zlib", "snappy"] {
+        assert_corrupt_chunks_name_the_chunk(cname, GPU).await;
+    }
+}
