@@ -54,5 +54,5 @@ pub mod zarrs_plugins;
 pub use algorithm::{Algorithm, DataType};
 pub use batch::Batch;
 pub use codec::{Backend, BackendKind, BatchCodec, ParseBackendError};
-pub use error::{Error, GpuUnavailable, Result};
+pub use error::{Error, GpuUnavailable, Result, WorkerError};
 pub use limits::default_max_decoded_size;

@@ -52,7 +52,7 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
     let data_type = array.data_type().clone();
     selection
         .check_within(array.shape())
-        .map_err(|reason| ReadError::InvalidSubset { reason })?;
+        .map_err(|reason| ReadError::InvalidSubset { source: reason.into() })?;
     let elem = data_type.fixed_size().ok_or_else(|| ReadError::Pipeline {
         reason: format!("data type {data_type:?} has no fixed size; the reader reads fixed-size types"),
     })?;
