@@ -37,12 +37,12 @@
 pub mod algorithm;
 pub mod batch;
 pub mod codec;
-pub mod cpu;
+pub(crate) mod cpu;
 pub mod cuda;
 pub mod data_types;
 pub mod error;
 pub mod fork;
-pub mod format;
+pub(crate) mod format;
 mod host_memory;
 pub mod limits;
 mod profile;
