@@ -190,10 +190,12 @@ fn sticky_note(error: &DriverError) -> &'static str {
 #[derive(Debug, Clone, thiserror::Error)]
 pub enum Error {
     /// The algorithm name is not one of [`crate::Algorithm::NAMES`].
-    #[error("unknown algorithm {name:?}; valid algorithms: {}", crate::Algorithm::NAMES.join(", "))]
+    #[error("unknown algorithm {name:?}; valid algorithms: {}", valid.join(", "))]
     UnknownAlgorithm {
         /// The name that was given.
         name: String,
+        /// The valid names ([`crate::Algorithm::NAMES`]).
+        valid: &'static [&'static str],
     },
     /// An option the algorithm does not have.
     #[error("unknown option {option:?} for algorithm {algorithm}; valid options: {}", valid.join(", "))]
