@@ -61,7 +61,8 @@ fn main() {
         // as numcodecs does.
         let reference = best_gbps(|| match name {
             "lz4" => encoded.iter().for_each(|b| {
-                let (size, block) = zarrs_nvcomp::format::lz4::split_header(b).unwrap();
+                // numcodecs' framing: u32 LE decoded length, then the block.
+                let (size, block) = (u32::from_le_bytes(b[..4].try_into().unwrap()) as usize, &b[4..]);
                 // C liblz4 into a fresh, uninitialised vector, as numcodecs' LZ4 does.
                 let mut out = Vec::<u8>::with_capacity(size);
                 // SAFETY: the C decoder writes at most `size` bytes, the

@@ -11,7 +11,7 @@
 use std::time::Instant;
 
 use zarrs_nvcomp::cuda::DeviceRegion;
-use zarrs_nvcomp::{format, Algorithm, Backend, BatchCodec};
+use zarrs_nvcomp::{Algorithm, Backend, BatchCodec};
 
 fn field_f32(len: usize) -> Vec<u8> {
     let mut state = 0x9E37_79B9_7F4A_7C15u64;
@@ -40,14 +40,25 @@ fn best<F: FnMut()>(reps: usize, mut f: F) -> f64 {
         .fold(f64::INFINITY, f64::min)
 }
 
+/// Decoded bytes of each page of zarrs' `gdeflate` layout but the last.
+const GDEFLATE_PAGE: usize = 64 * 1024;
+
 /// The raw nvCOMP streams inside one of our buffers, with their decoded sizes.
+/// The framings are those of the crate documentation: LZ4 behind a u32 LE
+/// decoded length; gdeflate pages behind u64 LE decoded length, page count
+/// and page sizes.
 fn raw_streams<'a>(algorithm: &Algorithm, buf: &'a [u8], decoded: usize) -> Vec<(&'a [u8], usize)> {
+    let word = |i: usize| u64::from_le_bytes(buf[8 * i..8 * i + 8].try_into().unwrap()) as usize;
     match algorithm {
-        Algorithm::Lz4 { has_header: true, .. } => vec![(&buf[format::lz4::HEADER_LEN..], decoded)],
+        Algorithm::Lz4 { has_header: true, .. } => vec![(&buf[4..], decoded)],
         Algorithm::Gdeflate { has_header: true, .. } => {
-            let pages = format::gdeflate::parse(buf).unwrap();
-            (0..pages.pages.len())
-                .map(|i| (pages.pages[i], pages.page_decoded_len(i)))
+            let mut at = 8 * (2 + word(1));
+            (0..word(1))
+                .map(|i| {
+                    let page = &buf[at..at + word(2 + i)];
+                    at += page.len();
+                    (page, GDEFLATE_PAGE.min(word(0) - i * GDEFLATE_PAGE))
+                })
                 .collect()
         }
         _ => vec![(buf, decoded)],

@@ -31,18 +31,45 @@
 //! GPU decodes therefore run in a worker process with a CUDA context of its
 //! own, which a corrupt batch can take down without harm to the caller's
 //! process (see [`cuda::isolation`]).
+//!
+//! # Layout
+//!
+//! The modules form layers, lowest first; a module refers only to modules of
+//! its own layer (without cycles) and of the layers below
+//! (`tests/layers.rs` checks it).
+//!
+//! 1. Foundations, which know nothing of algorithms or backends:
+//!    - [`error`]: the crate's error types.
+//!    - [`batch`]: buffers of a batch back to back in one allocation.
+//!    - [`limits`]: the default decoded-size limit, the machine's memory.
+//!    - [`fork`]: surviving `fork()` (thread pools and runtimes restarted).
+//!    - `host_memory`: kernel advice for large outputs about to be filled.
+//!    - `profile`: phase timings on stderr (`ZARRS_NVCOMP_PROFILE`).
+//! 2. `format`: the framing of each bitstream (declared sizes, page tables,
+//!    blosc and shard indexes), read and written without decoding.
+//! 3. [`algorithm`]: the algorithms, their options and their zarr metadata.
+//! 4. `cpu`: the CPU backend, the same bitstreams with CPU libraries.
+//! 5. [`cuda`]: the CUDA backend, nvCOMP's batched API and its worker process.
+//! 6. [`codec`]: [`BatchCodec`], which dispatches to either backend.
+//! 7. zarrs integration:
+//!    - [`zarrs_codec`]: the `nvcomp_batch` codec for zarrs.
+//!    - [`data_types`]: zarr-python data types zarrs lacks.
+//!    - [`zarrs_plugins`]: numcodecs codecs zarrs lacks, a checked `blosc`.
+//! 8. [`reader`]: the chunk-parallel reader of zarr arrays.
+//! 9. [`writer`]: the chunk-parallel writer (partly covered chunks are read
+//!    back through the reader).
 
 #![warn(missing_docs)]
 
 pub mod algorithm;
 pub mod batch;
 pub mod codec;
-pub mod cpu;
+pub(crate) mod cpu;
 pub mod cuda;
 pub mod data_types;
 pub mod error;
 pub mod fork;
-pub mod format;
+pub(crate) mod format;
 mod host_memory;
 pub mod limits;
 mod profile;
@@ -54,5 +81,6 @@ pub mod zarrs_plugins;
 pub use algorithm::{Algorithm, DataType};
 pub use batch::Batch;
 pub use codec::{Backend, BackendKind, BatchCodec, ParseBackendError};
-pub use error::{Error, GpuUnavailable, Result};
+pub use error::{Error, GpuUnavailable, Result, WorkerError};
+pub use format::blosc::{BloscCodec, Shuffle};
 pub use limits::default_max_decoded_size;

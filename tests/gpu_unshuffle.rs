@@ -1,8 +1,8 @@
 //! `CudaEngine::unshuffle_blocks` on a real GPU: many blocks of every
 //! shuffle, typesize and length (trailing bytes, short bitshuffled blocks,
 //! misaligned addresses, blocks large enough to span many thread blocks) in
-//! one launch equal the host's unshuffle, which `blosc_items` checks against
-//! c-blosc.
+//! one launch equal the shuffles' definitions, written out here (the crate's
+//! host unshuffle is checked against c-blosc in `format::blosc_items`).
 //!
 //! Ignored without a GPU; run with `cargo test --release --test gpu_unshuffle -- --include-ignored`.
 
@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use cudarc::driver::DevicePtr;
 use zarrs_nvcomp::cuda::{BlockUnshuffle, CudaEngine};
-use zarrs_nvcomp::format::blosc::{Shuffle, Unshuffle};
+use zarrs_nvcomp::Shuffle;
 
 fn engine() -> Arc<CudaEngine> {
     CudaEngine::get(0).unwrap_or_else(|e| panic!("these tests need a CUDA GPU: {e}"))
@@ -29,22 +29,37 @@ fn bytes(len: usize, seed: u64) -> Vec<u8> {
         .collect()
 }
 
-/// What c-blosc writes for a block of `len` bytes: bitshuffle only where
-/// the elements are a whole number of groups of 8 (as the parser decides).
+/// The host's reading of a block of `len` bytes, written from the shuffles'
+/// definitions (the blosc format's module documentation): bitshuffle only
+/// where the elements are a whole number of groups of 8, as c-blosc writes.
 fn host_unshuffle(block: &[u8], typesize: usize, shuffle: Shuffle) -> Vec<u8> {
     let m = block.len() / typesize;
-    let shuffle = match shuffle {
-        Shuffle::Byte if typesize > 1 => Shuffle::Byte,
-        Shuffle::Bit if m > 0 && m % 8 == 0 => Shuffle::Bit,
-        _ => Shuffle::None,
-    };
-    let mut out = vec![0u8; block.len()];
-    Unshuffle {
-        block: 0..block.len(),
-        shuffle,
-        typesize,
+    let mut out = block.to_vec();
+    match shuffle {
+        // Byte j of element i was stored at j * m + i.
+        Shuffle::Byte if typesize > 1 => {
+            for i in 0..m {
+                for j in 0..typesize {
+                    out[i * typesize + j] = block[j * m + i];
+                }
+            }
+        }
+        // Bit k of byte j of element i was stored as bit i % 8 of byte
+        // (j * 8 + k) * m / 8 + i / 8.
+        Shuffle::Bit if m > 0 && m % 8 == 0 => {
+            for i in 0..m {
+                for j in 0..typesize {
+                    let mut byte = 0u8;
+                    for k in 0..8 {
+                        let stored = block[(j * 8 + k) * m / 8 + i / 8];
+                        byte |= ((stored >> (i % 8)) & 1) << k;
+                    }
+                    out[i * typesize + j] = byte;
+                }
+            }
+        }
+        _ => {}
     }
-    .undo(block, &mut out);
     out
 }
 

@@ -201,7 +201,8 @@ pub(crate) fn read_error(err: ReadError) -> PyErr {
         | ReadError::ChunkSize { .. }
         | ReadError::ChunkTooLarge { .. }
         | ReadError::ChunkPipeline { .. }
-        | ReadError::Pipeline { .. } => Kind::Decode,
+        | ReadError::Pipeline { .. }
+        | ReadError::Task { .. } => Kind::Decode,
     };
     new_err(kind, err.to_string())
 }
@@ -214,7 +215,7 @@ pub(crate) fn write_error(err: WriteError) -> PyErr {
         WriteError::Engine(e) => return engine_error(e),
         WriteError::InvalidSubset { .. } => Kind::Selection,
         WriteError::DataSize { .. } | WriteError::Config { .. } => Kind::InvalidArgument,
-        WriteError::Store { .. } => Kind::Store,
+        WriteError::Store { .. } | WriteError::CreateDir { .. } => Kind::Store,
         WriteError::ChunkPipeline { .. } | WriteError::Pipeline { .. } => Kind::Decode,
     };
     new_err(kind, err.to_string())

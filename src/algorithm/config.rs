@@ -46,7 +46,10 @@ impl Algorithm {
         let name: &'static str = Self::NAMES
             .iter()
             .find(|n| **n == lower)
-            .ok_or_else(|| Error::UnknownAlgorithm { name: name.to_string() })?;
+            .ok_or_else(|| Error::UnknownAlgorithm {
+                name: name.to_string(),
+                valid: &Self::NAMES,
+            })?;
         let options = match options {
             Value::Null => Map::new(),
             Value::Object(map) => canonical_options(name, map)?,

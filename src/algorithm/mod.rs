@@ -5,7 +5,7 @@
 //! gdeflate `algorithm` (0-5, nvCOMP's speed/ratio trade-off); gdeflate
 //! `has_header`; cascaded, bitcomp and ANS `data_type`, bitcomp `algorithm`.
 //! Unknown options are errors that list the valid ones. The bytes each
-//! algorithm writes are specified in [`crate::format`].
+//! algorithm writes are listed in the table of the crate documentation.
 
 mod config;
 mod data_type;

@@ -8,7 +8,7 @@ use crate::format::blosc;
 
 /// Decodes the blosc chunk `chunk` into `out`, which must be exactly its
 /// decoded size; the reason where the chunk is malformed or does not decode.
-pub fn decode_into(chunk: &[u8], out: &mut [u8]) -> Result<(), String> {
+pub(crate) fn decode_into(chunk: &[u8], out: &mut [u8]) -> Result<(), String> {
     let layout = blosc::parse(chunk).map_err(|e| format!("blosc: {e}"))?;
     let nbytes = layout.header.nbytes as usize;
     if nbytes != out.len() {

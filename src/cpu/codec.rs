@@ -117,7 +117,7 @@ impl Codec {
 /// the mapping follows intent: 0 is the fastest level 1, 1 the balanced
 /// default 6, and 2 to 5 zlib's best level 9 (libdeflate's GDeflate levels 10
 /// to 12 are far slower for little gain).
-pub fn deflate_level(algorithm: u8) -> i32 {
+pub(crate) fn deflate_level(algorithm: u8) -> i32 {
     match algorithm {
         0 => 1,
         1 => 6,

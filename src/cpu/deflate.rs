@@ -41,14 +41,14 @@ fn deflate_into(input: &[u8], level: i32, out: &mut Vec<u8>, index: usize) -> Re
 }
 
 /// Encodes one buffer as a raw deflate stream at zlib level `level`.
-pub fn deflate_encode(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
+pub(crate) fn deflate_encode(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
     let mut out = Vec::new();
     deflate_into(input, level, &mut out, index)?;
     Ok(out)
 }
 
 /// Encodes one buffer as one gzip member at zlib level `level`.
-pub fn gzip_encode(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
+pub(crate) fn gzip_encode(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(input.len() + input.len() / 1000 + 64 + gzip::MIN_LEN);
     out.extend_from_slice(&gzip::HEADER);
     deflate_into(input, level, &mut out, index)?;
@@ -57,13 +57,13 @@ pub fn gzip_encode(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
 }
 
 /// The decoded length a gzip member declares (ISIZE, exact below 4 GiB).
-pub fn gzip_declared_len(input: &[u8]) -> DecodeResult<u64> {
+pub(crate) fn gzip_declared_len(input: &[u8]) -> DecodeResult<u64> {
     gzip::trailer(BufferEnds::of(input)).map(|t| u64::from(t.isize))
 }
 
 /// The most a deflate stream of `encoded_len` bytes decodes to: a 258-byte
 /// match costs at least 2 bits, hence deflate's 1032:1 ceiling.
-pub fn max_decoded_len(encoded_len: u64) -> u64 {
+pub(crate) fn max_decoded_len(encoded_len: u64) -> u64 {
     encoded_len.saturating_mul(1032).saturating_add(1032)
 }
 
@@ -89,7 +89,7 @@ fn inflate(input: &[u8], out: &mut [u8]) -> DecodeResult<(Fill, usize)> {
 /// Inflates a raw deflate stream into a buffer that grows as it fills, from
 /// `first` bytes, never past `bound` ([`GrowError::Full`] when the stream
 /// needs more): the decoder resumes where it stopped, nothing is decoded twice.
-pub fn inflate_growing(input: &[u8], first: usize, bound: usize) -> std::result::Result<Vec<u8>, GrowError> {
+pub(crate) fn inflate_growing(input: &[u8], first: usize, bound: usize) -> std::result::Result<Vec<u8>, GrowError> {
     INFLATE.with(|d| {
         let mut d = d.borrow_mut();
         d.reset(false);
@@ -117,13 +117,13 @@ pub fn inflate_growing(input: &[u8], first: usize, bound: usize) -> std::result:
 }
 
 /// Decodes a raw deflate stream into `out` (any capacity).
-pub fn deflate_decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
+pub(crate) fn deflate_decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
     inflate(input, out).map(|(fill, _)| fill)
 }
 
 /// Decodes a gzip member into `out`, which has the size ISIZE declares, and
 /// checks its CRC32 and ISIZE.
-pub fn gzip_decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
+pub(crate) fn gzip_decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
     let start = gzip::header_len(input)?;
     let end = input.len() - gzip::TRAILER_LEN;
     let (fill, used) = inflate(&input[start..end], out)?;

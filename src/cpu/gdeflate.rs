@@ -64,7 +64,7 @@ thread_local! {
 
 /// The most a bare GDeflate stream decodes to: one page, as nvCOMP's batched
 /// GDeflate compresses chunks of at most 64 KiB.
-pub const MAX_BARE_DECODED_LEN: u64 = PAGE_SIZE as u64;
+pub(crate) const MAX_BARE_DECODED_LEN: u64 = PAGE_SIZE as u64;
 
 /// Compresses one page of at most 64 KiB into a single GDeflate stream.
 fn compress_page(page: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
@@ -117,7 +117,7 @@ fn compress_page(page: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
 }
 
 /// Encodes one buffer in zarrs' `gdeflate` layout, pages compressed in parallel.
-pub fn encode_paged(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
+pub(crate) fn encode_paged(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
     let pages: Vec<Vec<u8>> = input
         .par_chunks(PAGE_SIZE)
         .map(|page| compress_page(page, level, index))
@@ -130,7 +130,7 @@ pub fn encode_paged(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
 /// Encodes one buffer of at most 64 KiB as one bare GDeflate stream, as
 /// nvCOMP's batched GDeflate does with its 64 KiB chunk limit. An empty buffer
 /// encodes to an empty stream (libdeflate cannot write a zero-page stream).
-pub fn encode_bare(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
+pub(crate) fn encode_bare(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
     if input.len() > PAGE_SIZE {
         return Err(Error::InputTooLarge {
             index,
@@ -147,14 +147,14 @@ pub fn encode_bare(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
 
 /// The decoded length in the zarrs header, read before the page table so
 /// that a huge claim is refused before any parsing or allocation.
-pub fn declared_len(input: &[u8]) -> DecodeResult<u64> {
+pub(crate) fn declared_len(input: &[u8]) -> DecodeResult<u64> {
     format::gdeflate::sizes(input).map(|(decoded_len, _)| decoded_len)
 }
 
 /// The most `encoded_len` bytes of the paged layout decode to: each 64 KiB
 /// page costs at least its 8-byte size entry (bare streams:
 /// [`MAX_BARE_DECODED_LEN`]).
-pub fn max_decoded_len(encoded_len: u64) -> u64 {
+pub(crate) fn max_decoded_len(encoded_len: u64) -> u64 {
     encoded_len.saturating_sub(format::gdeflate::STATIC_HEADER_LEN as u64) / 8 * PAGE_SIZE as u64
 }
 
@@ -223,7 +223,7 @@ fn decode_stream(stream: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
 
 /// Decodes a zarrs `gdeflate` buffer into `out`, which has the declared size;
 /// pages decode in parallel into their own 64 KiB slices.
-pub fn decode_paged_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
+pub(crate) fn decode_paged_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
     let parsed = format::gdeflate::parse(input)?;
     if parsed.decoded_len != out.len() {
         return Err(format!(
@@ -256,7 +256,7 @@ pub fn decode_paged_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
 
 /// Decodes one bare GDeflate stream into `out` (any capacity); an empty
 /// stream is an empty buffer (see [`encode_bare`]).
-pub fn decode_bare_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
+pub(crate) fn decode_bare_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
     if input.is_empty() {
         return Ok(Fill::Done(0));
     }

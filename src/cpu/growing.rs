@@ -10,7 +10,7 @@ use crate::error::{Error, Result};
 /// Why a stream without a declared size did not decode into a bounded,
 /// growing buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum GrowError {
+pub(crate) enum GrowError {
     /// The buffer reached its bound and the stream still had more to write.
     Full,
     /// The allocator refused a buffer of this many bytes.

@@ -10,10 +10,10 @@ use crate::format;
 
 /// Largest input the C LZ4 library (`LZ4_MAX_INPUT_SIZE`) compresses or
 /// decompresses; larger blocks would not be readable by numcodecs or nvCOMP.
-pub const MAX_INPUT_SIZE: usize = 0x7E00_0000;
+pub(crate) const MAX_INPUT_SIZE: usize = 0x7E00_0000;
 
 /// Encodes one buffer, with the numcodecs length header when `header`.
-pub fn encode(input: &[u8], header: bool, index: usize) -> Result<Vec<u8>> {
+pub(crate) fn encode(input: &[u8], header: bool, index: usize) -> Result<Vec<u8>> {
     if input.len() > MAX_INPUT_SIZE {
         return Err(Error::InputTooLarge {
             index,
@@ -38,18 +38,18 @@ pub fn encode(input: &[u8], header: bool, index: usize) -> Result<Vec<u8>> {
 }
 
 /// The decoded length the numcodecs header declares.
-pub fn declared_len(input: &[u8]) -> DecodeResult<u64> {
+pub(crate) fn declared_len(input: &[u8]) -> DecodeResult<u64> {
     format::lz4::split_header(input).map(|(len, _)| len as u64)
 }
 
 /// The most an LZ4 block of `encoded_len` bytes decodes to: every sequence
 /// costs at least 3 bytes and each further length byte adds at most 255.
-pub fn max_decoded_len(encoded_len: u64) -> u64 {
+pub(crate) fn max_decoded_len(encoded_len: u64) -> u64 {
     encoded_len.saturating_mul(255).saturating_add(64)
 }
 
 /// Decodes into `out`: exactly the declared size with `header`, any capacity without.
-pub fn decode_to(input: &[u8], out: &mut [u8], header: bool) -> DecodeResult<Fill> {
+pub(crate) fn decode_to(input: &[u8], out: &mut [u8], header: bool) -> DecodeResult<Fill> {
     let block = if header {
         format::lz4::split_header(input)?.1
     } else {

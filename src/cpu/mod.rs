@@ -22,22 +22,21 @@
 //! * errors name the lowest failing index of the batch, whatever order the
 //!   threads finished in.
 
-pub mod blosc;
-pub mod deflate;
-pub mod gdeflate;
-pub mod lz4;
-pub mod snappy;
-pub mod zstd;
+pub(crate) mod blosc;
+pub(crate) mod deflate;
+pub(crate) mod gdeflate;
+pub(crate) mod lz4;
+pub(crate) mod snappy;
+pub(crate) mod zstd;
 
 mod codec;
 mod growing;
 
 use rayon::prelude::*;
 
-pub use codec::deflate_level;
 use codec::Codec;
 use growing::decode_growing;
-pub use growing::GrowError;
+pub(crate) use growing::GrowError;
 pub(crate) use growing::{grow, SCRATCH_KEEP_BYTES};
 
 use crate::algorithm::Algorithm;
@@ -46,7 +45,7 @@ use crate::error::{Error, Result};
 
 /// Result of decoding into a buffer of fixed capacity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Fill {
+pub(crate) enum Fill {
     /// The stream decoded completely to this many bytes at the start of the buffer.
     Done(usize),
     /// The buffer is too small for the stream.
@@ -54,7 +53,7 @@ pub enum Fill {
 }
 
 /// What a format module reports when a buffer cannot be decoded.
-pub type DecodeResult<T> = std::result::Result<T, String>;
+pub(crate) type DecodeResult<T> = std::result::Result<T, String>;
 
 /// Collects per-buffer results in index order, so the error returned is the
 /// one of the lowest failing index whatever order the threads ran in.
@@ -63,7 +62,7 @@ fn in_order<T>(results: Vec<Result<T>>) -> Result<Vec<T>> {
 }
 
 /// Compresses every buffer of `inputs`.
-pub fn encode_batch(algorithm: &Algorithm, inputs: &[&[u8]]) -> Result<Batch> {
+pub(crate) fn encode_batch(algorithm: &Algorithm, inputs: &[&[u8]]) -> Result<Batch> {
     let codec = Codec::of(algorithm)?;
     let encoded = in_order(
         inputs
@@ -76,7 +75,7 @@ pub fn encode_batch(algorithm: &Algorithm, inputs: &[&[u8]]) -> Result<Batch> {
 }
 
 /// Compresses one buffer (`index` names it in errors).
-pub fn encode_one(algorithm: &Algorithm, input: &[u8], index: usize) -> Result<Vec<u8>> {
+pub(crate) fn encode_one(algorithm: &Algorithm, input: &[u8], index: usize) -> Result<Vec<u8>> {
     Codec::of(algorithm)?.encode(input, index)
 }
 
@@ -132,7 +131,7 @@ pub(crate) fn check_decodes_to_nothing(algorithm: &Algorithm, input: &[u8], inde
 }
 
 /// Decompresses every buffer of `inputs`; declared sizes above `max_decoded_size` are errors.
-pub fn decode_batch(algorithm: &Algorithm, inputs: &[&[u8]], max_decoded_size: u64) -> Result<Batch> {
+pub(crate) fn decode_batch(algorithm: &Algorithm, inputs: &[&[u8]], max_decoded_size: u64) -> Result<Batch> {
     decode_batch_in(algorithm, inputs, max_decoded_size, |_| Vec::new())
 }
 
@@ -140,7 +139,7 @@ pub fn decode_batch(algorithm: &Algorithm, inputs: &[&[u8]], max_decoded_size: u
 /// returns, when its capacity suffices: a previous batch's bytes
 /// ([`Batch::into_parts`]), whose pages are already mapped, are reused
 /// without being zeroed, since every byte is overwritten by a successful decode.
-pub fn decode_batch_in(
+pub(crate) fn decode_batch_in(
     algorithm: &Algorithm,
     inputs: &[&[u8]],
     max_decoded_size: u64,
@@ -203,7 +202,7 @@ pub fn decode_batch_in(
 }
 
 /// Decompresses `inputs[i]` into `outputs[i]`, which must be exactly the decoded size.
-pub fn decode_batch_into(
+pub(crate) fn decode_batch_into(
     algorithm: &Algorithm,
     inputs: &[&[u8]],
     outputs: &mut [&mut [u8]],

@@ -12,10 +12,10 @@ thread_local! {
 }
 
 /// Largest input raw Snappy can hold (its preamble is a 32-bit length).
-pub const MAX_INPUT_SIZE: usize = u32::MAX as usize;
+pub(crate) const MAX_INPUT_SIZE: usize = u32::MAX as usize;
 
 /// Encodes one buffer.
-pub fn encode(input: &[u8], index: usize) -> Result<Vec<u8>> {
+pub(crate) fn encode(input: &[u8], index: usize) -> Result<Vec<u8>> {
     if input.len() > MAX_INPUT_SIZE {
         return Err(Error::InputTooLarge {
             index,
@@ -36,18 +36,18 @@ pub fn encode(input: &[u8], index: usize) -> Result<Vec<u8>> {
 }
 
 /// The decoded length in the varint preamble.
-pub fn declared_len(input: &[u8]) -> DecodeResult<u64> {
+pub(crate) fn declared_len(input: &[u8]) -> DecodeResult<u64> {
     format::snappy::declared_len(input).map(|n| n as u64)
 }
 
 /// The most `encoded_len` bytes of Snappy decode to: the densest element, a
 /// 3-byte copy, yields 64 bytes.
-pub fn max_decoded_len(encoded_len: u64) -> u64 {
+pub(crate) fn max_decoded_len(encoded_len: u64) -> u64 {
     encoded_len.saturating_mul(22).saturating_add(64)
 }
 
 /// Decodes into `out`, which has the declared size.
-pub fn decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
+pub(crate) fn decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
     snap::raw::Decoder::new()
         .decompress(input, out)
         .map(Fill::Done)

@@ -12,7 +12,7 @@ use crate::error::{Error, Result};
 use crate::format;
 
 /// Compression level of the CPU encoder (numcodecs' `Zstd` default).
-pub const LEVEL: i32 = 1;
+pub(crate) const LEVEL: i32 = 1;
 
 thread_local! {
     // Contexts are costly to create and reusable: one of each per thread.
@@ -21,7 +21,7 @@ thread_local! {
 }
 
 /// Encodes one buffer as one frame that declares its content size.
-pub fn encode(input: &[u8], index: usize) -> Result<Vec<u8>> {
+pub(crate) fn encode(input: &[u8], index: usize) -> Result<Vec<u8>> {
     let mut out = Vec::with_capacity(zstd_safe::compress_bound(input.len()));
     CCTX.with(|c| {
         let mut c = c.borrow_mut();
@@ -38,7 +38,7 @@ pub fn encode(input: &[u8], index: usize) -> Result<Vec<u8>> {
 
 /// The content size of all frames together, `None` when one of them is
 /// streamed (declares none).
-pub fn declared_len(input: &[u8]) -> DecodeResult<Option<u64>> {
+pub(crate) fn declared_len(input: &[u8]) -> DecodeResult<Option<u64>> {
     let frames = format::zstd::frames(input)?;
     Ok(frames
         .iter()
@@ -48,12 +48,12 @@ pub fn declared_len(input: &[u8]) -> DecodeResult<Option<u64>> {
 
 /// The most `encoded_len` bytes of Zstandard decode to: an RLE block of 4
 /// bytes (3-byte header and the byte) yields a whole 128 KiB block.
-pub fn max_decoded_len(encoded_len: u64) -> u64 {
+pub(crate) fn max_decoded_len(encoded_len: u64) -> u64 {
     encoded_len.saturating_mul(32 * 1024).saturating_add(128 * 1024)
 }
 
 /// Decodes every frame of `input` into `out` (any capacity).
-pub fn decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
+pub(crate) fn decode_to(input: &[u8], out: &mut [u8]) -> DecodeResult<Fill> {
     let result = DCTX.with(|d| {
         let mut d = d.borrow_mut();
         d.get_or_insert_with(zstd_safe::DCtx::create).decompress(out, input)
@@ -89,7 +89,7 @@ fn decoded_len_bounds(input: &[u8]) -> (u64, Option<u64>) {
 /// buffer that grows as it fills, never past `bound` bytes
 /// ([`GrowError::Full`] when the frames need more). Frames whose raw and RLE
 /// blocks alone exceed `bound` are refused before any decoding.
-pub fn decode_streamed(input: &[u8], bound: usize) -> std::result::Result<Vec<u8>, GrowError> {
+pub(crate) fn decode_streamed(input: &[u8], bound: usize) -> std::result::Result<Vec<u8>, GrowError> {
     let (least, most) = decoded_len_bounds(input);
     if least >= bound as u64 {
         return Err(GrowError::Full);

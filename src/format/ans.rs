@@ -11,11 +11,11 @@
 //! chunks, and falls back to the query when a decode with it fails.
 
 /// Bytes of the decoded-length word.
-pub const HEADER_LEN: usize = 4;
+pub(crate) const HEADER_LEN: usize = 4;
 
 /// The decoded length the leading word declares, `None` when `head` is
 /// shorter than the word.
-pub fn declared_len(head: &[u8]) -> Option<u32> {
+pub(crate) fn declared_len(head: &[u8]) -> Option<u32> {
     super::u32_le(head, 0)
 }
 

@@ -45,9 +45,9 @@
 use std::ops::Range;
 
 /// Bytes of the blosc1 header.
-pub const HEADER_LEN: usize = 16;
+pub(crate) const HEADER_LEN: usize = 16;
 /// The blosc format version this parser reads (c-blosc 1.x writes 2).
-pub const FORMAT_VERSION: u8 = 2;
+pub(crate) const FORMAT_VERSION: u8 = 2;
 const FLAG_SHUFFLE: u8 = 0x1;
 const FLAG_MEMCPYED: u8 = 0x2;
 const FLAG_BITSHUFFLE: u8 = 0x4;
@@ -86,61 +86,61 @@ pub enum Shuffle {
 
 /// The fields of a blosc1 header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct BloscHeader {
+pub(crate) struct BloscHeader {
     /// Format version (2).
-    pub version: u8,
+    pub(crate) version: u8,
     /// Compressor format version (1).
-    pub compressor_version: u8,
+    pub(crate) compressor_version: u8,
     /// The flags byte.
-    pub flags: u8,
+    pub(crate) flags: u8,
     /// Bytes per element.
-    pub typesize: u8,
+    pub(crate) typesize: u8,
     /// The decoded size.
-    pub nbytes: u32,
+    pub(crate) nbytes: u32,
     /// The block size.
-    pub blocksize: u32,
+    pub(crate) blocksize: u32,
     /// The chunk's size, header included.
-    pub cbytes: u32,
+    pub(crate) cbytes: u32,
 }
 
 /// A range of the chunk that decodes, on its own, to bytes of the decoded
 /// (still shuffled) chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BloscItem {
+pub(crate) struct BloscItem {
     /// The bytes of the chunk to decode.
-    pub src: Range<usize>,
+    pub(crate) src: Range<usize>,
     /// Where the decoded bytes go in the chunk's decoded bytes, before unshuffling.
-    pub dst: Range<usize>,
+    pub(crate) dst: Range<usize>,
     /// The compressor, or `None` where the stream is stored as is (a copy).
-    pub codec: Option<BloscCodec>,
+    pub(crate) codec: Option<BloscCodec>,
 }
 
 /// The unshuffle of one block of the decoded chunk.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Unshuffle {
+pub(crate) struct Unshuffle {
     /// The block's bytes in the decoded chunk.
-    pub block: Range<usize>,
+    pub(crate) block: Range<usize>,
     /// The shuffle to undo (never `None`: blocks without one are not listed).
-    pub shuffle: Shuffle,
+    pub(crate) shuffle: Shuffle,
     /// Bytes per element.
-    pub typesize: usize,
+    pub(crate) typesize: usize,
 }
 
 /// A blosc chunk cut into decode items.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct BloscLayout {
+pub(crate) struct BloscLayout {
     /// The header.
-    pub header: BloscHeader,
+    pub(crate) header: BloscHeader,
     /// Every stream of the chunk, in order; their `dst` ranges tile the
     /// decoded chunk.
-    pub items: Vec<BloscItem>,
+    pub(crate) items: Vec<BloscItem>,
     /// The blocks to unshuffle after decoding, with the shuffle of each.
-    pub unshuffles: Vec<Unshuffle>,
+    pub(crate) unshuffles: Vec<Unshuffle>,
 }
 
 /// What is wrong with a blosc chunk.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum BloscHeaderError {
+pub(crate) enum BloscHeaderError {
     /// Shorter than the header.
     #[error("{len} bytes is shorter than the 16-byte blosc header")]
     TooShort {
@@ -199,7 +199,7 @@ fn u32_at(chunk: &[u8], at: usize) -> u32 {
 
 impl BloscHeader {
     /// Reads and checks the header of `chunk` against the chunk's length.
-    pub fn parse(chunk: &[u8]) -> Result<Self, BloscHeaderError> {
+    pub(crate) fn parse(chunk: &[u8]) -> Result<Self, BloscHeaderError> {
         if chunk.len() < HEADER_LEN {
             return Err(BloscHeaderError::TooShort { len: chunk.len() });
         }
@@ -245,12 +245,12 @@ impl BloscHeader {
     }
 
     /// Whether the decoded bytes are stored as they are after the header.
-    pub fn memcpyed(&self) -> bool {
+    pub(crate) fn memcpyed(&self) -> bool {
         self.flags & FLAG_MEMCPYED != 0
     }
 
     /// The compressor of the streams.
-    pub fn codec(&self) -> Result<BloscCodec, BloscHeaderError> {
+    pub(crate) fn codec(&self) -> Result<BloscCodec, BloscHeaderError> {
         let code = self.flags >> 5;
         let codec = match code {
             0 => BloscCodec::BloscLz,
@@ -275,7 +275,7 @@ impl BloscHeader {
     }
 
     /// The shuffle to undo on a block of `block_len` bytes.
-    pub fn shuffle(&self, block_len: usize) -> Shuffle {
+    pub(crate) fn shuffle(&self, block_len: usize) -> Shuffle {
         let typesize = usize::from(self.typesize);
         if self.flags & FLAG_SHUFFLE != 0 && typesize > 1 {
             Shuffle::Byte
@@ -287,13 +287,13 @@ impl BloscHeader {
     }
 
     /// Number of blocks.
-    pub fn nblocks(&self) -> usize {
+    pub(crate) fn nblocks(&self) -> usize {
         (self.nbytes as usize).div_ceil(self.blocksize as usize)
     }
 }
 
 /// Parses `chunk` into its decode items and unshuffles (see the [module documentation](self)).
-pub fn parse(chunk: &[u8]) -> Result<BloscLayout, BloscHeaderError> {
+pub(crate) fn parse(chunk: &[u8]) -> Result<BloscLayout, BloscHeaderError> {
     let header = BloscHeader::parse(chunk)?;
     let nbytes = header.nbytes as usize;
     let cbytes = header.cbytes as usize;
@@ -387,37 +387,4 @@ pub fn parse(chunk: &[u8]) -> Result<BloscLayout, BloscHeaderError> {
         }
     }
     Ok(layout)
-}
-
-impl Unshuffle {
-    /// Writes the unshuffled `block` (the decoded, shuffled bytes of this
-    /// block) into `out`, both `self.block.len()` bytes.
-    pub fn undo(&self, block: &[u8], out: &mut [u8]) {
-        let t = self.typesize;
-        let m = block.len() / t;
-        match self.shuffle {
-            Shuffle::None => out.copy_from_slice(block),
-            Shuffle::Byte => {
-                for i in 0..m {
-                    for j in 0..t {
-                        out[i * t + j] = block[j * m + i];
-                    }
-                }
-            }
-            Shuffle::Bit => {
-                out[..m * t].fill(0);
-                let row = m / 8;
-                for j in 0..t {
-                    for k in 0..8 {
-                        let bits = &block[(j * 8 + k) * row..][..row];
-                        for i in 0..m {
-                            let bit = (bits[i / 8] >> (i % 8)) & 1;
-                            out[i * t + j] |= bit << k;
-                        }
-                    }
-                }
-            }
-        }
-        out[m * t..].copy_from_slice(&block[m * t..]);
-    }
 }

@@ -15,14 +15,14 @@
 //! would be needed to decode them.
 
 /// Bytes of a zlib header (CMF, FLG).
-pub const ZLIB_HEADER_LEN: usize = 2;
+pub(crate) const ZLIB_HEADER_LEN: usize = 2;
 
 /// Bytes of a zlib trailer (Adler-32).
-pub const ZLIB_TRAILER_LEN: usize = 4;
+pub(crate) const ZLIB_TRAILER_LEN: usize = 4;
 
 /// Checks the zlib header at the start of `stream`: deflate, no preset
 /// dictionary, a valid check value.
-pub fn check_zlib_header(stream: &[u8]) -> Result<(), String> {
+pub(crate) fn check_zlib_header(stream: &[u8]) -> Result<(), String> {
     match stream {
         [cmf, flg, ..] if cmf & 0x0f == 8 && flg & 0x20 == 0 && u16::from_be_bytes([*cmf, *flg]) % 31 == 0 => Ok(()),
         _ => Err("not a zlib stream (bad header, or a preset dictionary)".into()),
@@ -31,7 +31,7 @@ pub fn check_zlib_header(stream: &[u8]) -> Result<(), String> {
 
 /// The Adler-32 a zlib stream declares in its trailer, `None` when it is
 /// shorter than the trailer.
-pub fn zlib_adler32(stream: &[u8]) -> Option<u32> {
+pub(crate) fn zlib_adler32(stream: &[u8]) -> Option<u32> {
     stream.last_chunk::<ZLIB_TRAILER_LEN>().map(|t| u32::from_be_bytes(*t))
 }
 

@@ -18,19 +18,19 @@ use std::ops::Range;
 use super::{u64_le, BufferEnds};
 
 /// Decoded bytes per page.
-pub const PAGE_SIZE: usize = 64 * 1024;
+pub(crate) const PAGE_SIZE: usize = 64 * 1024;
 
 /// Bytes of the fixed part of the header (decoded length, page count).
-pub const STATIC_HEADER_LEN: usize = 16;
+pub(crate) const STATIC_HEADER_LEN: usize = 16;
 
 /// Bytes of the header of a buffer of `page_count` pages.
-pub fn header_len(page_count: usize) -> usize {
+pub(crate) fn header_len(page_count: usize) -> usize {
     STATIC_HEADER_LEN + 8 * page_count
 }
 
 /// The decoded length and page count the header declares, read before
 /// anything is allocated for the pages.
-pub fn sizes(head: &[u8]) -> Result<(u64, u64), String> {
+pub(crate) fn sizes(head: &[u8]) -> Result<(u64, u64), String> {
     match (u64_le(head, 0), u64_le(head, 8)) {
         (Some(decoded_len), Some(page_count)) => Ok((decoded_len, page_count)),
         _ => Err(format!(
@@ -43,7 +43,7 @@ pub fn sizes(head: &[u8]) -> Result<(u64, u64), String> {
 /// The length of the whole header (page table included) of a buffer of
 /// `len` bytes starting with `head`, checked against the declared decoded
 /// length and against `len`: the head a reader needs for [`page_table`].
-pub fn declared_header_len(head: &[u8], len: usize) -> Result<usize, String> {
+pub(crate) fn declared_header_len(head: &[u8], len: usize) -> Result<usize, String> {
     let (decoded_len, page_count) = sizes(head)?;
     let expected = decoded_len.div_ceil(PAGE_SIZE as u64);
     if page_count != expected {
@@ -61,22 +61,22 @@ pub fn declared_header_len(head: &[u8], len: usize) -> Result<usize, String> {
 
 /// A checked page table: the decoded length and where each page lies.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct PageTable {
+pub(crate) struct PageTable {
     /// Decoded length of the whole buffer.
-    pub decoded_len: usize,
+    pub(crate) decoded_len: usize,
     /// Byte range of each compressed page within the buffer, in order.
-    pub pages: Vec<Range<usize>>,
+    pub(crate) pages: Vec<Range<usize>>,
 }
 
 /// Decoded size of page `i` of a buffer of `decoded_len` bytes.
-pub fn page_decoded_len(decoded_len: usize, i: usize) -> usize {
+pub(crate) fn page_decoded_len(decoded_len: usize, i: usize) -> usize {
     (decoded_len - i * PAGE_SIZE).min(PAGE_SIZE)
 }
 
 /// Reads the page table of a buffer whose head holds at least
 /// [`declared_header_len`] bytes, and checks that the pages fill the buffer
 /// exactly.
-pub fn page_table(ends: BufferEnds<'_>) -> Result<PageTable, String> {
+pub(crate) fn page_table(ends: BufferEnds<'_>) -> Result<PageTable, String> {
     let table_end = declared_header_len(ends.head, ends.len)?;
     let table = ends.head.get(STATIC_HEADER_LEN..table_end).ok_or_else(|| {
         format!(
@@ -112,23 +112,16 @@ pub fn page_table(ends: BufferEnds<'_>) -> Result<PageTable, String> {
 
 /// A parsed buffer held on the host: decoded length and its compressed pages.
 #[derive(Debug)]
-pub struct Pages<'a> {
+pub(crate) struct Pages<'a> {
     /// Decoded length of the whole buffer.
-    pub decoded_len: usize,
+    pub(crate) decoded_len: usize,
     /// Compressed pages, in order; each decodes to [`PAGE_SIZE`] bytes
     /// except the last.
-    pub pages: Vec<&'a [u8]>,
-}
-
-impl Pages<'_> {
-    /// Decoded size of page `i`.
-    pub fn page_decoded_len(&self, i: usize) -> usize {
-        page_decoded_len(self.decoded_len, i)
-    }
+    pub(crate) pages: Vec<&'a [u8]>,
 }
 
 /// Parses a whole buffer into its pages.
-pub fn parse(buf: &[u8]) -> Result<Pages<'_>, String> {
+pub(crate) fn parse(buf: &[u8]) -> Result<Pages<'_>, String> {
     let table = page_table(BufferEnds::of(buf))?;
     Ok(Pages {
         decoded_len: table.decoded_len,
@@ -138,7 +131,7 @@ pub fn parse(buf: &[u8]) -> Result<Pages<'_>, String> {
 
 /// The header of a buffer of `decoded_len` bytes whose pages compress to
 /// `page_sizes` bytes each.
-pub fn write_header(decoded_len: usize, page_sizes: impl ExactSizeIterator<Item = usize>) -> Vec<u8> {
+pub(crate) fn write_header(decoded_len: usize, page_sizes: impl ExactSizeIterator<Item = usize>) -> Vec<u8> {
     let mut out = Vec::with_capacity(header_len(page_sizes.len()));
     out.extend_from_slice(&(decoded_len as u64).to_le_bytes());
     out.extend_from_slice(&(page_sizes.len() as u64).to_le_bytes());
@@ -149,7 +142,7 @@ pub fn write_header(decoded_len: usize, page_sizes: impl ExactSizeIterator<Item 
 }
 
 /// Writes the header and the pages into one buffer.
-pub fn write<'a>(decoded_len: usize, pages: impl ExactSizeIterator<Item = &'a [u8]> + Clone) -> Vec<u8> {
+pub(crate) fn write<'a>(decoded_len: usize, pages: impl ExactSizeIterator<Item = &'a [u8]> + Clone) -> Vec<u8> {
     let mut out = write_header(decoded_len, pages.clone().map(<[u8]>::len));
     out.reserve_exact(pages.clone().map(<[u8]>::len).sum());
     for page in pages {
@@ -169,8 +162,8 @@ mod tests {
         assert_eq!(buf.len(), header_len(2) + 5);
         let parsed = parse(&buf).unwrap();
         assert_eq!(parsed.pages, pages);
-        assert_eq!(parsed.page_decoded_len(0), PAGE_SIZE);
-        assert_eq!(parsed.page_decoded_len(1), 10);
+        assert_eq!(page_decoded_len(parsed.decoded_len, 0), PAGE_SIZE);
+        assert_eq!(page_decoded_len(parsed.decoded_len, 1), 10);
         assert!(parse(&buf[..buf.len() - 1]).is_err());
         let wrong_count = write(10, pages.iter().copied());
         assert!(parse(&wrong_count).is_err());

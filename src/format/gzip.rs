@@ -19,29 +19,29 @@ use super::{u32_le, BufferEnds};
 
 /// The header this project writes: magic, CM = deflate, no flags, no mtime,
 /// no extra flags, OS = unknown (as zlib and flate2 write it).
-pub const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+pub(crate) const HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 
 /// Bytes of the trailer (CRC-32, ISIZE).
-pub const TRAILER_LEN: usize = 8;
+pub(crate) const TRAILER_LEN: usize = 8;
 
 /// Bytes of the fixed header and the trailer: no member is shorter.
-pub const MIN_LEN: usize = HEADER.len() + TRAILER_LEN;
+pub(crate) const MIN_LEN: usize = HEADER.len() + TRAILER_LEN;
 
 /// Bytes a reader of the [`trailer`] needs from the start of a buffer.
-pub const MAGIC_LEN: usize = 2;
+pub(crate) const MAGIC_LEN: usize = 2;
 
 /// What a member's trailer declares.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Trailer {
+pub(crate) struct Trailer {
     /// CRC-32 of the decoded data.
-    pub crc32: u32,
+    pub(crate) crc32: u32,
     /// Decoded length modulo 2^32.
-    pub isize: u32,
+    pub(crate) isize: u32,
 }
 
 impl Trailer {
     /// The trailer of `data`'s member.
-    pub fn of(data: &[u8]) -> Self {
+    pub(crate) fn of(data: &[u8]) -> Self {
         let mut crc = flate2::Crc::new();
         crc.update(data);
         Self {
@@ -51,7 +51,7 @@ impl Trailer {
     }
 
     /// The trailer's bytes.
-    pub fn to_bytes(self) -> [u8; TRAILER_LEN] {
+    pub(crate) fn to_bytes(self) -> [u8; TRAILER_LEN] {
         let mut bytes = [0; TRAILER_LEN];
         bytes[..4].copy_from_slice(&self.crc32.to_le_bytes());
         bytes[4..].copy_from_slice(&self.isize.to_le_bytes());
@@ -61,7 +61,7 @@ impl Trailer {
 
 /// Checks a member's magic and length and reads its trailer; the head needs
 /// [`MAGIC_LEN`] bytes, the tail [`TRAILER_LEN`].
-pub fn trailer(ends: BufferEnds<'_>) -> Result<Trailer, String> {
+pub(crate) fn trailer(ends: BufferEnds<'_>) -> Result<Trailer, String> {
     let magic = ends.head.get(..MAGIC_LEN) == Some(&HEADER[..MAGIC_LEN]);
     match (u32_le(ends.tail, 0), u32_le(ends.tail, 4)) {
         (Some(crc32), Some(isize)) if magic && ends.len >= MIN_LEN && ends.tail.len() == TRAILER_LEN => {
@@ -72,7 +72,7 @@ pub fn trailer(ends: BufferEnds<'_>) -> Result<Trailer, String> {
 }
 
 /// Length of the header of `buf`, its optional fields included.
-pub fn header_len(buf: &[u8]) -> Result<usize, String> {
+pub(crate) fn header_len(buf: &[u8]) -> Result<usize, String> {
     const FHCRC: u8 = 2;
     const FEXTRA: u8 = 4;
     const FNAME: u8 = 8;

@@ -9,10 +9,10 @@
 //! With `has_header: false` a buffer is the bare block, which declares no size.
 
 /// Bytes of the decoded-length prefix.
-pub const HEADER_LEN: usize = 4;
+pub(crate) const HEADER_LEN: usize = 4;
 
 /// Splits a buffer into its declared decoded length and the LZ4 block.
-pub fn split_header(buf: &[u8]) -> Result<(usize, &[u8]), String> {
+pub(crate) fn split_header(buf: &[u8]) -> Result<(usize, &[u8]), String> {
     let (header, block) = buf
         .split_first_chunk::<HEADER_LEN>()
         .ok_or_else(|| format!("{} bytes is shorter than the 4-byte LZ4 length header", buf.len()))?;
@@ -20,7 +20,7 @@ pub fn split_header(buf: &[u8]) -> Result<(usize, &[u8]), String> {
 }
 
 /// The length header for `decoded_len` bytes.
-pub fn write_header(decoded_len: usize) -> Result<[u8; HEADER_LEN], String> {
+pub(crate) fn write_header(decoded_len: usize) -> Result<[u8; HEADER_LEN], String> {
     u32::try_from(decoded_len)
         .map(u32::to_le_bytes)
         .map_err(|_| format!("{decoded_len} bytes does not fit the 4-byte LZ4 length header"))
@@ -38,7 +38,7 @@ pub fn write_header(decoded_len: usize) -> Result<[u8; HEADER_LEN], String> {
 /// length - 4; 15 continues in bytes that add up to 255 each until one is
 /// less), the literals, then (except in the last sequence) a 2-byte little
 /// endian offset and the match length's continuation bytes.
-pub fn validate_block(block: &[u8], decoded_len: usize) -> Result<(), String> {
+pub(crate) fn validate_block(block: &[u8], decoded_len: usize) -> Result<(), String> {
     fn length(block: &[u8], at: &mut usize, nibble: usize) -> Result<usize, String> {
         let mut len = nibble;
         if nibble == 15 {

@@ -30,33 +30,35 @@
 //!   the first and last bytes of a buffer, and say how many leading bytes they
 //!   need when the head is too short.
 
-pub mod ans;
-pub mod blosc;
-pub mod deflate;
-pub mod gdeflate;
-pub mod gzip;
-pub mod lz4;
-pub mod shard_index;
-pub mod snappy;
-pub mod zstd;
+pub(crate) mod ans;
+pub(crate) mod blosc;
+#[cfg(test)]
+mod blosc_items;
+pub(crate) mod deflate;
+pub(crate) mod gdeflate;
+pub(crate) mod gzip;
+pub(crate) mod lz4;
+pub(crate) mod shard_index;
+pub(crate) mod snappy;
+pub(crate) mod zstd;
 
 /// The first and last bytes of an encoded buffer: enough to read its framing
 /// without the whole buffer on the host (the CUDA backend copies only these
 /// from device inputs).
 #[derive(Debug, Clone, Copy)]
-pub struct BufferEnds<'a> {
+pub(crate) struct BufferEnds<'a> {
     /// The buffer's first bytes (all of it for host inputs).
-    pub head: &'a [u8],
+    pub(crate) head: &'a [u8],
     /// The buffer's last `min(len, gzip::TRAILER_LEN)` bytes, the longest
     /// trailer a format declares sizes in.
-    pub tail: &'a [u8],
+    pub(crate) tail: &'a [u8],
     /// The buffer's length.
-    pub len: usize,
+    pub(crate) len: usize,
 }
 
 impl<'a> BufferEnds<'a> {
     /// The ends of a buffer held whole on the host.
-    pub fn of(buf: &'a [u8]) -> Self {
+    pub(crate) fn of(buf: &'a [u8]) -> Self {
         Self {
             head: buf,
             tail: &buf[buf.len().saturating_sub(gzip::TRAILER_LEN)..],
@@ -65,7 +67,7 @@ impl<'a> BufferEnds<'a> {
     }
 
     /// Whether the head is the whole buffer.
-    pub fn is_whole(&self) -> bool {
+    pub(crate) fn is_whole(&self) -> bool {
         self.head.len() == self.len
     }
 }

@@ -21,11 +21,11 @@ use std::ops::Range;
 use zarrs::metadata::v3::MetadataV3;
 
 /// The marker of an empty inner chunk, in both fields of its pair.
-pub const EMPTY: u64 = u64::MAX;
+pub(crate) const EMPTY: u64 = u64::MAX;
 
 /// Where the index is stored in the shard.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum IndexLocation {
+pub(crate) enum IndexLocation {
     /// The first bytes of the shard.
     Start,
     /// The last bytes of the shard.
@@ -34,18 +34,18 @@ pub enum IndexLocation {
 
 /// What the host needs to know to find and read a shard's index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct ShardIndexSpec {
+pub(crate) struct ShardIndexSpec {
     /// Inner chunks per shard.
-    pub chunks: u64,
+    pub(crate) chunks: u64,
     /// Where the index is.
-    pub location: IndexLocation,
+    pub(crate) location: IndexLocation,
     /// Whether a CRC-32C follows the pairs.
-    pub crc32c: bool,
+    pub(crate) crc32c: bool,
 }
 
 /// What is wrong with a shard's index.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ShardIndexError {
+pub(crate) enum ShardIndexError {
     /// Index codecs other than `bytes` (little endian) and `crc32c`.
     #[error("index codecs {codecs:?} are not supported (bytes, little endian, then optionally crc32c)")]
     IndexCodecs {
@@ -85,7 +85,7 @@ pub enum ShardIndexError {
 impl ShardIndexSpec {
     /// The spec from a `sharding_indexed` configuration's parts: its
     /// `index_codecs`, `index_location` and number of inner chunks.
-    pub fn from_index_codecs(
+    pub(crate) fn from_index_codecs(
         index_codecs: &[MetadataV3],
         location: IndexLocation,
         chunks: u64,
@@ -114,14 +114,14 @@ impl ShardIndexSpec {
     }
 
     /// The index's length in bytes.
-    pub fn index_len(&self) -> u64 {
+    pub(crate) fn index_len(&self) -> u64 {
         self.chunks
             .saturating_mul(16)
             .saturating_add(if self.crc32c { 4 } else { 0 })
     }
 
     /// The index's byte range in a shard of `shard_len` bytes.
-    pub fn index_range(&self, shard_len: u64) -> Result<Range<u64>, ShardIndexError> {
+    pub(crate) fn index_range(&self, shard_len: u64) -> Result<Range<u64>, ShardIndexError> {
         let len = self.index_len();
         if len > shard_len {
             return Err(ShardIndexError::Length {
@@ -137,7 +137,7 @@ impl ShardIndexSpec {
 
     /// The byte range of each inner chunk (`None`: empty), from `index`
     /// (the bytes at [`Self::index_range`]) of a shard of `shard_len` bytes.
-    pub fn parse(&self, index: &[u8], shard_len: u64) -> Result<Vec<Option<Range<u64>>>, ShardIndexError> {
+    pub(crate) fn parse(&self, index: &[u8], shard_len: u64) -> Result<Vec<Option<Range<u64>>>, ShardIndexError> {
         let index_range = self.index_range(shard_len)?;
         if index.len() as u64 != self.index_len() {
             return Err(ShardIndexError::Length {

@@ -13,7 +13,7 @@
 //! A copy's offset counts back from the end of the output written so far.
 
 /// The decoded length the varint preamble declares.
-pub fn declared_len(buf: &[u8]) -> Result<usize, String> {
+pub(crate) fn declared_len(buf: &[u8]) -> Result<usize, String> {
     snap::raw::decompress_len(buf).map_err(|e| format!("bad Snappy preamble: {e}"))
 }
 
@@ -21,7 +21,7 @@ pub fn declared_len(buf: &[u8]) -> Result<usize, String> {
 /// length. Every literal and copy is checked to stay inside the input and the
 /// declared output, so a buffer that passes cannot make a decoder read or
 /// write out of bounds (nvCOMP's GPU decoder does not check this itself).
-pub fn validate(buf: &[u8]) -> Result<usize, String> {
+pub(crate) fn validate(buf: &[u8]) -> Result<usize, String> {
     let declared = declared_len(buf)?;
     let mut at = varint_len(buf);
     let mut produced = 0usize;

@@ -18,24 +18,24 @@
 
 /// The content size the Zstandard frame at the start of `buf` declares,
 /// `None` when the frame omits it (streamed frames).
-pub fn content_size(buf: &[u8]) -> Result<Option<u64>, String> {
+pub(crate) fn content_size(buf: &[u8]) -> Result<Option<u64>, String> {
     ::zstd::zstd_safe::get_frame_content_size(buf).map_err(|_| "not a Zstandard frame".to_string())
 }
 
 /// One data frame of a Zstandard buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Frame {
+pub(crate) struct Frame {
     /// Its bytes within the buffer.
-    pub range: std::ops::Range<usize>,
+    pub(crate) range: std::ops::Range<usize>,
     /// The content size its header declares, `None` for streamed frames.
-    pub content_size: Option<u64>,
+    pub(crate) content_size: Option<u64>,
     /// Bytes its raw and RLE blocks decode to.
-    pub raw_and_rle_bytes: u64,
+    pub(crate) raw_and_rle_bytes: u64,
     /// Number of its compressed blocks (each decodes to at most 128 KiB).
-    pub compressed_blocks: u64,
+    pub(crate) compressed_blocks: u64,
     /// Its content checksum, where its header says it has one: the low 32
     /// bits of XXH64 (seed 0) of the decoded bytes.
-    pub checksum: Option<u32>,
+    pub(crate) checksum: Option<u32>,
 }
 
 /// The most a compressed block decodes to (Zstandard's `Block_Maximum_Size`).
@@ -47,7 +47,7 @@ impl Frame {
     /// block writes up to 128 KiB, so this is most of what a frame built to
     /// exhaust memory decodes to); at most that plus 128 KiB per compressed
     /// block.
-    pub fn decoded_len_bounds(&self) -> (u64, u64) {
+    pub(crate) fn decoded_len_bounds(&self) -> (u64, u64) {
         let least = self.raw_and_rle_bytes;
         (
             least,
@@ -58,7 +58,7 @@ impl Frame {
     /// Checks the declared content size, if any, against
     /// [`Self::decoded_len_bounds`]: a frame declaring more than its blocks
     /// can hold would have a decoder allocate what it never fills.
-    pub fn check_content_size(&self) -> Result<(), String> {
+    pub(crate) fn check_content_size(&self) -> Result<(), String> {
         let (least, most) = self.decoded_len_bounds();
         match self.content_size {
             Some(size) if size < least || size > most => Err(format!(
@@ -72,7 +72,7 @@ impl Frame {
 
 /// Walks a buffer of Zstandard frames back to back: the data frames in
 /// order, skippable frames left out.
-pub fn frames(buf: &[u8]) -> Result<Vec<Frame>, String> {
+pub(crate) fn frames(buf: &[u8]) -> Result<Vec<Frame>, String> {
     const MAGIC: u32 = 0xFD2F_B528;
     // Skippable frames: magic 0x184D2A50 to 0x184D2A5F, u32 LE length, payload.
     const SKIPPABLE_MASK: u32 = 0xFFFF_FFF0;

@@ -27,8 +27,8 @@ pub struct DeviceArray {
 
 impl DeviceArray {
     /// `len` zeroed bytes of device memory.
-    pub(crate) fn alloc(engine: Arc<CudaEngine>, len: usize) -> Result<Self, ReadError> {
-        let mut buffer = engine.alloc(len.max(1)).map_err(ReadError::Engine)?;
+    pub(crate) fn alloc(engine: Arc<CudaEngine>, len: usize) -> crate::Result<Self> {
+        let mut buffer = engine.alloc(len.max(1))?;
         let (ptr, guard) = buffer.device_ptr_mut(engine.stream());
         drop(guard);
         Ok(Self { engine, buffer, ptr })
@@ -41,6 +41,7 @@ impl DeviceArray {
             shape: shape.to_vec(),
             bytes: len as u128,
             reason: format!("the GPU cannot allocate it: {e}"),
+            source: Some(Box::new(e)),
         })
     }
 

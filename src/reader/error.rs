@@ -3,25 +3,32 @@
 
 use std::time::Duration;
 
-/// An error of a store or of zarrs, kept as the source of a [`ReadError`].
+/// The cause of a [`ReadError`]: the typed error of object_store, zarrs,
+/// the operating system or tokio where there is one (downcast to reach it),
+/// else the text of the check of this crate that failed.
 pub type BoxedSource = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Errors of the reader. Errors about one chunk name its store key.
 #[derive(Debug, thiserror::Error)]
 pub enum ReadError {
     /// The URL cannot be used.
-    #[error("invalid store URL {url:?}: {reason}")]
+    #[error("invalid store URL {url:?}: {source}")]
     InvalidUrl {
         /// The URL.
         url: String,
-        /// Why.
-        reason: String,
+        /// Why: object_store's error (a bad prefix, a builder that refuses
+        /// the URL), the operating system's (a path that cannot be made
+        /// absolute), or what this crate refused (scheme, host, bucket).
+        source: BoxedSource,
     },
     /// Invalid storage or read options.
     #[error("invalid options: {reason}")]
     Config {
-        /// Why.
+        /// Which option, and what is wrong with it.
         reason: String,
+        /// The parser's error where one rejected the value (an unknown key,
+        /// a count that is not a number); `None` for checks of this crate.
+        source: Option<BoxedSource>,
     },
     /// The store cannot be read at all (unreachable, missing bucket, refused credentials, ...).
     #[error("cannot read the store at {url}: {source}")]
@@ -33,27 +40,28 @@ pub enum ReadError {
         source: BoxedSource,
     },
     /// The store is readable but holds no array there, or its metadata is invalid.
-    #[error("cannot open the array at {url}: {reason}")]
+    #[error("cannot open the array at {url}: {source}")]
     Open {
         /// The array's URL.
         url: String,
-        /// Why.
-        reason: String,
+        /// zarrs' error (boxed: it is large).
+        source: Box<zarrs::array::ArrayCreateError>,
     },
     /// The array's data type cannot be read: unknown to zarrs, or of
     /// variable size (the reader's output is one buffer of fixed-size elements).
-    #[error("cannot read the array at {url}: {reason}")]
+    #[error("cannot read the array at {url}: {source}")]
     UnsupportedDataType {
         /// The array's URL.
         url: String,
-        /// Why, naming the data type.
-        reason: String,
+        /// zarrs' error for a data type it does not know, or the reader's
+        /// refusal of variable-size elements; either names the data type.
+        source: BoxedSource,
     },
     /// The subset does not fit the array.
-    #[error("invalid subset: {reason}")]
+    #[error("invalid subset: {source}")]
     InvalidSubset {
-        /// Why.
-        reason: String,
+        /// The selection's own check, or zarrs' error for a chunk it names.
+        source: BoxedSource,
     },
     /// Fetching a chunk failed (after the store's retries).
     #[error("fetching chunk {key} failed: {source}")]
@@ -113,6 +121,9 @@ pub enum ReadError {
         bytes: u128,
         /// Why it cannot be allocated.
         reason: String,
+        /// The device's allocation error, for device outputs; `None` where
+        /// this crate's size checks or the host allocator refused.
+        source: Option<Box<crate::Error>>,
     },
     /// The memory lent to a read ([`ReadInto`](super::ReadInto)) cannot
     /// take its result: of another size than the selection's bytes, or
@@ -131,11 +142,20 @@ pub enum ReadError {
         /// zarrs' error, or what was wrong with what it returned.
         source: BoxedSource,
     },
-    /// The reader's own machinery failed (a task panicked or was cancelled).
+    /// The reader's own machinery failed.
     #[error("the read failed: {reason}")]
     Pipeline {
-        /// Why.
+        /// Which of the reader's own expectations failed (no other error
+        /// is behind it).
         reason: String,
+    },
+    /// A task of the reader panicked or was cancelled.
+    #[error("the read failed: {task} task failed: {source}")]
+    Task {
+        /// Which task: `fetching` or `decoding`.
+        task: &'static str,
+        /// tokio's error.
+        source: tokio::task::JoinError,
     },
     /// The batch codec or the GPU failed.
     #[error(transparent)]

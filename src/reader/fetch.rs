@@ -77,8 +77,9 @@ pub(crate) async fn fetch_waves<S: ?Sized + AsyncReadableStorageTraits + 'static
         let (array, plan) = (array.with_storage(array.storage()), plan.clone());
         return tokio::task::spawn_blocking(move || fetch_waves_blocking(&array, &plan.chunks, wave_bytes, &tx))
             .await
-            .map_err(|e| ReadError::Pipeline {
-                reason: format!("fetching task failed: {e}"),
+            .map_err(|source| ReadError::Task {
+                task: "fetching",
+                source,
             })?;
     }
     let fetched = futures::stream::iter(plan.chunks.iter().enumerate())

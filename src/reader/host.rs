@@ -38,6 +38,7 @@ impl HostOutput {
             shape: shape.to_vec(),
             bytes: len as u128,
             reason: "the allocator refused it".into(),
+            source: None,
         })?;
         crate::host_memory::advise_huge_pages(&mut data);
         let ptr = data.as_mut_ptr();

@@ -16,6 +16,7 @@ pub(crate) fn checked_output_len(shape: &[u64], elem: usize, engine: Option<&Cud
         shape: shape.to_vec(),
         bytes,
         reason,
+        source: None,
     };
     let len = usize::try_from(bytes).map_err(|_| too_large("more than this machine can address".into()))?;
     let (memory, what) = match engine {
@@ -53,7 +54,9 @@ mod tests {
     #[test]
     fn outputs_beyond_memory_are_refused_with_their_shape_and_size() {
         match checked_output_len(&[10_000_000_000_000, 120], 4, None) {
-            Err(ReadError::OutputTooLarge { shape, bytes, reason }) => {
+            Err(ReadError::OutputTooLarge {
+                shape, bytes, reason, ..
+            }) => {
                 assert_eq!(shape, [10_000_000_000_000, 120]);
                 assert_eq!(bytes, 4_800_000_000_000_000);
                 assert!(reason.contains("memory"), "{reason}");

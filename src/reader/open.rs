@@ -39,17 +39,18 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
         Ok(Ok(array)) if array.data_type().fixed_size().is_none() => {
             return Err(ReadError::UnsupportedDataType {
                 url: url.to_string(),
-                reason: format!(
+                source: format!(
                     "data type {} has elements of variable size; the reader reads fixed-size elements only",
                     array.data_type()
-                ),
+                )
+                .into(),
             })
         }
         Ok(Ok(array)) => return Ok(array),
         Ok(Err(ArrayCreateError::DataTypeCreateError(e))) => {
             return Err(ReadError::UnsupportedDataType {
                 url: url.to_string(),
-                reason: e.to_string(),
+                source: e.into(),
             })
         }
         // The store's error names the request (method and URL).
@@ -62,7 +63,7 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
         Ok(Err(e)) => Err(store_error(format!("LIST of the array's prefix failed: {e}").into())),
         Ok(Ok(_)) => Err(ReadError::Open {
             url: url.to_string(),
-            reason: open_error.to_string(),
+            source: Box::new(open_error),
         }),
     }
 }

@@ -4,7 +4,7 @@
 use zarrs::array::{Array, ArraySubset};
 
 use super::selection::{Selection, StridedRange};
-use super::ReadError;
+use super::{BoxedSource, ReadError};
 use crate::cuda::RowCopy;
 
 /// One dimension of a box copy, outside the contiguous row.
@@ -246,7 +246,7 @@ struct DimPart {
 /// The chunks along dimension `d` that hold indices of `sel`: one entry per
 /// such chunk, found by jumping from chunk to chunk (never per index).
 fn dim_parts<S: ?Sized>(array: &Array<S>, d: usize, sel: &StridedRange) -> Result<Vec<DimPart>, ReadError> {
-    let invalid = |reason: String| ReadError::InvalidSubset { reason };
+    let invalid = |source: BoxedSource| ReadError::InvalidSubset { source };
     let (total, n) = (sel.count(), array.dimensionality());
     let mut parts = Vec::new();
     let mut point = vec![0u64; n];
@@ -257,9 +257,9 @@ fn dim_parts<S: ?Sized>(array: &Array<S>, d: usize, sel: &StridedRange) -> Resul
         let chunk = array
             .chunk_grid()
             .chunk_indices(&point)
-            .map_err(|e| invalid(e.to_string()))?
-            .ok_or_else(|| invalid(format!("index {index} of dimension {d} is in no chunk")))?;
-        let subset = array.chunk_subset(&chunk).map_err(|e| invalid(e.to_string()))?;
+            .map_err(|e| invalid(e.into()))?
+            .ok_or_else(|| invalid(format!("index {index} of dimension {d} is in no chunk").into()))?;
+        let subset = array.chunk_subset(&chunk).map_err(|e| invalid(e.into()))?;
         let (chunk_start, chunk_len) = (subset.start()[d], subset.shape()[d]);
         let local_start = index - chunk_start;
         let count = ((chunk_len - local_start - 1) / sel.step + 1).min(total - done);
@@ -290,7 +290,7 @@ pub(crate) fn plan<S: ?Sized>(
 ) -> Result<Plan, ReadError> {
     selection
         .check_within(array.shape())
-        .map_err(|reason| ReadError::InvalidSubset { reason })?;
+        .map_err(|reason| ReadError::InvalidSubset { source: reason.into() })?;
     let shape = selection.shape();
     let steps: Vec<u64> = selection.dims().iter().map(|d| d.step).collect();
     let mut chunks = Vec::new();
@@ -352,7 +352,7 @@ fn chunk_plan<S: ?Sized>(
     let box_shape: Vec<u64> = counts.iter().zip(steps).map(|(c, s)| (c - 1) * s + 1).collect();
     let copy = BoxCopy::strided(&chunk_shape, &local_start, steps, out_shape, &dst_start, &counts, elem);
     let local_box = ArraySubset::new_with_start_shape(local_start, box_shape)
-        .map_err(|e| ReadError::InvalidSubset { reason: e.to_string() })?;
+        .map_err(|e| ReadError::InvalidSubset { source: e.into() })?;
     Ok(ChunkPlan {
         indices,
         key,

@@ -123,7 +123,7 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     let data_type = array.data_type().clone();
     selection
         .check_within(array.shape())
-        .map_err(|reason| ReadError::InvalidSubset { reason })?;
+        .map_err(|reason| ReadError::InvalidSubset { source: reason.into() })?;
     let elem = data_type.fixed_size().ok_or_else(|| ReadError::Pipeline {
         reason: format!("data type {data_type:?} has no fixed size; the reader reads fixed-size types"),
     })?;

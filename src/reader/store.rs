@@ -37,7 +37,7 @@ use object_store::prefix::PrefixStore;
 use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, RetryConfig};
 use url::Url;
 
-use super::ReadError;
+use super::{BoxedSource, ReadError};
 
 /// Default request timeout.
 pub const DEFAULT_TIMEOUT: &str = "30s";
@@ -71,16 +71,21 @@ pub fn parse_duration(text: &str) -> Result<Duration, String> {
 
 /// The retry configuration from `options`, removing this crate's keys.
 fn retry_config(options: &mut HashMap<String, String>) -> Result<RetryConfig, ReadError> {
-    let config = |reason: String| ReadError::Config { reason };
     let max_retries = match options.remove("max_retries") {
         Some(v) => v
             .trim()
             .parse()
-            .map_err(|_| config(format!("max_retries: {v:?} is not a count")))?,
+            .map_err(|e: std::num::ParseIntError| ReadError::Config {
+                reason: format!("max_retries: {v:?} is not a count"),
+                source: Some(e.into()),
+            })?,
         None => DEFAULT_MAX_RETRIES,
     };
     let retry_timeout = match options.remove("retry_timeout") {
-        Some(v) => parse_duration(&v).map_err(|e| config(format!("retry_timeout: {e}")))?,
+        Some(v) => parse_duration(&v).map_err(|e| ReadError::Config {
+            reason: format!("retry_timeout: {e}"),
+            source: None,
+        })?,
         None => DEFAULT_RETRY_TIMEOUT,
     };
     let backoff = BackoffConfig {
@@ -144,6 +149,7 @@ fn require_allow_http(endpoint: Option<&str>, allow_http: Option<&str>) -> Resul
                 reason: format!(
                     "{endpoint} is plain HTTP, which is refused unless the storage option allow_http is \"true\""
                 ),
+                source: None,
             })
         }
         _ => Ok(()),
@@ -170,7 +176,7 @@ fn raw_key(url: &str) -> &str {
 fn with_prefix(store: Arc<dyn ObjectStore>, prefix: &str) -> Result<Arc<dyn ObjectStore>, ReadError> {
     let prefix = Path::parse(prefix.trim_matches('/')).map_err(|e| ReadError::InvalidUrl {
         url: prefix.into(),
-        reason: e.to_string(),
+        source: e.into(),
     })?;
     Ok(if prefix.as_ref().is_empty() {
         store
@@ -210,15 +216,15 @@ impl StoreIo {
 /// Opens the store at `url`, rooted at the URL's path, with `options` (see
 /// the [module documentation](self)).
 pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dyn ObjectStore>, ReadError> {
-    let invalid = |reason: String| ReadError::InvalidUrl {
+    let invalid = |source: BoxedSource| ReadError::InvalidUrl {
         url: url.to_string(),
-        reason,
+        source,
     };
     let parsed = match Url::parse(url) {
         Ok(parsed) if parsed.scheme().len() > 1 => parsed,
         // A plain path (a one-letter "scheme" is a Windows drive).
         _ => {
-            let path = std::path::absolute(url).map_err(|e| invalid(e.to_string()))?;
+            let path = std::path::absolute(url).map_err(|e| invalid(e.into()))?;
             return local(&path);
         }
     };
@@ -226,7 +232,7 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
     match parsed.scheme() {
         "file" => match parsed.host_str() {
             None | Some("" | "localhost") => local(std::path::Path::new(raw_key(url))),
-            Some(host) => Err(invalid(format!("not a local file path (host {host:?})"))),
+            Some(host) => Err(invalid(format!("not a local file path (host {host:?})").into())),
         },
         "memory" => with_prefix(Arc::new(InMemory::new()), raw_key(url)),
         "s3" | "s3a" => {
@@ -241,8 +247,9 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
                 )
                 .with_retry(retry);
             for (key, value) in &options {
-                let key: AmazonS3ConfigKey = key.parse().map_err(|_| ReadError::Config {
+                let key: AmazonS3ConfigKey = key.parse().map_err(|e| ReadError::Config {
                     reason: format!("unknown S3 storage option {key:?}"),
+                    source: Some(Box::new(e)),
                 })?;
                 builder = builder.with_config(key, value.clone());
             }
@@ -251,7 +258,7 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
                 .or_else(|| builder.get_config_value(&AmazonS3ConfigKey::Endpoint));
             let allow_http = builder.get_config_value(&AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp));
             require_allow_http(endpoint.as_deref(), allow_http.as_deref())?;
-            let store = builder.build().map_err(|e| invalid(e.to_string()))?;
+            let store = builder.build().map_err(|e| invalid(e.into()))?;
             with_prefix(Arc::new(store), raw_key(url))
         }
         "http" | "https" => {
@@ -263,16 +270,17 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
                 .with_config(ClientConfigKey::ConnectTimeout, DEFAULT_CONNECT_TIMEOUT)
                 .with_retry(retry);
             for (key, value) in &options {
-                let key: ClientConfigKey = key.parse().map_err(|_| ReadError::Config {
+                let key: ClientConfigKey = key.parse().map_err(|e| ReadError::Config {
                     reason: format!("unknown HTTP storage option {key:?}"),
+                    source: Some(Box::new(e)),
                 })?;
                 builder = builder.with_config(key, value.clone());
             }
-            Ok(Arc::new(builder.build().map_err(|e| invalid(e.to_string()))?))
+            Ok(Arc::new(builder.build().map_err(|e| invalid(e.into()))?))
         }
-        other => Err(invalid(format!(
-            "unsupported scheme {other:?}; supported: file, s3, http(s), memory, or a path"
-        ))),
+        other => Err(invalid(
+            format!("unsupported scheme {other:?}; supported: file, s3, http(s), memory, or a path").into(),
+        )),
     }
 }
 
@@ -316,6 +324,15 @@ mod tests {
         let opts = HashMap::from([("no_such_option".to_string(), "1".to_string())]);
         let err = open_store("s3://bucket/prefix", &opts).err().unwrap();
         assert!(err.to_string().contains("no_such_option"), "{err}");
+        // object_store's own error is kept as the source.
+        let source = std::error::Error::source(&err).expect("the parser's error is kept");
+        assert!(source.downcast_ref::<object_store::Error>().is_some(), "{source:?}");
+        let err = open_store("memory:///a//b", &none).err().unwrap();
+        let source = std::error::Error::source(&err).expect("the prefix's error is kept");
+        assert!(
+            source.downcast_ref::<object_store::path::Error>().is_some(),
+            "{err}: {source:?}"
+        );
         assert!(open_store("memory://", &none).is_ok());
     }
 

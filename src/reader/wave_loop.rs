@@ -70,8 +70,9 @@ async fn consume_waves<D: WaveDecoder>(
             Ok::<_, ReadError>(())
         })
         .await
-        .map_err(|e| ReadError::Pipeline {
-            reason: format!("decoding task failed: {e}"),
+        .map_err(|source| ReadError::Task {
+            task: "decoding",
+            source,
         })??;
         tracker.decoded(placed as u64);
         if crate::profile::enabled() {

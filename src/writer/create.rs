@@ -192,9 +192,10 @@ pub async fn create_array(
 ) -> Result<ObjectStoreArray, WriteError> {
     let (key, metadata) = new.metadata()?;
     if let Ok(path) = local_path(url) {
-        std::fs::create_dir_all(&path).map_err(|e| WriteError::Store {
+        std::fs::create_dir_all(&path).map_err(|source| WriteError::CreateDir {
             key: key.into(),
-            reason: format!("cannot create {}: {e}", path.display()),
+            path,
+            source,
         })?;
     }
     let store = Arc::new(AsyncObjectStore::new(open_store(url, storage_options)?));
@@ -204,7 +205,7 @@ pub async fn create_array(
         .await
         .map_err(|e| WriteError::Store {
             key: key.into(),
-            reason: e.to_string(),
+            source: e.into(),
         })?;
     Ok(open_array(url, storage_options).await?)
 }

@@ -100,7 +100,7 @@ pub(crate) unsafe fn gather_device(
         starts.push(total);
         total += chunk.chunk_len;
     }
-    let staging = DeviceArray::alloc(engine.clone(), total).map_err(WriteError::from_read)?;
+    let staging = DeviceArray::alloc(engine.clone(), total)?;
     let cuda = |call: &'static str| move |source: cudarc::driver::DriverError| Error::Cuda { call, source };
     engine.context().bind_to_thread().map_err(cuda("cuCtxSetCurrent"))?;
     let stream = engine.stream();

@@ -64,7 +64,7 @@ pub use store::WriteSummary;
 
 use crate::codec::Backend;
 use crate::cuda::CudaEngine;
-use crate::reader::{classify_chain, runtime, ReadError, Selection};
+use crate::reader::{classify_chain, runtime, BoxedSource, ReadError, Selection};
 use encode::ChunkEncoder;
 use wave::{encode_wave, read_partial, WaveEncoder};
 use zarrs_pipeline::write_with_zarrs;
@@ -73,10 +73,10 @@ use zarrs_pipeline::write_with_zarrs;
 #[derive(Debug, thiserror::Error)]
 pub enum WriteError {
     /// The subset does not fit the array.
-    #[error("invalid subset: {reason}")]
+    #[error("invalid subset: {source}")]
     InvalidSubset {
-        /// Why.
-        reason: String,
+        /// The selection's own check, or zarrs' error for a chunk it names.
+        source: BoxedSource,
     },
     /// The data does not hold the subset.
     #[error("the data has {actual} bytes, the subset of shape {shape:?} needs {expected}")]
@@ -91,34 +91,46 @@ pub enum WriteError {
     /// Invalid options or metadata for a new array.
     #[error("invalid options: {reason}")]
     Config {
-        /// Why.
+        /// Which option or metadata field, and what is wrong with it (this
+        /// crate's own checks: no other error is behind it).
         reason: String,
     },
     /// Putting or deleting a chunk failed (after the store's retries).
-    #[error("storing chunk {key} failed: {reason}")]
+    #[error("storing chunk {key} failed: {source}")]
     Store {
         /// The chunk's key.
         key: String,
-        /// The store's error.
-        reason: String,
+        /// The store's error (zarrs' `StorageError`), or zarrs' refusal of
+        /// the key.
+        source: BoxedSource,
+    },
+    /// The local directory of a new array cannot be created.
+    #[error("storing chunk {key} failed: cannot create {}: {source}", path.display())]
+    CreateDir {
+        /// The key of the array's metadata.
+        key: String,
+        /// The directory.
+        path: std::path::PathBuf,
+        /// The operating system's error.
+        source: std::io::Error,
     },
     /// The zarrs pipeline (chains without a batched encoder) failed on a chunk.
-    #[error("zarrs failed to write chunk {key}: {reason}")]
+    #[error("zarrs failed to write chunk {key}: {source}")]
     ChunkPipeline {
         /// The chunk's key.
         key: String,
-        /// zarrs' error.
-        reason: String,
+        /// zarrs' error (boxed: it is large).
+        source: Box<zarrs::array::ArrayError>,
     },
     /// Reading what a write needs (stored chunks the subset covers in part,
     /// or the array after creating it) failed.
     #[error(transparent)]
     Read(#[from] ReadError),
-    /// The writer's own machinery failed (a task panicked or was cancelled).
-    #[error("the write failed: {reason}")]
+    /// A task of the writer panicked or was cancelled.
+    #[error("the write failed: writer task failed: {source}")]
     Pipeline {
-        /// Why.
-        reason: String,
+        /// tokio's error.
+        source: tokio::task::JoinError,
     },
     /// The batch codec or the GPU failed.
     #[error(transparent)]
@@ -129,15 +141,7 @@ impl WriteError {
     /// A planning error of the reader as a writer's error.
     fn from_plan(err: ReadError) -> Self {
         match err {
-            ReadError::InvalidSubset { reason } => Self::InvalidSubset { reason },
-            other => Self::Read(other),
-        }
-    }
-
-    /// A device allocation error of the reader as a writer's error.
-    fn from_read(err: ReadError) -> Self {
-        match err {
-            ReadError::Engine(e) => Self::Engine(e),
+            ReadError::InvalidSubset { source } => Self::InvalidSubset { source },
             other => Self::Read(other),
         }
     }
@@ -252,7 +256,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     let shape = subset.shape().to_vec();
     Selection::from(subset)
         .check_within(array.shape())
-        .map_err(|reason| WriteError::InvalidSubset { reason })?;
+        .map_err(|reason| WriteError::InvalidSubset { source: reason.into() })?;
     let expected = subset.num_elements_usize() * elem;
     if data.len() != expected {
         return Err(WriteError::DataSize {

@@ -46,14 +46,14 @@ pub(crate) fn plan<S: ?Sized>(
         .chunks
         .into_iter()
         .map(|chunk| {
-            let invalid = |e: &dyn std::fmt::Display| WriteError::InvalidSubset { reason: e.to_string() };
+            let invalid = |e: zarrs::array::ArrayError| WriteError::InvalidSubset { source: e.into() };
             let chunk_shape: Vec<u64> = array
                 .chunk_shape(&chunk.indices)
-                .map_err(|e| invalid(&e))?
+                .map_err(invalid)?
                 .iter()
                 .map(|n| n.get())
                 .collect();
-            let bounded = array.chunk_subset_bounded(&chunk.indices).map_err(|e| invalid(&e))?;
+            let bounded = array.chunk_subset_bounded(&chunk.indices).map_err(invalid)?;
             let in_bounds = ArraySubset::new_with_shape(bounded.shape().to_vec());
             let local = &chunk.local_box;
             let gather = BoxCopy::strided(

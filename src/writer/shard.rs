@@ -172,7 +172,7 @@ impl ShardLayout {
             starts.push(total);
             total += copy.bytes();
         }
-        let inner = DeviceArray::alloc(engine.clone(), total).map_err(WriteError::from_read)?;
+        let inner = DeviceArray::alloc(engine.clone(), total)?;
         let mut rows: Vec<Rows> = Vec::new();
         for ((src, copy), start) in copies.iter().zip(&starts) {
             let dst = inner.device_ptr() + *start as u64;

@@ -52,16 +52,13 @@ async fn store_wave<S: ?Sized + AsyncWritableStorageTraits + 'static>(
             async move {
                 let store_key = StoreKey::new(key.clone()).map_err(|e| WriteError::Store {
                     key: key.clone(),
-                    reason: e.to_string(),
+                    source: e.into(),
                 })?;
                 let done = match stored {
                     Stored::Put(bytes) => storage.set(&store_key, bytes).await,
                     Stored::Fill => storage.erase(&store_key).await,
                 };
-                done.map_err(|e| WriteError::Store {
-                    key,
-                    reason: e.to_string(),
-                })
+                done.map_err(|e| WriteError::Store { key, source: e.into() })
             }
         })
         .buffer_unordered(in_flight.max(1))

@@ -18,9 +18,7 @@ use crate::reader::{read_chunks_parallel, ReadOptions};
 
 /// The result of a writer task.
 pub(crate) fn joined<T>(result: Result<Result<T, WriteError>, tokio::task::JoinError>) -> Result<T, WriteError> {
-    result.map_err(|e| WriteError::Pipeline {
-        reason: format!("writer task failed: {e}"),
-    })?
+    result.map_err(|source| WriteError::Pipeline { source })?
 }
 
 /// The stored values of the wave's partly covered chunks (their in-bounds
@@ -46,7 +44,7 @@ pub(crate) async fn read_partial<S: ?Sized + AsyncReadableWritableStorageTraits 
             }
             let bounded = array
                 .chunk_subset_bounded(&chunk.indices)
-                .map_err(|e| WriteError::InvalidSubset { reason: e.to_string() })?;
+                .map_err(|e| WriteError::InvalidSubset { source: e.into() })?;
             let data = read_chunks_parallel(array, &bounded, read).await?;
             Ok(Some(data.into_host_bytes()?))
         }

@@ -37,7 +37,7 @@ pub(crate) async fn write_with_zarrs<S: ?Sized + AsyncReadableWritableStorageTra
                         .await
                         .map_err(|e| WriteError::ChunkPipeline {
                             key: chunk.key.clone(),
-                            reason: e.to_string(),
+                            source: Box::new(e),
                         })?;
                     Ok::<_, WriteError>(WriteSummary {
                         stored: usize::from(!fill_chunk),

@@ -3,7 +3,7 @@
 //! c-blosc trusts much of a chunk's header: a chunk whose version byte or
 //! block offsets are corrupt can decode, through zarrs' partial decoder
 //! (`blosc_getitem`), to wrong data without an error. This codec parses each
-//! chunk with [`crate::format::blosc::parse`] first (version, flags, sizes,
+//! chunk with this crate's blosc parser first (version, flags, sizes,
 //! every block offset and stream size within the chunk, the decoded size
 //! equal to the chunk's) and only then hands it to zarrs' `blosc`. Chunks
 //! always decode whole (no `blosc_getitem`).

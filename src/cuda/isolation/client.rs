@@ -9,7 +9,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 use super::protocol::{read_message, write_message, Request};
-use crate::error::{Error, Result};
+use crate::error::{Result, WorkerError};
 
 /// The name of the worker binary this crate builds.
 pub const WORKER_BINARY: &str = "zarrs-nvcomp-gpu-worker";
@@ -45,13 +45,7 @@ fn worker_command() -> Result<Vec<OsString>> {
         .map(PathBuf::into_os_string)
         .find(|p| std::path::Path::new(p).is_file())
         .map(|p| vec![p])
-        .ok_or_else(|| {
-            Error::worker(format!(
-                "no worker program to decode untrusted data on the GPU: set ZARRS_NVCOMP_GPU_WORKER to the \
-                 {WORKER_BINARY} binary, call zarrs_nvcomp::cuda::set_worker_command, or decode data you trust \
-                 with trusted input enabled"
-            ))
-        })
+        .ok_or_else(|| WorkerError::NoProgram { binary: WORKER_BINARY }.into())
 }
 
 /// How long a worker may take for a batch decoding to `total_out` bytes:
@@ -89,7 +83,10 @@ impl Worker {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| Error::worker(format!("cannot start the GPU decoding worker {command:?}: {e}")))?;
+            .map_err(|e| WorkerError::Spawn {
+                command: command.clone(),
+                source: e.into(),
+            })?;
         let (stdin, mut stdout) = (child.stdin.take().unwrap(), child.stdout.take().unwrap());
         let (tx, replies) = mpsc::channel();
         std::thread::Builder::new()
@@ -101,7 +98,7 @@ impl Worker {
                     break;
                 }
             })
-            .map_err(|e| Error::worker(format!("cannot start a thread: {e}")))?;
+            .map_err(|e| WorkerError::Thread(e.into()))?;
         let mut worker = Self { child, stdin, replies };
         worker.reply(START_TIMEOUT)?;
         Ok(worker)
@@ -112,27 +109,27 @@ impl Worker {
         let reply = match self.replies.recv_timeout(timeout) {
             Ok(Ok(reply)) => reply,
             Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => {
-                let status = self.child.wait().map(|s| s.to_string()).unwrap_or_default();
-                return Err(Error::worker(format!("the GPU decoding worker died ({status})")));
+                let status = self.child.wait().ok();
+                return Err(WorkerError::Died { status }.into());
             }
             Err(RecvTimeoutError::Timeout) => {
                 let _ = self.child.kill();
                 let _ = self.child.wait();
-                return Err(Error::worker(format!(
-                    "the GPU decoder did not finish within {timeout:?} and was stopped"
-                )));
+                return Err(WorkerError::TimedOut { after: timeout }.into());
             }
         };
         match reply.split_first() {
             Some((0, _)) => Ok(()),
-            Some((_, message)) => Err(Error::worker(String::from_utf8_lossy(message).into_owned())),
-            None => Err(Error::worker("empty reply from the GPU decoding worker".into())),
+            Some((_, message)) => Err(WorkerError::Reply {
+                message: String::from_utf8_lossy(message).into_owned(),
+            }
+            .into()),
+            None => Err(WorkerError::EmptyReply.into()),
         }
     }
 
     fn call(&mut self, request: &Request) -> Result<()> {
-        write_message(&mut self.stdin, &request.encode())
-            .map_err(|e| Error::worker(format!("the GPU decoding worker is gone: {e}")))?;
+        write_message(&mut self.stdin, &request.encode()).map_err(|e| WorkerError::Gone(e.into()))?;
         self.reply(decode_timeout(request.total_out))
     }
 }

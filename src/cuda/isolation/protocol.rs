@@ -17,7 +17,7 @@ use cudarc::driver::sys;
 
 use crate::algorithm::Algorithm;
 use crate::cuda::memory::{cuda_err, DeviceBuffer};
-use crate::error::Result;
+use crate::error::{Result, WorkerError};
 
 /// Operation of a request: nvCOMP's decompression.
 pub(super) const OP_DECOMPRESS: u32 = 1;
@@ -157,10 +157,10 @@ impl Request {
     }
 
     /// Reads a request from its bytes on the wire; the error says what is missing.
-    pub(super) fn decode(bytes: &[u8]) -> std::result::Result<Self, String> {
+    pub(super) fn decode(bytes: &[u8]) -> std::result::Result<Self, WorkerError> {
         let mut r = Reader(bytes);
         let (op, device, n) = (r.u32()?, r.u32()?, r.u64()?);
-        let mut shared = || -> std::result::Result<Shared, String> {
+        let mut shared = || -> std::result::Result<Shared, WorkerError> {
             Ok(Shared {
                 handle: r.take(64)?.try_into().unwrap(),
                 id: r.u64()?,
@@ -178,7 +178,7 @@ impl Request {
             statuses: r.u64()?,
         };
         let (max_piece, total_out) = (r.u64()?, r.u64()?);
-        let algorithm = String::from_utf8(r.0.to_vec()).map_err(|e| e.to_string())?;
+        let algorithm = String::from_utf8(r.0.to_vec()).map_err(WorkerError::RequestText)?;
         Ok(Self {
             op,
             device,
@@ -197,18 +197,18 @@ impl Request {
 struct Reader<'a>(&'a [u8]);
 
 impl<'a> Reader<'a> {
-    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], String> {
+    fn take(&mut self, n: usize) -> std::result::Result<&'a [u8], WorkerError> {
         if self.0.len() < n {
-            return Err("truncated request".into());
+            return Err(WorkerError::TruncatedRequest);
         }
         let (head, rest) = self.0.split_at(n);
         self.0 = rest;
         Ok(head)
     }
-    fn u32(&mut self) -> std::result::Result<u32, String> {
+    fn u32(&mut self) -> std::result::Result<u32, WorkerError> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
     }
-    fn u64(&mut self) -> std::result::Result<u64, String> {
+    fn u64(&mut self) -> std::result::Result<u64, WorkerError> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
     }
 }

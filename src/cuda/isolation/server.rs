@@ -13,7 +13,7 @@ use super::protocol::{read_message, write_message, Request, Shared, OP_DECOMPRES
 use crate::algorithm::Algorithm;
 use crate::cuda::api::{self, BatchArgs};
 use crate::cuda::memory::{cuda_err, ensure_device, DeviceBuffer};
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, WorkerError};
 
 /// A device allocation of the engine's process, mapped into the worker's.
 struct Mapped {
@@ -39,10 +39,11 @@ struct Server {
 }
 
 impl Server {
-    fn new(device: usize) -> std::result::Result<Self, String> {
-        let lib = nvcomp_sys::library().map_err(|e| e.to_string())?;
-        let ctx = CudaContext::new(device).map_err(|e| e.to_string())?;
-        let stream = ctx.new_stream().map_err(|e| e.to_string())?;
+    fn new(device: usize) -> std::result::Result<Self, WorkerError> {
+        let setup = |e: cudarc::driver::DriverError| WorkerError::Setup(Arc::new(e));
+        let lib = nvcomp_sys::library().map_err(|e| WorkerError::Setup(Arc::new(e)))?;
+        let ctx = CudaContext::new(device).map_err(setup)?;
+        let stream = ctx.new_stream().map_err(setup)?;
         Ok(Self {
             ctx,
             stream,
@@ -79,10 +80,11 @@ impl Server {
         unsafe { result::memcpy_dtoh_sync(&mut ptrs, input + at) }.map_err(cuda_err("cuMemcpyDtoH"))?;
         for p in &mut ptrs {
             if *p < shared.base || *p > shared.base + shared.len {
-                return Err(Error::worker(format!(
-                    "pointer {p:#x} lies outside the shared memory at {:#x}",
-                    shared.base
-                )));
+                return Err(WorkerError::PointerOutside {
+                    pointer: *p,
+                    base: shared.base,
+                }
+                .into());
             }
             *p = *p - shared.base + mapped;
         }
@@ -91,7 +93,7 @@ impl Server {
 
     fn handle(&mut self, request: &Request) -> Result<()> {
         let algorithm = Algorithm::from_config(
-            &serde_json::from_str(&request.algorithm).map_err(|e| Error::worker(e.to_string()))?,
+            &serde_json::from_str(&request.algorithm).map_err(|e| WorkerError::RequestJson(Arc::new(e)))?,
         )?;
         let api = api::bind(self.lib, &algorithm);
         let n = request.n as usize;
@@ -147,16 +149,14 @@ pub fn serve_worker(mut input: impl Read, mut output: impl Write) -> std::io::Re
             Err(e) if e.kind() == std::io::ErrorKind::UnexpectedEof => return Ok(()),
             Err(e) => return Err(e),
         };
-        let outcome = Request::decode(&message).map_err(Error::worker).and_then(|request| {
+        let outcome = Request::decode(&message).map_err(Error::from).and_then(|request| {
             let mut servers = SERVERS
                 .get_or_init(Mutex::default)
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
             let server = match servers.entry(request.device) {
                 std::collections::hash_map::Entry::Occupied(e) => e.into_mut(),
-                std::collections::hash_map::Entry::Vacant(v) => {
-                    v.insert(Server::new(request.device as usize).map_err(Error::worker)?)
-                }
+                std::collections::hash_map::Entry::Vacant(v) => v.insert(Server::new(request.device as usize)?),
             };
             server.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
             server.handle(&request)

@@ -1,13 +1,14 @@
-//! The blosc1 parser's decode items, decoded with CPU codecs and unshuffled,
-//! equal c-blosc's own decode for every compressor, shuffle, typesize and
-//! block size.
+//! Tests of [`super::blosc`]: the blosc1 parser's decode items, decoded with
+//! CPU codecs and unshuffled, equal c-blosc's own decode for every
+//! compressor, shuffle, typesize and block size. (A module of their own:
+//! they outgrow the parser's file.)
 
 use std::io::Read;
 
+use super::blosc::{parse, BloscCodec, BloscHeaderError, BloscItem, Shuffle, Unshuffle};
 use zarrs::array::codec::bytes_to_bytes::blosc::{
     blosc_compress_bytes, blosc_decompress_bytes, BloscCompressionLevel, BloscCompressor, BloscShuffleMode,
 };
-use zarrs_nvcomp::format::blosc::{parse, BloscCodec, BloscHeaderError, BloscItem, Shuffle, Unshuffle};
 
 const COMPRESSORS: [BloscCompressor; 6] = [
     BloscCompressor::BloscLZ,
@@ -77,6 +78,42 @@ fn decode_items(chunk: &[u8]) -> Option<Vec<u8>> {
         unshuffle.undo(&shuffled[unshuffle.block.clone()], &mut out[unshuffle.block.clone()]);
     }
     Some(out)
+}
+
+/// c-blosc's unshuffle of one block, with which these tests rebuild a chunk
+/// from its items (the crate itself only validates chunks with [`parse`];
+/// zarrs' `blosc` decodes them).
+impl Unshuffle {
+    /// Writes the unshuffled `block` (the decoded, shuffled bytes of this
+    /// block) into `out`, both `self.block.len()` bytes.
+    pub(crate) fn undo(&self, block: &[u8], out: &mut [u8]) {
+        let t = self.typesize;
+        let m = block.len() / t;
+        match self.shuffle {
+            Shuffle::None => out.copy_from_slice(block),
+            Shuffle::Byte => {
+                for i in 0..m {
+                    for j in 0..t {
+                        out[i * t + j] = block[j * m + i];
+                    }
+                }
+            }
+            Shuffle::Bit => {
+                out[..m * t].fill(0);
+                let row = m / 8;
+                for j in 0..t {
+                    for k in 0..8 {
+                        let bits = &block[(j * 8 + k) * row..][..row];
+                        for i in 0..m {
+                            let bit = (bits[i / 8] >> (i % 8)) & 1;
+                            out[i * t + j] |= bit << k;
+                        }
+                    }
+                }
+            }
+        }
+        out[m * t..].copy_from_slice(&block[m * t..]);
+    }
 }
 
 #[test]
