@@ -227,10 +227,22 @@ def test_gpu_bad_outs_raise_value_error(tmp_path):
 @pytest.mark.gpu
 def test_gpu_pipeline_reads_into_zarrs_device_buffer(tmp_path, outs):
     cp = cupy_or_skip()
-    data = write_partial(tmp_path / "a.zarr", fill_value=-1, shards=(8, 10))
+    data = write_partial(tmp_path / "a.zarr", fill_value=-1)
     with zarr.config.set(PIPELINE), zarr.config.enable_gpu():
         got = zarr.open_array(str(tmp_path / "a.zarr"), mode="r")[2:29, 1:38]
     assert isinstance(got, cp.ndarray)
     np.testing.assert_array_equal(cp.asnumpy(got), data[2:29, 1:38])
     assert len(outs) == 1 and isinstance(outs[0], cp.ndarray)
     assert outs[0].data.ptr == got.data.ptr
+
+
+@pytest.mark.gpu
+def test_gpu_pipeline_reads_sharded_arrays(tmp_path):
+    """zarr reads a sharded array shard by shard through its sharding codec,
+    whose inner chunks (GPU buffers under enable_gpu) the pipeline decodes."""
+    cp = cupy_or_skip()
+    data = write_partial(tmp_path / "s.zarr", fill_value=-1, shards=(8, 10))
+    with zarr.config.set(PIPELINE), zarr.config.enable_gpu():
+        got = zarr.open_array(str(tmp_path / "s.zarr"), mode="r")[2:29, 1:38]
+    assert isinstance(got, cp.ndarray)
+    np.testing.assert_array_equal(cp.asnumpy(got), data[2:29, 1:38])

@@ -38,6 +38,7 @@ from zarr.abc.codec import CodecPipeline
 from zarr.core.buffer import cpu
 from zarr.core.codec_pipeline import BatchedCodecPipeline
 from zarr.registry import register_pipeline
+from zarr.storage import StorePath
 
 from zarrs_nvcomp import _buffers
 from zarrs_nvcomp._batched_write import write_batched
@@ -189,7 +190,7 @@ class NvcompCodecPipeline(CodecPipeline):
         if request is not None and await asyncio.to_thread(self._read_with_reader, request, target):
             return get_results([True] * len(items))
         fetched = await asyncio.gather(
-            *(getter.get(prototype=cpu.buffer_prototype) for getter, *_ in items)
+            *(getter.get(prototype=_fetch_prototype(getter, spec)) for getter, spec, *_ in items)
         )
         await asyncio.to_thread(
             _decode_and_place, self.batched, dtype, items, fetched, target, drop_axes
@@ -250,6 +251,14 @@ _log = logging.getLogger("zarrs_nvcomp.pipeline")
 # where the package exports it.
 NvcompCodecPipeline.__module__ = "zarrs_nvcomp"
 register_pipeline(NvcompCodecPipeline)
+
+
+def _fetch_prototype(getter: Any, spec: Any) -> Any:
+    """The buffer prototype to fetch a chunk in: host buffers from a store
+    (the engine decodes from host bytes), the chunk's own prototype from
+    anything else, since zarr's shard reader serves a shard's inner chunks
+    only in the array's prototype (GPU buffers under ``enable_gpu()``)."""
+    return cpu.buffer_prototype if isinstance(getter, StorePath) else spec.prototype
 
 
 def _decode_and_place(

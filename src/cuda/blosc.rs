@@ -200,7 +200,7 @@ impl CudaEngine {
                 &streams.algorithm,
                 Inputs::Host(&streams.inputs),
                 options,
-                Dest::Given(&regions),
+                Dest::Sized(&regions),
             )
             .map_err(|e| owned(e, &streams.owners))?;
             drop(s);

@@ -40,6 +40,9 @@ pub(super) enum Dest<'a> {
     NewDevice,
     /// The caller's device buffers, one per input.
     Given(&'a [DeviceRegion]),
+    /// The caller's device buffers, one per input, each exactly the decoded
+    /// size of its input (the engine's own callers, which know the sizes).
+    Sized(&'a [DeviceRegion]),
 }
 
 /// The outcome of a decode: where each buffer's decoded bytes are.

@@ -79,8 +79,12 @@ impl CudaEngine {
         let mut pieces = self.pieces(s, algorithm, inputs, hinted_max)?;
         if query_sizes {
             pieces.iter_mut().for_each(|p| p.decoded = None);
-        } else if let Dest::Given(outs) = &*dest {
+        } else if let Dest::Sized(outs) = *dest {
             sizes_from_outputs(&mut pieces, outs);
+        }
+        // From here on the caller's sized buffers are buffers like any other.
+        if let Dest::Sized(outs) = *dest {
+            *dest = Dest::Given(outs);
         }
         profile.mark("framing");
         let pass = Pass {
@@ -416,10 +420,13 @@ fn writes_in_place(dest: &Dest<'_>, ranges: &[Range<usize>], align: usize, isola
     Ok(!isolated && outs.iter().all(|o| o.ptr % align as u64 == 0))
 }
 
-/// Takes the caller's output sizes as the decoded sizes of buffers that are
-/// one piece whose framing declares none (raw LZ4 blocks, deflate streams):
-/// the caller knows them (blosc's streams), nvCOMP's size query is spared,
-/// and a stream that decodes to another size is still an error.
+/// Takes the caller's output sizes ([`Dest::Sized`]) as the decoded sizes of
+/// buffers that are one piece whose framing declares none (raw LZ4 blocks,
+/// deflate streams): the caller knows them (blosc's streams, sized by their
+/// chunk's header), nvCOMP's size query is spared, and a stream that decodes
+/// to another size is still an error. Buffers a user hands over
+/// ([`Dest::Given`]) keep the size query, so a wrong-sized one is reported
+/// as such before nvCOMP writes into it.
 fn sizes_from_outputs(pieces: &mut [DecodePiece], outs: &[DeviceRegion]) {
     let mut per_buffer = vec![0usize; outs.len()];
     for p in pieces.iter() {
