@@ -14,12 +14,8 @@
 //!
 //! Chunks equal to the fill value are found before encoding on the host. On
 //! the device, where comparing would cost a copy of every chunk to the host,
-//! one chunk of fill per chunk length is encoded in the same batch, and a
-//! chunk whose stream equals it is the fill value (a stream decodes to one
-//! thing only); chunks that compressed to at most
-//! 1/[`FILL_CANDIDATE_RATIO`] of their size (as a constant chunk does) are
-//! also copied and compared, for encoders that may not write equal chunks
-//! alike.
+//! only chunks that compressed to at most 1/[`FILL_CANDIDATE_RATIO`] of their
+//! size (as a constant chunk does) are copied and compared.
 
 use std::sync::Arc;
 
@@ -109,36 +105,15 @@ impl ChunkEncoder {
         fill: &[u8],
         write_fill: bool,
     ) -> Result<Vec<Stored>, WriteError> {
-        // One chunk of fill per chunk length, encoded in the same batch: a
-        // chunk whose stream equals its length's is the fill value (equal
-        // streams decode to equal bytes), whatever the algorithm makes of
-        // constant data.
-        let mut lens: Vec<usize> = if write_fill {
-            Vec::new()
-        } else {
-            regions.iter().map(|r| r.len).collect()
-        };
-        lens.sort_unstable();
-        lens.dedup();
-        let references = fill_chunks(engine, &lens, fill)?;
-        let mut all = regions.to_vec();
-        all.extend(references.iter().map(|(region, _)| *region));
         // SAFETY: the regions are slots of a staging allocation the caller
-        // keeps alive and unwritten during the call, and the fill chunks,
-        // alive until the end of this function.
-        let batch = unsafe { engine.encode_device(&self.codec.algorithm().clone(), &all) }?;
-        let mut encoded = crate::cuda::download_batch(engine, &batch)?;
+        // keeps alive and unwritten during the call.
+        let batch = unsafe { engine.encode_device(&self.codec.algorithm().clone(), regions) }?;
+        let encoded = crate::cuda::download_batch(engine, &batch)?;
         drop(batch);
-        drop(references);
-        let fill_streams = encoded.split_off(regions.len());
-        let stream_of_fill = |len: usize| lens.binary_search(&len).ok().map(|i| &fill_streams[i]);
         let stored = encoded
             .into_iter()
             .zip(regions)
             .map(|(bytes, region)| {
-                if stream_of_fill(region.len).is_some_and(|f| *f == bytes) {
-                    return Ok(Stored::Fill);
-                }
                 let candidate = !write_fill && bytes.len() <= region.len / FILL_CANDIDATE_RATIO;
                 if candidate && is_fill(&download_chunk(engine, *region)?, fill) {
                     return Ok(Stored::Fill);
@@ -187,38 +162,4 @@ impl ChunkEncoder {
             })
             .collect()
     }
-}
-
-/// Device chunks of `len` bytes of the repeated `fill` element, one per
-/// length of `lens`: each with its region, which lives as long as its buffer.
-fn fill_chunks(
-    engine: &CudaEngine,
-    lens: &[usize],
-    fill: &[u8],
-) -> Result<Vec<(DeviceRegion, cudarc::driver::CudaSlice<u8>)>, WriteError> {
-    use cudarc::driver::DevicePtr;
-    let stream = engine.stream();
-    let chunks = lens
-        .iter()
-        .map(|&len| {
-            let host: Vec<u8> = fill.iter().copied().cycle().take(len).collect();
-            let mut buffer = engine.alloc(len.max(1))?;
-            if len > 0 {
-                stream
-                    .memcpy_htod(&host, &mut buffer)
-                    .map_err(|source| crate::Error::Cuda {
-                        call: "cuMemcpyHtoD",
-                        source,
-                    })?;
-            }
-            let (ptr, guard) = buffer.device_ptr(stream);
-            drop(guard);
-            Ok((DeviceRegion { ptr, len }, buffer))
-        })
-        .collect::<Result<Vec<_>, crate::Error>>()?;
-    stream.synchronize().map_err(|source| crate::Error::Cuda {
-        call: "cuStreamSynchronize",
-        source,
-    })?;
-    Ok(chunks)
 }
