@@ -17,7 +17,8 @@ use rayon::prelude::*;
 use super::checksums::ContentCheck;
 use super::copies::Copy;
 use super::decode::Dest;
-use super::memory::DeviceBuffer;
+use super::engine::Scratch;
+use super::memory::{ensure_pinned, DeviceBuffer};
 use super::staging::Inputs;
 use super::unshuffle::BlockUnshuffle;
 use super::{CudaEngine, DecodeOptions, DeviceRegion, Scatter};
@@ -242,19 +243,24 @@ impl CudaEngine {
         unsafe { self.enqueue_scatter(&batch.scatter, |_| unshuffled.ptr(), dst, fill_source) }
     }
 
-    /// Uploads the stored bytes, gathered into one host buffer, with one
-    /// copy, and places them in the shuffled scratch at `base` with one
-    /// launch of the copy kernel; returns the staging memory, which must
-    /// live until the stream has run the copies.
+    /// Uploads the stored bytes, gathered in parallel into the engine's
+    /// pinned input buffer, with one copy at the bus's speed (pageable
+    /// memory went through the driver's bounce buffers at a fraction of it),
+    /// and places them in the shuffled scratch at `base` with one launch of
+    /// the copy kernel; waits for both, since the pinned buffer is the
+    /// engine's, and returns the device staging memory.
     fn upload_stored(&self, stored: &[(&[u8], usize)], base: u64) -> Result<Option<DeviceBuffer>> {
         if stored.is_empty() {
             return Ok(None);
         }
         let offsets = crate::batch::offsets_of(stored.iter().map(|(bytes, _)| bytes.len()));
         let total = *offsets.last().expect("one offset more than buffers");
-        let mut gathered = vec![0u8; total];
+        let staging = self.alloc_output(total)?;
+        let mut guard = self.lock()?;
+        let s: &mut Scratch = &mut guard;
+        let pinned = ensure_pinned(self.context(), &mut s.pinned_in, total)?;
         let mut parts: Vec<&mut [u8]> = Vec::with_capacity(stored.len());
-        let mut rest = gathered.as_mut_slice();
+        let mut rest = &mut pinned.as_mut_slice()[..total];
         for (bytes, _) in stored {
             let (part, tail) = rest.split_at_mut(bytes.len());
             parts.push(part);
@@ -264,19 +270,19 @@ impl CudaEngine {
             .into_par_iter()
             .zip(stored.par_iter())
             .for_each(|(part, (bytes, _))| part.copy_from_slice(bytes));
-        let staging = self.alloc_output(total)?;
-        // SAFETY: `total` bytes into the staging buffer; from pageable
-        // memory the driver copies them out before it returns.
-        unsafe { self.upload(staging.ptr(), &gathered)? };
+        // SAFETY: `total` bytes of pinned memory into the staging buffer,
+        // which holds them; the stream is synchronised below, before the
+        // pinned buffer can be written again.
+        unsafe { self.upload(staging.ptr(), &pinned.as_slice()[..total])? };
         let copies = stored.iter().zip(&offsets).map(|((bytes, at), off)| Copy {
             dst: base + *at as u64,
             src: staging.ptr() + *off as u64,
             len: bytes.len(),
         });
-        let mut s = self.lock()?;
         // SAFETY: sources in the staging buffer, destinations in the
         // shuffled scratch (asserted within it).
         unsafe { self.copy_all(&mut s.copier, copies)? };
+        self.sync()?;
         Ok(Some(staging))
     }
 }
