@@ -218,7 +218,7 @@ impl CudaEngine {
             // SAFETY: the regions lie in the shuffled scratch, decoded above.
             unsafe { self.verify_checksums(&sums, &checks)? };
         }
-        let staged = self.upload_stored(&batch.stored, shuffled.ptr())?;
+        self.upload_stored(&batch.stored, shuffled.ptr())?;
         let blocks: Vec<BlockUnshuffle> = batch
             .blocks
             .iter()
@@ -236,8 +236,6 @@ impl CudaEngine {
         // SAFETY: sources in the shuffled scratch, destinations in the
         // unshuffled one or `dst` (asserted), disjoint by the plan.
         unsafe { self.enqueue_unshuffle(&blocks)? };
-        // The staged stored bytes were copied before the unshuffle ran.
-        drop(staged);
         // SAFETY: the unshuffled scratch holds `unshuffled_len` bytes, live
         // until the caller synchronises; rows asserted within it and `dst`.
         unsafe { self.enqueue_scatter(&batch.scatter, |_| unshuffled.ptr(), dst, fill_source) }
@@ -248,10 +246,10 @@ impl CudaEngine {
     /// memory went through the driver's bounce buffers at a fraction of it),
     /// and places them in the shuffled scratch at `base` with one launch of
     /// the copy kernel; waits for both, since the pinned buffer is the
-    /// engine's, and returns the device staging memory.
-    fn upload_stored(&self, stored: &[(&[u8], usize)], base: u64) -> Result<Option<DeviceBuffer>> {
+    /// engine's (so the device staging memory is free to go on return).
+    fn upload_stored(&self, stored: &[(&[u8], usize)], base: u64) -> Result<()> {
         if stored.is_empty() {
-            return Ok(None);
+            return Ok(());
         }
         let offsets = crate::batch::offsets_of(stored.iter().map(|(bytes, _)| bytes.len()));
         let total = *offsets.last().expect("one offset more than buffers");
@@ -282,8 +280,7 @@ impl CudaEngine {
         // SAFETY: sources in the staging buffer, destinations in the
         // shuffled scratch (asserted within it).
         unsafe { self.copy_all(&mut s.copier, copies)? };
-        self.sync()?;
-        Ok(Some(staging))
+        self.sync()
     }
 }
 

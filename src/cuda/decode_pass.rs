@@ -79,11 +79,12 @@ impl CudaEngine {
         let mut pieces = self.pieces(s, algorithm, inputs, hinted_max)?;
         if query_sizes {
             pieces.iter_mut().for_each(|p| p.decoded = None);
-        } else if let Dest::Sized(outs) = *dest {
-            sizes_from_outputs(&mut pieces, outs);
         }
-        // From here on the caller's sized buffers are buffers like any other.
         if let Dest::Sized(outs) = *dest {
+            if !query_sizes {
+                sizes_from_outputs(&mut pieces, outs);
+            }
+            // From here on the caller's sized buffers are buffers like any other.
             *dest = Dest::Given(outs);
         }
         profile.mark("framing");
