@@ -105,10 +105,14 @@ impl ChunkEncoder {
         fill: &[u8],
         write_fill: bool,
     ) -> Result<Vec<Stored>, WriteError> {
+        // Each phase below returns after its device work: no wait to time it.
+        let mut profile = crate::profile::Profile::new(|| {});
         // SAFETY: the regions are slots of a staging allocation the caller
         // keeps alive and unwritten during the call.
         let batch = unsafe { engine.encode_device(&self.codec.algorithm().clone(), regions) }?;
+        profile.mark("writer encode");
         let encoded = crate::cuda::download_batch(engine, &batch)?;
+        profile.mark("download");
         drop(batch);
         let stored = encoded
             .into_iter()
@@ -121,6 +125,7 @@ impl ChunkEncoder {
                 Ok(Stored::Put(bytes))
             })
             .collect::<Result<Vec<_>, WriteError>>()?;
+        profile.mark("fill check");
         // Device chains never need the decoded bytes for their framing (zlib
         // goes through the host, see `needs_host_bytes`).
         Ok(self.framed(stored, |_| &[]))
