@@ -37,6 +37,7 @@ mod driver;
 mod encode;
 mod encoded;
 mod engine;
+mod fill;
 mod framing;
 pub mod isolation;
 mod memory;
