@@ -172,7 +172,8 @@ fn compressor(name: &str, configuration: &serde_json::Map<String, serde_json::Va
 /// A blosc compressor by its `cname`.
 fn blosc(configuration: &serde_json::Map<String, serde_json::Value>) -> Chain {
     let cname = match configuration.get("cname").and_then(|c| c.as_str()) {
-        Some("lz4" | "lz4hc") => BloscCodec::Lz4,
+        // numcodecs' default: its v3 wrapper stores only what was given.
+        Some("lz4" | "lz4hc") | None => BloscCodec::Lz4,
         Some("zstd") => BloscCodec::Zstd,
         Some("zlib") => BloscCodec::Zlib,
         Some("snappy") => BloscCodec::Snappy,
@@ -320,6 +321,13 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(compressor("blosc", &config("lzma")), Chain::Fallback(_)));
+        assert_eq!(
+            compressor("numcodecs.blosc", &serde_json::Map::new()),
+            Chain::Blosc(BloscChain {
+                cname: BloscCodec::Lz4,
+                crc32c: false
+            })
+        );
     }
 
     #[test]

@@ -26,7 +26,8 @@
 //!
 //! [`read_chunks_parallel_into`] reads into memory the caller lends for the
 //! call ([`ReadInto`]: host memory, or device memory of the read's GPU)
-//! instead of allocating the output.
+//! instead of allocating the output. [`decode_blosc_chunks_into`] decodes
+//! blosc chunks the caller fetched itself, in one batch, into such memory.
 //!
 //! Blocking code (no async runtime of its own) uses
 //! [`open_array_blocking`] and [`read_chunks_parallel_blocking`], which run on
@@ -100,6 +101,7 @@ mod read;
 mod selection;
 mod shard;
 mod shard_fetch;
+mod stored;
 pub mod store;
 mod wave;
 mod wave_loop;
@@ -120,6 +122,7 @@ pub use progress::{Progress, ProgressHook};
 pub use read::{batched_algorithm, read_chunks_parallel, read_chunks_parallel_into, BatchedCodec};
 pub use selection::{Selection, StridedRange};
 pub use store::{open_store, StoreIo};
+pub use stored::{decode_blosc_chunks_into, StoredChunk};
 
 pub(crate) use chain::{classify as classify_chain, Chain, FastChain};
 pub(crate) use plan::{plan as plan_chunks, BoxCopy};
