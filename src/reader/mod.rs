@@ -92,6 +92,7 @@ mod fallback;
 mod fetch;
 mod host;
 mod limits;
+mod object_storage;
 mod open;
 mod options;
 mod output;
@@ -101,20 +102,18 @@ mod read;
 mod selection;
 mod shard;
 mod shard_fetch;
-mod stored;
 pub mod store;
+mod stored;
 mod wave;
 mod wave_loop;
 
-use std::sync::Arc;
-
 use zarrs::array::Array;
-use zarrs_object_store::AsyncObjectStore;
 
 pub use blocking::{block_on_checked, open_array_blocking, read_chunks_parallel_blocking, runtime};
 pub use data::ArrayData;
 pub use device::DeviceArray;
 pub use error::{BoxedSource, ReadError};
+pub use object_storage::ObjectStorage;
 pub use open::{open_array, reopen_store};
 pub use options::{ReadOptions, CPU_WAVE_BYTES_PER_THREAD};
 pub use output::{LentDevice, ReadInto};
@@ -128,4 +127,4 @@ pub(crate) use chain::{classify as classify_chain, Chain, FastChain};
 pub(crate) use plan::{plan as plan_chunks, BoxCopy};
 
 /// An array opened by [`open_array`].
-pub type ObjectStoreArray = Array<AsyncObjectStore<Arc<dyn object_store::ObjectStore>>>;
+pub type ObjectStoreArray = Array<ObjectStorage>;
