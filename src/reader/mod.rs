@@ -37,7 +37,8 @@
 //!
 //! 1. [`chain`](self) classification: `bytes` + one compressor this crate
 //!    decodes in batches (`nvcomp_batch`, `zstd`, `gzip`, numcodecs `lz4` and
-//!    `zlib`, `blosc` but for its `blosclz`, optionally followed by `crc32c`)
+//!    `zlib`, zarrs' `zarrs.gdeflate`, `blosc` but for its `blosclz`,
+//!    optionally followed by `crc32c`)
 //!    takes the fast path, and so do
 //!    shards of such chains (`sharding_indexed` with its index at either end,
 //!    with or without `crc32c`): each touched shard's index is read, then
