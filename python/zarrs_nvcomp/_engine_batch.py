@@ -86,7 +86,7 @@ def engine_decode(
     decoder, which checks their sizes; the engine's results are checked by
     the caller."""
     if chain.config_json is None:
-        return _blosc_decode(chain, bodies, keys, on_device, sizes)
+        return _blosc_decode([f"{key} ({chain.codec})" for key in keys], bodies, sizes, on_device)
     try:
         if on_device:
             cp = _buffers.cupy_module()
@@ -103,28 +103,24 @@ _ALIGN = 256
 
 
 def _blosc_decode(
-    chain: BatchedChain,
-    bodies: list[np.ndarray],
-    keys: list[str],
-    on_device: bool,
-    sizes: list[int],
+    names: list[str], bodies: list[np.ndarray], sizes: list[int], on_device: bool
 ) -> list[Any]:
     """Blosc chunks decoded in one call of the reader's blosc decoder, into
-    one allocation (NumPy, or CuPy on the current device)."""
+    one allocation (NumPy, or CuPy on the current device); errors name
+    chunk ``i`` by ``names[i]``."""
     offsets, end = [], 0
     for size in sizes:
         offsets.append(end)
         end += -(-size // _ALIGN) * _ALIGN
-    named = [f"{key} ({chain.codec})" for key in keys]
     if on_device:
         cp = _buffers.cupy_module()
         out = cp.empty(end, dtype=cp.uint8)
         region = _buffers.device_region(out, what="out")
         device = f"cuda:{cp.cuda.Device().id}"
-        decode_blosc_into(bodies, named, offsets, sizes, device, device_out=(region.ptr, end))
+        decode_blosc_into(bodies, names, offsets, sizes, device, device_out=(region.ptr, end))
     else:
         out = np.empty(end, dtype=np.uint8)
-        decode_blosc_into(bodies, named, offsets, sizes, "cpu", host_out=out)
+        decode_blosc_into(bodies, names, offsets, sizes, "cpu", host_out=out)
     return [out[o : o + n] for o, n in zip(offsets, sizes, strict=True)]
 
 
