@@ -205,6 +205,18 @@ class Engine:
 def decode_host_to_device(engine: Engine, inputs: Sequence[Buffer]) -> DeviceBatch:
     """Decompresses host buffers on the engine's GPU into one device allocation."""
 
+def decode_blosc_into(
+    inputs: Sequence[Buffer],
+    keys: Sequence[str],
+    offsets: Sequence[int],
+    sizes: Sequence[int],
+    device: str,
+    host_out: Buffer | None = None,
+    device_out: tuple[int, int] | None = None,
+) -> None:
+    """Decodes blosc chunks in one batch, chunk ``i`` into bytes
+    ``offsets[i]:offsets[i] + sizes[i]`` of ``host_out`` or ``device_out``."""
+
 class ReaderArray:
     """A zarr array opened for reading."""
 

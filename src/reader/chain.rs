@@ -12,6 +12,7 @@
 //! | v3 `gzip`, v2 `gzip` | gzip member | [`Algorithm::Gzip`] | — |
 //! | v2 `lz4`, v3 `numcodecs.lz4` | numcodecs LZ4 | [`Algorithm::Lz4`] with header | — |
 //! | v2 `zlib`, v3 `numcodecs.zlib` | zlib stream | [`Algorithm::Deflate`] | strip the 2-byte header and 4-byte Adler-32 trailer |
+//! | v3 `zarrs.gdeflate` | zarrs' GDeflate pages behind their page table | [`Algorithm::Gdeflate`] with header | — |
 //!
 //! v2 `blosc` and v3 `blosc` / `numcodecs.blosc` with cname `lz4`, `lz4hc`,
 //! `zstd`, `zlib` or `snappy` are [`Chain::Blosc`]: each chunk's header is
@@ -165,6 +166,12 @@ fn compressor(name: &str, configuration: &serde_json::Map<String, serde_json::Va
             framing: ZLIB,
         }),
         "blosc" | "numcodecs.blosc" => blosc(configuration),
+        // zarrs' own codec: its page table is the engine's GDeflate header
+        // (`crate::format::gdeflate`).
+        "zarrs.gdeflate" | "https://codec.zarrs.dev/bytes_to_bytes/gdeflate" => fast(Algorithm::Gdeflate {
+            algorithm: 0,
+            has_header: true,
+        }),
         other => Chain::Fallback(format!("codec {other:?} has no batched decoder")),
     }
 }
@@ -172,7 +179,8 @@ fn compressor(name: &str, configuration: &serde_json::Map<String, serde_json::Va
 /// A blosc compressor by its `cname`.
 fn blosc(configuration: &serde_json::Map<String, serde_json::Value>) -> Chain {
     let cname = match configuration.get("cname").and_then(|c| c.as_str()) {
-        Some("lz4" | "lz4hc") => BloscCodec::Lz4,
+        // numcodecs' default: its v3 wrapper stores only what was given.
+        Some("lz4" | "lz4hc") | None => BloscCodec::Lz4,
         Some("zstd") => BloscCodec::Zstd,
         Some("zlib") => BloscCodec::Zlib,
         Some("snappy") => BloscCodec::Snappy,
@@ -320,6 +328,13 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(compressor("blosc", &config("lzma")), Chain::Fallback(_)));
+        assert_eq!(
+            compressor("numcodecs.blosc", &serde_json::Map::new()),
+            Chain::Blosc(BloscChain {
+                cname: BloscCodec::Lz4,
+                crc32c: false
+            })
+        );
     }
 
     #[test]
