@@ -62,7 +62,9 @@ pub struct DecodeOptions {
     /// algorithm (written by an encoder, and checked since, e.g. by a
     /// checksum): then nvCOMP decodes in this process. Otherwise a worker
     /// process does (see [`isolation`]), so that a corrupt buffer cannot hang
-    /// the process or leave its CUDA context unusable.
+    /// the process or leave its CUDA context unusable, and deflate and gzip
+    /// buffers in host memory are also inflated on the host up to 32 KiB of
+    /// output, the part where nvCOMP accepts matches the CPU decoder rejects.
     pub trusted: bool,
 }
 
