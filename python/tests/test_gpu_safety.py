@@ -15,7 +15,7 @@ from pathlib import Path
 import numcodecs
 import numpy as np
 import pytest
-from conftest import create_like
+from conftest import create_like, cupy_or_skip
 from zarr.codecs import ZstdCodec
 
 import zarrs_nvcomp
@@ -177,3 +177,23 @@ def test_a_wrong_zlib_adler32_is_an_error_on_both_paths(tmp_path, device):
     flip_last_byte(path / "1.0")
     with pytest.raises(DecodeError, match=r"\b1\.0\b"):
         zarrs_nvcomp.read_chunks_parallel(str(path), device=device)
+
+
+@pytest.mark.parametrize(
+    "case_file",
+    [p for p in corpus_cases() if p.name.startswith("deflate-")],
+    ids=lambda p: p.stem,
+)
+def test_deflate_streams_in_device_memory_are_checked_too(case_file):
+    # The host's window check reads device inputs through a copy.
+    cp = cupy_or_skip()
+    case = json.loads(case_file.read_text())
+    batch = [cp.asarray(np.frombuffer(base64.b64decode(b), np.uint8)) for b in case["batch"]]
+    with pytest.raises(DecodeError, match="buffer 1"):
+        NvCompBatchCodec("deflate", device="cuda").decode_batch(batch)
+    valid = [cp.asarray(np.frombuffer(base64.b64decode(b), np.uint8)) for b in case["valid"]]
+    decoded = NvCompBatchCodec("deflate", device="cuda").decode_batch(valid)
+    cpu = NvCompBatchCodec("deflate", device="cpu")
+    expected = cpu.decode_batch([base64.b64decode(b) for b in case["valid"]])
+    for d, e in zip(decoded, expected, strict=True):
+        assert cp.asnumpy(d).tobytes() == bytes(memoryview(e))

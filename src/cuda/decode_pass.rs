@@ -15,7 +15,8 @@
 //! 6. **results**: per-chunk statuses and sizes (and host data, group by
 //!    group) copied to pinned memory;
 //! 7. **window check**: untrusted raw DEFLATE streams (deflate, gzip) read
-//!    on the host, by other threads while phases 1 to 6 run, waited for
+//!    on the host (device buffers copied there before phase 1), by other
+//!    threads while phases 1 to 6 run, waited for
 //!    here ([`chunking::check_deflate_windows`]); then the results checked
 //!    ([`super::decode_results`]);
 //! 8. **delivered**: host data handed over as each group arrives.
@@ -33,7 +34,7 @@ use super::decode::{Decoded, Dest};
 use super::decode_results::InFlight;
 use super::engine::{CudaEngine, Scratch};
 use super::isolation::{self, Request, Shared};
-use super::memory::{ensure_device, ensure_pinned, DeviceBuffer, PinnedBuffer};
+use super::memory::{cuda_err, ensure_device, ensure_pinned, DeviceBuffer, PinnedBuffer};
 use super::staging::{results_bytes, scatter_into, transfer_groups, InputArea, Inputs, Staging, Table};
 use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
@@ -82,10 +83,11 @@ impl CudaEngine {
     /// Decodes a batch once. With `query_sizes`, every decoded size comes
     /// from nvCOMP's size query, none from the framing.
     ///
-    /// Untrusted host streams that nvCOMP inflates are checked on the host
-    /// ([`chunking::check_deflate_windows`]) by other threads while this one
-    /// stages and decodes them; the check's error, the CPU backend's own,
-    /// comes before anything the pass found.
+    /// Untrusted streams that nvCOMP inflates are checked on the host
+    /// ([`chunking::check_deflate_windows`]; device buffers are copied there
+    /// first) by other threads while this one stages and decodes them; the
+    /// check's error, the CPU backend's own, comes before anything the pass
+    /// found.
     pub(super) fn decode_pass(
         &self,
         s: &mut Scratch,
@@ -95,14 +97,20 @@ impl CudaEngine {
         dest: &mut Dest<'_>,
         query_sizes: bool,
     ) -> Result<Decoded> {
-        let checked = match inputs {
-            Inputs::Host(bufs) if !options.trusted && chunking::inflates(algorithm) => Some(bufs),
-            _ => None,
+        let guarded = !options.trusted && chunking::inflates(algorithm);
+        // Device buffers are read back whole for the check: how much input
+        // 32 KiB of output takes is not bounded.
+        let copied = if guarded {
+            // SAFETY: the callers that pass device regions vouch for them.
+            unsafe { inputs.device_copies() }.map_err(cuda_err("cuMemcpyDtoH"))?
+        } else {
+            Vec::new()
         };
+        let checked = guarded.then(|| inputs.host_views(&copied));
         let mut profile = self.profile();
         let mut window = Ok(());
         let enqueued = rayon::in_place_scope(|scope| {
-            if let Some(bufs) = checked {
+            if let Some(bufs) = &checked {
                 scope.spawn(|_| window = chunking::check_deflate_windows(algorithm, bufs));
             }
             self.enqueue_pass(s, (algorithm, inputs), options, dest, query_sizes, &mut profile)

@@ -63,8 +63,9 @@ pub struct DecodeOptions {
     /// checksum): then nvCOMP decodes in this process. Otherwise a worker
     /// process does (see [`isolation`]), so that a corrupt buffer cannot hang
     /// the process or leave its CUDA context unusable, and deflate and gzip
-    /// buffers in host memory are also inflated on the host up to 32 KiB of
-    /// output, the part where nvCOMP accepts matches the CPU decoder rejects.
+    /// buffers are also inflated on the host up to 32 KiB of output (device
+    /// buffers are copied there), the part where nvCOMP accepts matches the
+    /// CPU decoder rejects.
     pub trusted: bool,
 }
 
