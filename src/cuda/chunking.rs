@@ -218,25 +218,34 @@ pub(crate) fn decode_pieces_of(algorithm: &Algorithm, index: usize, buf: &[u8], 
 }
 
 /// Whether nvCOMP inflates raw DEFLATE streams of `algorithm` (deflate, and
-/// gzip's members), whose first bytes of output it does not validate
-/// ([`check_deflate_windows`]).
+/// gzip's members), whose first 32 KiB of output it does not validate.
 pub(crate) fn inflates(algorithm: &Algorithm) -> bool {
     matches!(algorithm, Algorithm::Deflate { .. } | Algorithm::Gzip { .. })
 }
 
-/// nvCOMP's deflate decoder accepts matches reaching before the start of the
-/// output, which the CPU decoder rejects ("distance too far back"); only the
-/// first [`deflate::WINDOW`] bytes of output can hold one, so each stream of
-/// `bufs` is inflated that far on the host, in parallel
-/// ([`deflate::check_window`]). The error names the first buffer that fails,
-/// with the CPU backend's reason.
-pub(crate) fn check_deflate_windows(algorithm: &Algorithm, bufs: &[&[u8]]) -> Result<()> {
+/// Whether untrusted streams of `algorithm` get [`check_on_host`]: raw
+/// DEFLATE streams (deflate, and gzip's members) and Zstandard frames.
+pub(crate) fn checked_on_host(algorithm: &Algorithm) -> bool {
+    inflates(algorithm) || matches!(algorithm, Algorithm::Zstd)
+}
+
+/// What the host checks of streams nvCOMP decodes without checking them,
+/// in parallel over `bufs`; the error names the first buffer that fails.
+///
+/// nvCOMP's deflate decoder accepts matches reaching before the start of
+/// the output, which the CPU decoder rejects ("distance too far back"): only
+/// the first [`deflate::WINDOW`] bytes of output can hold one, so each
+/// stream is inflated that far ([`deflate::check_window`], the CPU backend's
+/// reason). Its Zstandard decoder does not check the Huffman tree of the
+/// literals, which libzstd does ([`format::zstd::check_literal_trees`]).
+pub(crate) fn check_on_host(algorithm: &Algorithm, bufs: &[&[u8]]) -> Result<()> {
     let stream = |buf: &[u8]| -> std::result::Result<(), String> {
         match algorithm {
             Algorithm::Gzip { .. } => {
                 let start = gzip::header_len(buf)?;
                 deflate::check_window(&buf[start..buf.len() - gzip::TRAILER_LEN])
             }
+            Algorithm::Zstd => format::zstd::check_literal_trees(buf).map_err(|e| format!("bad Zstandard frame: {e}")),
             _ => deflate::check_window(buf),
         }
     };
@@ -447,8 +456,8 @@ mod tests {
         // the same match is valid ("aaaa").
         let (bad, good) = (&[3u8, 2, 0][..], &[0x4b, 4, 2, 0][..]);
         let deflate = Algorithm::Deflate { algorithm: 0 };
-        assert!(check_deflate_windows(&deflate, &[good, good]).is_ok());
-        let err = check_deflate_windows(&deflate, &[good, bad, bad]).unwrap_err();
+        assert!(check_on_host(&deflate, &[good, good]).is_ok());
+        let err = check_on_host(&deflate, &[good, bad, bad]).unwrap_err();
         assert!(
             matches!(&err, Error::Corrupt { index: 1, reason } if reason.starts_with("bad deflate data")),
             "{err}"
@@ -460,16 +469,17 @@ mod tests {
         let gzip = Algorithm::Gzip { algorithm: 0 };
         let member = |body: &[u8]| [&gzip::HEADER[..], body, &gzip::Trailer::of(b"aaaa").to_bytes()].concat();
         let (bad, good) = (member(bad), member(good));
-        assert!(check_deflate_windows(&gzip, &[&good]).is_ok());
-        let err = check_deflate_windows(&gzip, &[&good, &good, &bad]).unwrap_err();
+        assert!(check_on_host(&gzip, &[&good]).is_ok());
+        let err = check_on_host(&gzip, &[&good, &good, &bad]).unwrap_err();
         assert!(matches!(err, Error::Corrupt { index: 2, .. }), "{err}");
         let cpu_err = cpu::decode_batch(&gzip, &[&good, &good, &bad], 1 << 20).unwrap_err();
         assert_eq!(err.to_string(), cpu_err.to_string());
         assert!(matches!(
-            check_deflate_windows(&gzip, &[&bad[..5]]),
+            check_on_host(&gzip, &[&bad[..5]]),
             Err(Error::Corrupt { index: 0, .. })
         ));
         assert!(inflates(&deflate) && inflates(&gzip) && !inflates(&Algorithm::Zstd));
+        assert!(checked_on_host(&Algorithm::Zstd) && !checked_on_host(&LZ4));
     }
 
     #[test]

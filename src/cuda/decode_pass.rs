@@ -14,10 +14,11 @@
 //!    the decoded bytes copied where nvCOMP could not write them;
 //! 6. **results**: per-chunk statuses and sizes (and host data, group by
 //!    group) copied to pinned memory;
-//! 7. **window check**: untrusted raw DEFLATE streams (deflate, gzip) read
-//!    on the host (device buffers copied there before phase 1), by other
-//!    threads while phases 1 to 6 run, waited for
-//!    here ([`chunking::check_deflate_windows`]); then the results checked
+//! 7. **host check**: untrusted raw DEFLATE streams (deflate, gzip; device
+//!    buffers copied to the host before phase 1) and Zstandard frames (host
+//!    buffers) checked on the host where nvCOMP does not check them, by
+//!    other threads while phases 1 to 6 run, waited for
+//!    here ([`chunking::check_on_host`]); then the results checked
 //!    ([`super::decode_results`]);
 //! 8. **delivered**: host data handed over as each group arrives.
 //!
@@ -83,9 +84,9 @@ impl CudaEngine {
     /// Decodes a batch once. With `query_sizes`, every decoded size comes
     /// from nvCOMP's size query, none from the framing.
     ///
-    /// Untrusted streams that nvCOMP inflates are checked on the host
-    /// ([`chunking::check_deflate_windows`]; device buffers are copied there
-    /// first) by other threads while this one stages and decodes them; the
+    /// Untrusted streams are checked on the host where nvCOMP does not check
+    /// them ([`chunking::check_on_host`]; device deflate buffers are copied
+    /// there first) by other threads while this one stages and decodes them; the
     /// check's error, the CPU backend's own, comes before anything the pass
     /// found.
     pub(super) fn decode_pass(
@@ -97,9 +98,15 @@ impl CudaEngine {
         dest: &mut Dest<'_>,
         query_sizes: bool,
     ) -> Result<Decoded> {
-        let guarded = !options.trusted && chunking::inflates(algorithm);
-        // Device buffers are read back whole for the check: how much input
-        // 32 KiB of output takes is not bounded.
+        let guarded = !options.trusted
+            && match inputs {
+                Inputs::Host(_) => chunking::checked_on_host(algorithm),
+                // Raw DEFLATE in device memory is read back whole for the
+                // check (how much input 32 KiB of output takes is not
+                // bounded); Zstandard frames are not, whose trees are a
+                // small part of them.
+                Inputs::Device(_) => chunking::inflates(algorithm),
+            };
         let copied = if guarded {
             // SAFETY: the callers that pass device regions vouch for them.
             unsafe { inputs.device_copies() }.map_err(cuda_err("cuMemcpyDtoH"))?
@@ -111,12 +118,12 @@ impl CudaEngine {
         let mut window = Ok(());
         let enqueued = rayon::in_place_scope(|scope| {
             if let Some(bufs) = &checked {
-                scope.spawn(|_| window = chunking::check_deflate_windows(algorithm, bufs));
+                scope.spawn(|_| window = chunking::check_on_host(algorithm, bufs));
             }
             self.enqueue_pass(s, (algorithm, inputs), options, dest, query_sizes, &mut profile)
         });
         if checked.is_some() {
-            profile.mark("window check");
+            profile.mark("host check");
         }
         if let Err(e) = window {
             // Nothing may still write the scratch when the next pass starts.

@@ -65,7 +65,8 @@ pub struct DecodeOptions {
     /// the process or leave its CUDA context unusable, and deflate and gzip
     /// buffers are also inflated on the host up to 32 KiB of output (device
     /// buffers are copied there), the part where nvCOMP accepts matches the
-    /// CPU decoder rejects.
+    /// CPU decoder rejects; Zstandard frames in host memory have the Huffman
+    /// trees of their literals checked there.
     pub trusted: bool,
 }
 

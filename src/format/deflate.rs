@@ -134,35 +134,9 @@ mod tests {
         )
     }
 
-    /// A case of the GPU fuzz corpus: its file name, its batch and the
-    /// valid batch it was mutated from.
-    type Case = (String, Vec<Vec<u8>>, Vec<Vec<u8>>);
-
-    /// The raw DEFLATE cases of the GPU fuzz corpus.
-    fn corpus() -> Vec<Case> {
-        use base64::prelude::{Engine as _, BASE64_STANDARD};
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/gpu_corpus");
-        let decode = |v: &serde_json::Value| -> Vec<Vec<u8>> {
-            let items = v.as_array().unwrap().iter();
-            items
-                .map(|b| BASE64_STANDARD.decode(b.as_str().unwrap()).unwrap())
-                .collect()
-        };
-        let mut cases = Vec::new();
-        for entry in std::fs::read_dir(dir).unwrap() {
-            let path = entry.unwrap().path();
-            let case: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
-            if case["algorithm"] == "deflate" {
-                let name = path.file_name().unwrap().to_string_lossy().into_owned();
-                cases.push((name, decode(&case["batch"]), decode(&case["valid"])));
-            }
-        }
-        cases
-    }
-
     #[test]
     fn the_corpus_streams_the_gpu_accepted_are_rejected_as_the_cpu_rejects_them() {
-        let cases = corpus();
+        let cases = super::super::gpu_corpus("deflate");
         assert_eq!(cases.len(), 3, "the corpus's raw DEFLATE cases");
         for (name, batch, valid) in cases {
             for (i, stream) in batch.iter().enumerate() {
