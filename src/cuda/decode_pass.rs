@@ -86,9 +86,8 @@ impl CudaEngine {
     ///
     /// Untrusted streams are checked on the host where nvCOMP does not check
     /// them ([`chunking::check_on_host`]; device deflate buffers are copied
-    /// there first) by other threads while this one stages and decodes them; the
-    /// check's error, the CPU backend's own, comes before anything the pass
-    /// found.
+    /// there first), by other threads while this one stages and decodes
+    /// them; the check's error comes before anything the pass found.
     pub(super) fn decode_pass(
         &self,
         s: &mut Scratch,
@@ -115,17 +114,17 @@ impl CudaEngine {
         };
         let checked = guarded.then(|| inputs.host_views(&copied));
         let mut profile = self.profile();
-        let mut window = Ok(());
+        let mut host_check = Ok(());
         let enqueued = rayon::in_place_scope(|scope| {
             if let Some(bufs) = &checked {
-                scope.spawn(|_| window = chunking::check_on_host(algorithm, bufs));
+                scope.spawn(|_| host_check = chunking::check_on_host(algorithm, bufs));
             }
             self.enqueue_pass(s, (algorithm, inputs), options, dest, query_sizes, &mut profile)
         });
         if checked.is_some() {
             profile.mark("host check");
         }
-        if let Err(e) = window {
+        if let Err(e) = host_check {
             // Nothing may still write the scratch when the next pass starts.
             self.sync()?;
             return Err(e);
