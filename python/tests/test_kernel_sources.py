@@ -65,7 +65,9 @@ def checksums(tmp_path_factory):
 
 def sample_buffers() -> list[bytes]:
     rng = np.random.default_rng(7)
-    lengths = [0, 1, 3, 4, 7, 8, 31, 32, 33, 64, 5551, 5552, 5553, 3 * 5552 + 17, 1 << 20]
+    # Around Adler-32's 128 threads per buffer and its modulus 65521 as well.
+    lengths = [0, 1, 3, 4, 7, 8, 31, 32, 33, 64, 127, 128, 129, 5551, 5552, 5553]
+    lengths += [3 * 5552 + 17, 65521, 65522, 1 << 20]
     out = [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in lengths]
     out.append(b"\xff" * 100_000)  # the largest sums Adler-32 must reduce
     return out

@@ -26,8 +26,9 @@
 //! batches ([`super::shard`]).
 //!
 //! A trailing v3 `crc32c` is verified on the host and stripped. The Adler-32
-//! checksum of zlib streams is verified on the CPU path only: the GPU path
-//! decodes the raw DEFLATE data and does not check it.
+//! trailer of zlib streams is verified on both paths: on the CPU over the
+//! inflated bytes, on the GPU by the checksum kernel over the decoded
+//! buffers before they are scattered (`cuda::checksums`).
 
 use zarrs::metadata::v2::ArrayMetadataV2Order;
 use zarrs::metadata::v2::DataTypeMetadataV2;
