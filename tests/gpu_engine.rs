@@ -275,9 +275,11 @@ fn deflate_matches_before_the_output_are_reported() {
         // The same batch packed back to back in device memory.
         let engine: &Arc<CudaEngine> = codec.cuda().unwrap();
         let packed = batch.concat();
-        let memory = engine.alloc(packed.len()).unwrap();
+        let mut memory = engine.alloc(packed.len()).unwrap();
+        // On the engine's stream, after the zeroing `alloc` enqueued there.
+        engine.stream().memcpy_htod(&packed, &mut memory).unwrap();
+        engine.stream().synchronize().unwrap();
         let (base, _guard) = cudarc::driver::DevicePtr::device_ptr(&memory, engine.stream());
-        unsafe { cudarc::driver::result::memcpy_htod_sync(base, &packed) }.unwrap();
         let starts = batch.iter().scan(0, |at, b| {
             *at += b.len();
             Some(*at - b.len())
@@ -340,6 +342,8 @@ fn device_buffers_stay_on_the_device() {
         // Packed back to back from an odd address, as a file read into one
         // allocation would be: inputs nvCOMP cannot read in place get staged.
         let packed = engine.alloc(host_encoded.data().len() + 1).unwrap();
+        // The zeroing `alloc` enqueued on the engine's stream runs first.
+        engine.stream().synchronize().unwrap();
         let (packed_base, _guard) = cudarc::driver::DevicePtr::device_ptr(&packed, engine.stream());
         unsafe { cudarc::driver::result::memcpy_htod_sync(packed_base + 1, host_encoded.data()) }.unwrap();
         let packed_regions: Vec<DeviceRegion> = (0..host_encoded.len())
