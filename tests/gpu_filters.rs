@@ -6,11 +6,15 @@
 //!
 //! Ignored without a GPU; run with `cargo test --test gpu_filters -- --include-ignored`.
 
+mod common;
+
 use std::sync::Arc;
 
 use cudarc::driver::DevicePtr;
 use zarrs_nvcomp::cuda::{CudaEngine, DeviceRegion};
 use zarrs_nvcomp::{DeltaType, ElementFilters};
+
+use common::Rng;
 
 fn engine() -> Arc<CudaEngine> {
     CudaEngine::get(0).unwrap_or_else(|e| panic!("these tests need a CUDA GPU: {e}"))
@@ -18,15 +22,7 @@ fn engine() -> Arc<CudaEngine> {
 
 /// Pseudo-random bytes.
 fn bytes(len: usize, seed: u64) -> Vec<u8> {
-    let mut state = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
-    (0..len)
-        .map(|_| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state as u8
-        })
-        .collect()
+    Rng(seed).bytes(len)
 }
 
 /// Floats of moderate size, as bytes, big endian where `swapped`: random

@@ -194,7 +194,7 @@ fn filters_are_undone_on_each_chunk_where_it_is_unshuffled() {
         .collect();
     let filters = ElementFilters {
         swap: 4,
-        delta: Some(crate::DeltaType::Int(4)),
+        delta: Some(crate::format::filters::DeltaType::Int(4)),
     };
     let mut want = array.clone();
     want.chunks_mut(chunk_bytes).for_each(|c| filters.apply(c));

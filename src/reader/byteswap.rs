@@ -1,6 +1,6 @@
 //! Big-endian chunks on the batched path (v3 `bytes` with `endian: big`,
 //! zarr v2 data types such as `>f4`): each decoded chunk's words are
-//! byte-swapped in place ([`ElementFilters::swap`](crate::ElementFilters::swap)).
+//! byte-swapped in place ([`ElementFilters::swap`](crate::format::filters::ElementFilters::swap)).
 
 /// The bytes of each word a big-endian chunk of `data_type` (its v3 name or
 /// v2 NumPy `str`), of elements of `elem` bytes, swaps: the element, or each

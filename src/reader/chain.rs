@@ -527,7 +527,7 @@ mod tests {
             Filters {
                 elements: ElementFilters {
                     swap: 4,
-                    delta: Some(crate::DeltaType::Int(4)),
+                    delta: Some(crate::format::filters::DeltaType::Int(4)),
                 },
                 order: Some(vec![1, 0, 2]),
             }
@@ -569,7 +569,7 @@ mod tests {
             Filters {
                 elements: ElementFilters {
                     swap: 8,
-                    delta: Some(crate::DeltaType::Float64),
+                    delta: Some(crate::format::filters::DeltaType::Float64),
                 },
                 order: Some(vec![1, 0]),
             }

@@ -1,5 +1,5 @@
 //! numcodecs `delta` on the batched path: each decoded chunk's running sum
-//! is taken in place ([`ElementFilters::delta`](crate::ElementFilters::delta)),
+//! is taken in place ([`ElementFilters::delta`](crate::format::filters::ElementFilters::delta)),
 //! where the differences are stored in the array's own type (`astype` equal
 //! to `dtype`); a narrowing `astype` is read by zarrs.
 
