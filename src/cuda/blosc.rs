@@ -133,6 +133,7 @@ impl BloscBatch<'_> {
             "one unshuffled scratch"
         );
         assert!(self.scatter.filters.is_none(), "blosc filters apply chunk by chunk");
+        self.filters.assert_valid();
         self.scatter.assert_within(dst_len);
     }
 }

@@ -118,9 +118,11 @@ impl Scatter {
         Some(source)
     }
 
-    /// Panics unless every row lies within its source and `dst_len`, and
-    /// every copy names a buffer of the batch.
+    /// Panics unless every row lies within its source and `dst_len`, every
+    /// copy names a buffer of the batch, and the filters are ones the kernel
+    /// undoes.
     pub(super) fn assert_within(&self, dst_len: usize) {
+        self.filters.assert_valid();
         let fill_len = self.fill_source().as_ref().map_or(0, Vec::len);
         for (buffer, rows) in &self.copies {
             let len = *self.decoded_lens.get(*buffer).unwrap_or_else(|| {
@@ -152,8 +154,9 @@ impl CudaEngine {
     ///
     /// # Panics
     /// Where a row lies outside its decoded buffer (as `decoded_lens`
-    /// declares it), the fill source, or `dst`, or a copy names a buffer
-    /// beyond the batch: before anything is decoded.
+    /// declares it), the fill source, or `dst`, a copy names a buffer beyond
+    /// the batch, or the filters are invalid
+    /// ([`ElementFilters::assert_valid`]): before anything is decoded.
     ///
     /// # Safety
     /// `dst` must be writable device memory of this engine's context, used by

@@ -150,8 +150,8 @@ fn fill_pattern(row: &mut [u8], pattern: &[u8]) {
 /// else into a scratch buffer of its thread and copied from there. Memory
 /// stays bounded by one decoded item per thread, however large the wave
 /// decodes. The chain's element filters are undone on each decoded item
-/// where it was decoded, before it is placed. Blosc chunks are decoded whole by c-blosc, after their structure
-/// is checked ([`crate::cpu::blosc`]).
+/// where it was decoded, before it is placed. Blosc chunks are decoded whole
+/// by c-blosc, after their structure is checked ([`crate::cpu::blosc`]).
 pub(crate) struct HostWaves {
     /// The codec of the streams; `None` for blosc chunks.
     codec: Option<BatchCodec>,
