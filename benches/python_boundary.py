@@ -3,17 +3,25 @@
     python benches/python_boundary.py                 # the H200 run (about 1-2 minutes)
     python benches/python_boundary.py --size-mb 64    # CPU-only run: the boundary parts
 
-Parts that need no GPU (timed everywhere, per buffer, for --items buffers):
+Parts that need no GPU (timed everywhere, per buffer, for --items buffers of
+64 KiB at made-up addresses, never dereferenced):
 - "device pointers": reading pointer and size of objects that expose
   ``__cuda_array_interface__`` (dicts made ahead, so only our side is timed),
   as the codec does for every device input;
+- with CuPy importable (it makes arrays without a GPU): the input side of a
+  list of CuPy arrays (telling device from host, reading pointers and sizes)
+  and of the CudaArray views the codec returns with
+  ``device_outputs="views"``; the output side: CuPy arrays over one
+  allocation (``device_outputs="cupy"``, the default) against CudaArray views
+  (``zarrs_nvcomp.device_views``, the code that makes the codec's views);
 - "host list" / "host packed": decode_batch of tiny host buffers against
   decode_packed of the same buffers in one buffer, on the CPU backend: the
   per-buffer cost of lists of Python objects in and out.
 
 On a GPU (CuPy and nvidia.nvcomp installed): 1 GiB of field_f32 in 64 KiB and
 1 MiB chunks, LZ4, Zstd, GDeflate, Snappy, ANS; decode of a list of CuPy
-arrays, of one packed CuPy buffer, and nvidia.nvcomp decoding its own arrays
+arrays (CuPy arrays out, and CudaArray views out), of one packed CuPy buffer,
+and nvidia.nvcomp decoding its own arrays
 (built before timing: no wrapping timed), same run; GB/s and the ratios.
 nvidia.nvcomp runs twice: RAW (one nvCOMP chunk per array, the chunk size
 ours decodes: the ratios) and its default managed format (every array cut
@@ -23,12 +31,15 @@ into 64 KiB chunks of its own, so a 1 MiB array is 16 chunks to the GPU).
 from __future__ import annotations
 
 import argparse
+import time
+from collections.abc import Callable
 
 import numpy as np
 import zarrs_nvcomp
 from bench_data import best_of, field_f32
 from nvcomp_batch import as_batch
 from zarrs_nvcomp import NvCompBatchCodec, _buffers
+from zarrs_nvcomp._zarrs_nvcomp import read_device_regions
 
 NVCOMP_NAMES = {
     "lz4": "LZ4",
@@ -38,6 +49,9 @@ NVCOMP_NAMES = {
     "ans": "ANS",
 }
 CHUNK_SIZES = {"64KiB": 64 << 10, "1MiB": 1 << 20}
+#: The made-up device address of the boundary parts' buffers.
+FAKE_BASE = 0x7F0000000000
+ITEM = 64 << 10
 NVCOMP_RAW = "nvidia.nvcomp raw"
 NVCOMP_MANAGED = "nvidia.nvcomp managed"
 
@@ -59,13 +73,83 @@ class FakeDeviceArray:
         }
 
 
+class FakeDeviceBatch:
+    """A ``DeviceBatch`` as ``_buffers.device_outputs`` reads it when it makes
+    CuPy arrays: buffers back to back at a made-up address."""
+
+    def __init__(self, items: int, gap: int = 0) -> None:
+        self.ptr, self.device = FAKE_BASE, 0
+        self._step = ITEM + gap
+        self.nbytes = items * self._step
+        self.is_packed = gap == 0
+        self._items = items
+
+    @property
+    def ranges(self) -> list[tuple[int, int]]:
+        # Made at each read, as DeviceBatch.ranges is.
+        return [(i * self._step, i * self._step + ITEM) for i in range(self._items)]
+
+
+def per_item(label: str, seconds: float, items: int) -> None:
+    print(f"{label}: {seconds / items * 1e6:.3f} us/item")
+
+
+def host_time(fn: Callable[[], object], repeats: int) -> float:
+    """The best CPU time of this process over ``repeats`` calls of ``fn``
+    (host-only work: what the other processes of a loaded machine take is
+    not counted)."""
+    return best_of(fn, repeats, clock=time.process_time)
+
+
+def cupy_boundary(items: int, repeats: int) -> None:
+    """Both sides of a list call of CuPy arrays and of CudaArray views, less
+    the engine and the stream wait (which need a GPU)."""
+    try:
+        import cupy as cp
+    except Exception as e:  # noqa: BLE001  # ImportError, or a CUDA library that will not load
+        print(f"skipping the CuPy parts: {type(e).__name__}: {e}")
+        return
+    memory = cp.cuda.UnownedMemory(FAKE_BASE, items * ITEM, None, 0)
+    arrays = [
+        cp.ndarray((ITEM,), cp.uint8, cp.cuda.MemoryPointer(memory, i * ITEM))
+        for i in range(items)
+    ]
+    whole = FakeDeviceArray(FAKE_BASE, items * ITEM)
+    sizes = np.full(items, ITEM, np.uint64)
+    views = zarrs_nvcomp.device_views(whole, sizes, device=0)
+
+    def inputs(objs: list) -> None:
+        # What decode_batch does per item before the engine: tell device from
+        # host, then read pointers and sizes (device_regions less its wait).
+        _buffers.classify(objs, "inputs")
+        read_device_regions(objs, "input", cp.ndarray)
+
+    per_item(
+        f"inputs, {items} CuPy arrays",
+        host_time(lambda: inputs(arrays), repeats),
+        items,
+    )
+    per_item(
+        f"inputs, {items} CudaArray views",
+        host_time(lambda: inputs(views), repeats),
+        items,
+    )
+    batch = FakeDeviceBatch(items)
+    t = host_time(lambda: _buffers.device_outputs(batch), repeats)
+    per_item(f"outputs, {items} CuPy arrays (device_outputs='cupy')", t, items)
+    gapped = FakeDeviceBatch(items, gap=8)
+    t = host_time(lambda: _buffers.device_outputs(gapped), repeats)
+    per_item("  with alignment gaps between the buffers (encode's outputs)", t, items)
+    t = host_time(lambda: zarrs_nvcomp.device_views(whole, sizes, device=0), repeats)
+    per_item(f"outputs, {items} CudaArray views (device_outputs='views')", t, items)
+
+
 def boundary(items: int, repeats: int) -> None:
     """The parts that need no GPU."""
-    fakes = [FakeDeviceArray(0x7F0000000000 + i * 65536, 65536) for i in range(items)]
-    t = best_of(lambda: _buffers.device_regions(fakes, "input"), repeats)
-    print(
-        f"device pointers, {items} __cuda_array_interface__ objects: {t / items * 1e6:.3f} us/item"
-    )
+    fakes = [FakeDeviceArray(FAKE_BASE + i * ITEM, ITEM) for i in range(items)]
+    t = host_time(lambda: _buffers.device_regions(fakes, "input"), repeats)
+    per_item(f"device pointers, {items} __cuda_array_interface__ objects", t, items)
+    cupy_boundary(items, repeats)
 
     codec = NvCompBatchCodec("lz4", device="cpu")
     tiny = [np.full(16, i % 251, np.uint8) for i in range(items)]
@@ -94,6 +178,9 @@ def gpu_parts(size_mb: int, repeats: int, algorithms: list[str]) -> None:
     rows = []
     for algorithm in algorithms:
         codec = NvCompBatchCodec(algorithm, device="cuda", trusted_input=True)
+        views_codec = NvCompBatchCodec(
+            algorithm, device="cuda", trusted_input=True, device_outputs="views"
+        )
         for chunk_name, chunk in CHUNK_SIZES.items():
             device_data = cp.asarray(data)
             items = [device_data[i : i + chunk] for i in range(0, total, chunk)]
@@ -107,6 +194,10 @@ def gpu_parts(size_mb: int, repeats: int, algorithms: list[str]) -> None:
 
             t = best_of(lambda c=codec, x=encoded: c.decode_batch(x), repeats, sync)
             rows.append((label, "list of CuPy arrays", rate(t)))
+            t = best_of(
+                lambda c=views_codec, x=encoded: c.decode_batch(x), repeats, sync
+            )
+            rows.append((label, "list, views out", rate(t)))
             t = best_of(
                 lambda c=codec, x=packed, s=sizes: c.decode_packed(x, s), repeats, sync
             )
@@ -140,10 +231,12 @@ def gpu_parts(size_mb: int, repeats: int, algorithms: list[str]) -> None:
         theirs = by.get((label, NVCOMP_RAW))
         if theirs:
             ours_list = by[(label, "list of CuPy arrays")]
+            ours_views = by[(label, "list, views out")]
             ours_packed = by[(label, "packed CuPy buffer")]
             managed = by[(label, NVCOMP_MANAGED)]
             print(
                 f"{label}: list / nvidia.nvcomp raw = {ours_list / theirs:.2f}, "
+                f"list with views / raw = {ours_views / theirs:.2f}, "
                 f"packed / nvidia.nvcomp raw = {ours_packed / theirs:.2f} "
                 f"(list / managed = {ours_list / managed:.2f})"
             )

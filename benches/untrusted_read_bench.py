@@ -3,10 +3,12 @@ against trusted data (decoded in this process), on the same arrays, the modes
 taking turns.
 
     python benches/untrusted_read_bench.py [--size-mb 1024] [--dir DIR] [--repeats 3]
-        [--modes untrusted,trusted] [--label NAME]
+        [--modes untrusted,trusted] [--codec zstd|gzip] [--label NAME]
 
-Arrays: zstd level 1, float32 random-walk field rounded to 0.01, 1 MiB and
-64 KiB chunks, written once with zarr-python and kept in DIR. Timings are the
+Arrays: zstd level 1 (or gzip level 1: untrusted raw DEFLATE streams are also
+inflated on the host up to 32 KiB of output each, while the GPU decodes),
+float32 random-walk field rounded to 0.01, 1 MiB and 64 KiB chunks, written
+once with zarr-python and kept in DIR. Timings are the
 best of --repeats after a warm-up read (which also starts the worker), GB/s of
 decoded data into GPU memory. A build without ``trusted_input`` (before the
 worker existed) is measured with ``--modes plain``.
@@ -35,7 +37,13 @@ def field(rows: int, seed: int) -> np.ndarray:
     return np.round(steps, 2)
 
 
-def ensure_array(path: Path, rows: int, chunk_rows: int) -> None:
+COMPRESSORS = {
+    "zstd": zarr.codecs.ZstdCodec(level=1),
+    "gzip": zarr.codecs.GzipCodec(level=1),
+}
+
+
+def ensure_array(path: Path, rows: int, chunk_rows: int, codec: str) -> None:
     if (path / "zarr.json").exists():
         return
     arr = zarr.create_array(
@@ -43,7 +51,7 @@ def ensure_array(path: Path, rows: int, chunk_rows: int) -> None:
         shape=(rows, COLUMNS),
         chunks=(chunk_rows, COLUMNS),
         dtype="f4",
-        compressors=zarr.codecs.ZstdCodec(level=1),
+        compressors=COMPRESSORS[codec],
     )
     step = max(chunk_rows, 16384)
     for start in range(0, rows, step):
@@ -67,6 +75,7 @@ def main() -> None:
     parser.add_argument("--dir", default="/tmp/untrusted-bench")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--modes", default="untrusted,trusted")
+    parser.add_argument("--codec", default="zstd", choices=sorted(COMPRESSORS))
     parser.add_argument("--label", default="")
     args = parser.parse_args()
     rows = args.size_mb * (1 << 20) // (4 * COLUMNS)
@@ -74,9 +83,11 @@ def main() -> None:
     results = {}
     modes = args.modes.split(",")
     for name, chunk_rows in arrays.items():
-        path = Path(args.dir) / f"f32-{chunk_rows}.zarr"
+        # zstd arrays keep the names earlier runs gave them.
+        prefix = "f32" if args.codec == "zstd" else f"f32-{args.codec}"
+        path = Path(args.dir) / f"{prefix}-{chunk_rows}.zarr"
         t0 = time.time()
-        ensure_array(path, rows, chunk_rows)
+        ensure_array(path, rows, chunk_rows, args.codec)
         print(f"{name}: array ready in {time.time() - t0:.1f} s", flush=True)
         nbytes = rows * COLUMNS * 4
         reference = None

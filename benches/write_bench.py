@@ -13,6 +13,8 @@ writers taking turns):
   likewise, and zarr-python with GPU buffers and the ``nvcomp_batch`` zarr 3
   codec (all chunks in one call); 64 KiB inner chunks in 16 MiB shards: ours,
   zarrs-python.
+- Next to ours on the GPU: plain writes of the files ours stored, from 32
+  threads, without encoding (what the file system gives).
 - CPU: the data in a NumPy array, 1 MiB chunks and sharded: ours with
   ``device="cpu"``, zarrs-python, zarr-python.
 - S3: ours (CPU path) against boto3 PUTs of the objects ours wrote, from a
@@ -119,6 +121,33 @@ def ours(path: Path, data_shape, chunks, shards, device: str):
     return write
 
 
+def plain_file_writes(source: Path, target: Path, threads: int = 32):
+    """A function that writes the chunk files ours stored at ``source`` (read
+    on its first call, after ours' warm-up) as plain files under ``target``
+    from a thread pool, each to a temporary name then renamed over the old
+    one, as object_store does: what the file system gives for the same files
+    without encoding."""
+    files: list[tuple[Path, bytes]] = []
+
+    def write(_data):
+        if not files:
+            chunks = (p for p in (source / "c").rglob("*") if p.is_file())
+            files.extend((p.relative_to(source), p.read_bytes()) for p in chunks)
+            for rel, _ in files:
+                (target / rel).parent.mkdir(parents=True, exist_ok=True)
+
+        def put(file):
+            rel, body = file
+            staged = target / f"{rel}.staged"
+            staged.write_bytes(body)
+            staged.replace(target / rel)
+
+        with ThreadPoolExecutor(threads) as pool:
+            list(pool.map(put, files))
+
+    return write
+
+
 def table(title: str, nbytes: int, repeats: int, writers: dict, data) -> None:
     times = interleaved_best_of(
         repeats, {name: (lambda w=w: w(data)) for name, w in writers.items()}
@@ -159,7 +188,12 @@ def run_local(root: Path, size_mb: int, repeats: int) -> None:
         if cp is not None and gpu_reason is None:
             on_gpu = cp.asarray(data)
             writers = {
-                "ours, GPU": ours(root / "gpu-ours.zarr", shape, chunks, shards, "cuda")
+                "ours, GPU": ours(
+                    root / "gpu-ours.zarr", shape, chunks, shards, "cuda"
+                ),
+                "plain file writes of ours' files": plain_file_writes(
+                    root / "gpu-ours.zarr", root / "gpu-plain"
+                ),
             }
             if zarrs_pipeline:
                 writers["zarrs-python (incl. copy to host)"] = zarr_writer(

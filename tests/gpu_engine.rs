@@ -250,6 +250,55 @@ fn corrupt_payloads_are_reported_by_every_decoder_with_a_cpu_twin() {
     }
 }
 
+/// nvCOMP's deflate decoder accepts matches reaching before the start of the
+/// output; untrusted streams are inflated on the host up to 32 KiB of output
+/// first, so the batch fails as on the CPU, naming the buffer, for raw
+/// DEFLATE and gzip members, from host and device memory.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn deflate_matches_before_the_output_are_reported() {
+    // A fixed-Huffman block whose first symbol is a match at distance 1.
+    let bad = vec![3u8, 2, 0];
+    let gzip_header = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+    // CRC-32 and length of "aaa", what the match would copy had it a byte before it.
+    let trailer = [0x2d, 0x73, 0x07, 0xf0, 3, 0, 0, 0];
+    let bad_member = [&gzip_header[..], &bad, &trailer].concat();
+    let inputs = mixed_buffers(&[2000, 70_000], 3);
+    for (name, bad) in [("deflate", bad), ("gzip", bad_member)] {
+        let codec = gpu(name);
+        let mut batch = codec.encode_batch(&refs(&inputs)).unwrap().to_vecs();
+        batch.insert(1, bad);
+        let cpu_err = cpu(name).decode_batch(&refs(&batch)).unwrap_err();
+        let err = codec.decode_batch(&refs(&batch)).unwrap_err();
+        assert!(matches!(err, Error::Corrupt { index: 1, .. }), "{name}: {err}");
+        assert_eq!(err.to_string(), cpu_err.to_string(), "{name}");
+        // The same batch packed back to back in device memory.
+        let engine: &Arc<CudaEngine> = codec.cuda().unwrap();
+        let packed = batch.concat();
+        let memory = engine.alloc(packed.len()).unwrap();
+        let (base, _guard) = cudarc::driver::DevicePtr::device_ptr(&memory, engine.stream());
+        unsafe { cudarc::driver::result::memcpy_htod_sync(base, &packed) }.unwrap();
+        let starts = batch.iter().scan(0, |at, b| {
+            *at += b.len();
+            Some(*at - b.len())
+        });
+        let regions: Vec<DeviceRegion> = starts
+            .zip(&batch)
+            .map(|(start, b)| DeviceRegion {
+                ptr: base + start as u64,
+                len: b.len(),
+            })
+            .collect();
+        let alg: Algorithm = name.parse().unwrap();
+        // SAFETY: the regions are live device memory of this engine.
+        let err = unsafe { engine.decode_device(&alg, &regions, 1 << 30) }.unwrap_err();
+        assert!(
+            matches!(err, Error::Corrupt { index: 1, .. }),
+            "{name}, device inputs: {err}"
+        );
+    }
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn device_buffers_stay_on_the_device() {

@@ -1,6 +1,7 @@
 //! The chunk-parallel reader's GPU path on a real GPU, compared with zarrs'
 //! own reads: batched chains for every data type and rank (missing chunks
-//! included), zarr v2 compressors, and chains that fall back to zarrs.
+//! included), zarrs.gdeflate chunks of several pages and in shards, zarr v2
+//! compressors, and chains that fall back to zarrs.
 //!
 //! Ignored without a GPU; run with `cargo test --test gpu_reader -- --include-ignored`.
 
@@ -19,6 +20,15 @@ async fn batched_chains_read_like_zarrs_on_the_gpu() {
     for (array, what) in v3_fast_chain_arrays(&memory_store()).await {
         assert_reads_like_zarrs_on(&array, &what, GPU).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a CUDA GPU"]
+async fn zarrs_gdeflate_pages_and_shards_read_as_written_on_the_gpu() {
+    let store = memory_store();
+    assert_reads_like_zarrs_on(&gdeflate_sharded_array(&store).await, "sharded zarrs.gdeflate", GPU).await;
+    let (array, written) = gdeflate_pages_array(&store).await;
+    assert_reads_written_on(&array, &written, 200 * 8, GPU).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

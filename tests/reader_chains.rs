@@ -1,7 +1,7 @@
 //! Chains beyond the plain batched ones read through the reader exactly as
 //! zarrs reads them: blosc (batched but for blosclz), delta and bitround
 //! (batched), sharding (index at either end, with and without
-//! crc32c, nested), the numcodecs filters and compressors registered by
+//! crc32c, nested), zarrs.gdeflate chunks of several pages and in shards, the numcodecs filters and compressors registered by
 //! this crate, zarr v2 filters; and corrupt shards and blosc chunks give
 //! errors naming the shard's key.
 
@@ -153,6 +153,14 @@ async fn v3_chains_read_like_zarrs() {
         assert_eq!(batched_algorithm(&array).is_ok(), batched, "{name}");
         assert_reads_like_zarrs(&array, name).await;
     }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn zarrs_gdeflate_pages_and_shards_read_as_written() {
+    let store = memory_store();
+    assert_reads_like_zarrs(&gdeflate_sharded_array(&store).await, "sharded zarrs.gdeflate").await;
+    let (array, written) = gdeflate_pages_array(&store).await;
+    assert_reads_written_on(&array, &written, 200 * 8, Backend::Cpu).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -241,3 +241,150 @@ async fn corrupt_shards_name_the_shard_and_the_inner_chunk() {
         put(&store, &key, good).await;
     }
 }
+
+/// An object store that records each request it serves: `HEAD key`,
+/// `GET key range` (one `get_opts`), `RANGES key ranges` (one `get_ranges`).
+#[derive(Debug)]
+struct Recording {
+    inner: Arc<dyn object_store::ObjectStore>,
+    requests: Mutex<Vec<String>>,
+}
+
+impl std::fmt::Display for Recording {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Recording({})", self.inner)
+    }
+}
+
+impl Recording {
+    fn log(&self, request: String) {
+        self.requests.lock().unwrap().push(request);
+    }
+
+    fn take(&self) -> Vec<String> {
+        let mut requests = std::mem::take(&mut *self.requests.lock().unwrap());
+        requests.sort();
+        requests
+    }
+}
+
+#[async_trait::async_trait]
+impl object_store::ObjectStore for Recording {
+    async fn put_opts(
+        &self,
+        location: &object_store::path::Path,
+        payload: object_store::PutPayload,
+        opts: object_store::PutOptions,
+    ) -> object_store::Result<object_store::PutResult> {
+        self.inner.put_opts(location, payload, opts).await
+    }
+
+    async fn put_multipart_opts(
+        &self,
+        location: &object_store::path::Path,
+        opts: object_store::PutMultipartOptions,
+    ) -> object_store::Result<Box<dyn object_store::MultipartUpload>> {
+        self.inner.put_multipart_opts(location, opts).await
+    }
+
+    async fn get_opts(
+        &self,
+        location: &object_store::path::Path,
+        options: object_store::GetOptions,
+    ) -> object_store::Result<object_store::GetResult> {
+        if options.head {
+            self.log(format!("HEAD {location}"));
+        } else {
+            let range = options.range.as_ref().map_or("all".to_string(), ToString::to_string);
+            self.log(format!("GET {location} {range}"));
+        }
+        self.inner.get_opts(location, options).await
+    }
+
+    async fn get_ranges(
+        &self,
+        location: &object_store::path::Path,
+        ranges: &[std::ops::Range<u64>],
+    ) -> object_store::Result<Vec<bytes::Bytes>> {
+        self.log(format!("RANGES {location} {ranges:?}"));
+        self.inner.get_ranges(location, ranges).await
+    }
+
+    fn delete_stream(
+        &self,
+        locations: futures::stream::BoxStream<'static, object_store::Result<object_store::path::Path>>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::path::Path>> {
+        self.inner.delete_stream(locations)
+    }
+
+    fn list(
+        &self,
+        prefix: Option<&object_store::path::Path>,
+    ) -> futures::stream::BoxStream<'static, object_store::Result<object_store::ObjectMeta>> {
+        self.inner.list(prefix)
+    }
+
+    async fn list_with_delimiter(
+        &self,
+        prefix: Option<&object_store::path::Path>,
+    ) -> object_store::Result<object_store::ListResult> {
+        self.inner.list_with_delimiter(prefix).await
+    }
+
+    async fn copy_opts(
+        &self,
+        from: &object_store::path::Path,
+        to: &object_store::path::Path,
+        options: object_store::CopyOptions,
+    ) -> object_store::Result<()> {
+        self.inner.copy_opts(from, to, options).await
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_shards_index_at_its_end_is_one_request() {
+    let store = memory_store();
+    for location in ["end", "start"] {
+        let path = format!("counted-{location}");
+        let metadata = sharded(&[40, 56], &[20, 28], &[5, 7], location, true, zstd_chain());
+        // Four shards of 16 inner chunks; the fixture erases shard 1/1.
+        let written = write_array(&store, &path, &metadata, &float32(), 11).await;
+        let recording = Arc::new(Recording {
+            inner: store.clone(),
+            requests: Mutex::new(Vec::new()),
+        });
+        let storage = Arc::new(zarrs_nvcomp::reader::ObjectStorage::new(recording.clone()));
+        let array = zarrs::array::Array::async_open(storage, &format!("/{path}"))
+            .await
+            .unwrap();
+        recording.take();
+        let all = ArraySubset::new_with_shape(vec![40, 56]);
+        let data = read_chunks_parallel(&array, &all, &cpu()).await.unwrap();
+        assert_eq!(data.into_host_bytes().unwrap(), zarrs_read(&written, &all).await);
+        let shards = ["0/0", "0/1", "1/0", "1/1"].map(|s| format!("{path}/c/{s}"));
+        let mut lens = Vec::new();
+        for key in &shards[..3] {
+            lens.push(get(&store, key).await.len() as u64);
+        }
+        // The inner chunks of every present shard, back to back between
+        // the index's 260 bytes and the other end, in one ranged read.
+        let data = |len: u64| if location == "end" { 0..len - 260 } else { 260..len };
+        let runs = shards[..3]
+            .iter()
+            .zip(&lens)
+            .map(|(key, len)| format!("RANGES {key} [{:?}]", data(*len)));
+        let mut expected: Vec<String> = match location {
+            // One suffix read per shard gives its index and its size.
+            "end" => shards.iter().map(|key| format!("GET {key} bytes=-260")).collect(),
+            // The size first, then the index.
+            _ => shards
+                .iter()
+                .map(|key| format!("HEAD {key}"))
+                .chain(shards[..3].iter().map(|key| format!("RANGES {key} [0..260]")))
+                .collect(),
+        };
+        expected.extend(runs);
+        expected.sort();
+        assert_eq!(recording.take(), expected, "index at the {location}");
+    }
+}

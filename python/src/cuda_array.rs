@@ -1,14 +1,18 @@
 //! [`CudaArray`]: the package's one device-result type where CuPy is not the
-//! result (the reader without CuPy, the codec's device outputs without CuPy,
-//! packed device batches). It exposes both `__cuda_array_interface__` (v3)
-//! and `__dlpack__`/`__dlpack_device__`, so CuPy, PyTorch, Numba and JAX
-//! take it without a copy, and keeps its device memory alive.
+//! result (the reader without CuPy, the codec's device outputs without CuPy
+//! or with `device_outputs="views"`, packed device batches, `device_views`).
+//! It exposes both `__cuda_array_interface__` (v3) and
+//! `__dlpack__`/`__dlpack_device__`, so CuPy, PyTorch, Numba and JAX take it
+//! without a copy, and keeps its device memory alive.
 
+use std::borrow::Cow;
+use std::ops::Range;
 use std::sync::Arc;
 
 use pyo3::exceptions::PyBufferError;
+use pyo3::intern;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyTuple};
+use pyo3::types::{PyDict, PyList, PyTuple};
 
 use crate::dlpack::{self, DL_CUDA};
 use crate::errors::invalid_argument;
@@ -39,7 +43,8 @@ pub(crate) struct CudaArray {
     /// Byte offset of the first element in `memory`.
     offset: u64,
     shape: Vec<u64>,
-    typestr: String,
+    /// Static for the byte views that batches make by the thousand.
+    typestr: Cow<'static, str>,
     nbytes: usize,
     device: usize,
 }
@@ -51,7 +56,7 @@ impl CudaArray {
             memory,
             offset,
             shape: vec![len as u64],
-            typestr: "|u1".into(),
+            typestr: Cow::Borrowed("|u1"),
             nbytes: len,
             device,
         }
@@ -60,7 +65,35 @@ impl CudaArray {
     /// The same bytes seen as `shape` elements of type `typestr`, which the
     /// caller makes sure cover them exactly.
     pub(crate) fn with_elements(self, shape: Vec<u64>, typestr: String) -> Self {
-        Self { shape, typestr, ..self }
+        Self {
+            shape,
+            typestr: Cow::Owned(typestr),
+            ..self
+        }
+    }
+
+    /// The address and size of the elements.
+    pub(crate) fn region(&self) -> zarrs_nvcomp::cuda::DeviceRegion {
+        zarrs_nvcomp::cuda::DeviceRegion {
+            ptr: self.ptr(),
+            len: self.nbytes,
+        }
+    }
+
+    /// The byte `ranges` of `memory` as 1-D `uint8` views, each keeping the
+    /// whole of `memory` alive. Made here rather than in Python (a CuPy array
+    /// costs over a microsecond to make, a view some tens of nanoseconds),
+    /// since batches hold thousands of buffers.
+    pub(crate) fn views<'py>(
+        py: Python<'py>,
+        memory: &Arc<dyn DeviceMemory>,
+        ranges: impl Iterator<Item = Range<usize>>,
+        device: usize,
+    ) -> PyResult<Bound<'py, PyList>> {
+        let views = ranges
+            .map(|r| Bound::new(py, Self::bytes(memory.clone(), r.start as u64, r.len(), device)))
+            .collect::<PyResult<Vec<_>>>()?;
+        PyList::new(py, views)
     }
 }
 
@@ -97,14 +130,15 @@ impl CudaArray {
     /// Version 3 of the CUDA array interface (C order, no stream to wait on).
     #[getter]
     fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        // Built at each access (consumers read it once), not with the view.
         let dict = PyDict::new(py);
-        dict.set_item("version", 3)?;
-        dict.set_item("shape", PyTuple::new(py, &self.shape)?)?;
-        dict.set_item("typestr", &self.typestr)?;
+        dict.set_item(intern!(py, "version"), 3)?;
+        dict.set_item(intern!(py, "shape"), PyTuple::new(py, &self.shape)?)?;
+        dict.set_item(intern!(py, "typestr"), &*self.typestr)?;
         let ptr = if self.nbytes == 0 { 0 } else { self.ptr() };
-        dict.set_item("data", (ptr, false))?;
-        dict.set_item("strides", py.None())?;
-        dict.set_item("stream", py.None())?;
+        dict.set_item(intern!(py, "data"), (ptr, false))?;
+        dict.set_item(intern!(py, "strides"), py.None())?;
+        dict.set_item(intern!(py, "stream"), py.None())?;
         Ok(dict)
     }
 

@@ -3,15 +3,16 @@
 //! thousands of them and Python spends microseconds on each.
 //!
 //! CuPy arrays are read from their `data.ptr`, `nbytes` and contiguity
-//! fields, which CuPy keeps as C members; other objects from their
-//! `__cuda_array_interface__` (version 3), whose producer streams are
-//! collected for the caller to wait on.
+//! fields, which CuPy keeps as C members, and [`CudaArray`]s from their Rust
+//! fields; other objects from their `__cuda_array_interface__` (version 3),
+//! whose producer streams are collected for the caller to wait on.
 
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
 use zarrs_nvcomp::cuda::DeviceRegion;
 
+use crate::cuda_array::CudaArray;
 use crate::errors::{invalid_argument, new_err, Kind};
 
 /// The device regions of a batch's buffers, and the streams that produced them.
@@ -19,6 +20,9 @@ use crate::errors::{invalid_argument, new_err, Kind};
 pub(crate) struct DeviceRegions {
     pub(crate) regions: Vec<DeviceRegion>,
     streams: Vec<u64>,
+    /// Whether some buffer was a CuPy array read through its fields, which
+    /// name no stream (CuPy's current stream is its own).
+    read_cupy_fields: bool,
 }
 
 impl DeviceRegions {
@@ -37,6 +41,13 @@ impl DeviceRegions {
         self.streams.clone()
     }
 
+    /// Whether some buffer was a CuPy array read through its fields, which
+    /// name no stream: the caller waits for CuPy's current stream.
+    #[getter]
+    fn read_cupy_fields(&self) -> bool {
+        self.read_cupy_fields
+    }
+
     /// The `(address, length)` of each buffer.
     #[getter]
     fn regions(&self) -> Vec<(u64, usize)> {
@@ -49,8 +60,8 @@ impl DeviceRegions {
 }
 
 /// Reads the device region of every object of `objects`: CuPy arrays (of
-/// type `cupy_ndarray`, when given) through their fields, the others through
-/// `__cuda_array_interface__`; `what` names them in errors ("input 3 is not
+/// type `cupy_ndarray`, when given) and [`CudaArray`]s through their fields,
+/// the others through `__cuda_array_interface__`; `what` names them in errors ("input 3 is not
 /// contiguous").
 #[pyfunction]
 #[pyo3(signature = (objects, what, cupy_ndarray=None))]
@@ -61,18 +72,32 @@ pub(crate) fn read_device_regions(
 ) -> PyResult<DeviceRegions> {
     let mut regions = Vec::with_capacity(objects.len());
     let mut streams = Vec::new();
+    let mut read_cupy_fields = false;
     for (i, object) in objects.iter().enumerate() {
         let region = match cupy_ndarray {
             // A CuPy without these fields (another major version) is read
             // through its interface, which names its stream.
-            Some(cupy) if object.get_type().is(cupy) => {
-                cupy_region(&object).or_else(|_| interface_region(&object, &mut streams))
-            }
-            _ => interface_region(&object, &mut streams),
+            Some(cupy) if object.get_type().is(cupy) => match cupy_region(&object) {
+                Ok(region) => {
+                    read_cupy_fields = true;
+                    Ok(region)
+                }
+                Err(_) => interface_region(&object, &mut streams),
+            },
+            // The views this package returns, passed back in (an encode's
+            // results decoded): read without building their interface.
+            _ => match object.cast::<CudaArray>() {
+                Ok(view) => Ok(view.get().region()),
+                Err(_) => interface_region(&object, &mut streams),
+            },
         };
         regions.push(region.map_err(|e| e.named(what, i))?);
     }
-    Ok(DeviceRegions { regions, streams })
+    Ok(DeviceRegions {
+        regions,
+        streams,
+        read_cupy_fields,
+    })
 }
 
 /// Why a buffer cannot be read; [`Problem::named`] says which buffer.

@@ -63,7 +63,7 @@ impl Engine {
 
 /// The regions of a packed batch: `sizes` (native `u64`s) split `len` bytes
 /// from `base` into items back to back.
-fn packed_regions(base: u64, len: usize, sizes: &PyBuffer<u64>) -> PyResult<Vec<DeviceRegion>> {
+pub(crate) fn packed_regions(base: u64, len: usize, sizes: &PyBuffer<u64>) -> PyResult<Vec<DeviceRegion>> {
     let sizes = Python::attach(|py| sizes.to_vec(py))?;
     let mut at = 0u64;
     let regions = sizes

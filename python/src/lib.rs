@@ -12,7 +12,8 @@
 //! - [`host_inputs`], [`host_batch`], [`pool`]: host buffers in and out, and
 //!   the recycling of result allocations;
 //! - [`device_inputs`]: device buffers in; [`device_batch`], [`cuda_array`],
-//!   [`dlpack`]: device results;
+//!   [`dlpack`]: device results; [`device_views`]: a device buffer split
+//!   into views;
 //! - [`reader`], [`dtype`]: the chunk-parallel reader; [`writer`]: the
 //!   chunk-parallel writer; [`pipeline`]: decoding
 //!   for zarr's codec pipeline;
@@ -26,6 +27,7 @@ mod config;
 mod cuda_array;
 mod device_batch;
 mod device_inputs;
+mod device_views;
 mod dlpack;
 mod dtype;
 mod engine;
@@ -71,6 +73,7 @@ fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<cuda_array::CudaArray>()?;
     m.add_class::<device_inputs::DeviceRegions>()?;
     m.add_function(wrap_pyfunction!(device_inputs::read_device_regions, m)?)?;
+    m.add_function(wrap_pyfunction!(device_views::split_device, m)?)?;
     m.add_function(wrap_pyfunction!(parse_device, m)?)?;
     m.add_function(wrap_pyfunction!(config::normalize_config, m)?)?;
     m.add_function(wrap_pyfunction!(config::has_cpu_implementation, m)?)?;

@@ -65,7 +65,7 @@ async fn read_to(
 /// # Safety
 /// `device` must be writable device memory that stays allocated, and
 /// untouched by anything else, while the read runs.
-unsafe fn lent_output<'a>(
+pub(crate) unsafe fn lent_output<'a>(
     host: Option<&'a PyBuffer<u8>>,
     device: Option<(u64, usize)>,
 ) -> PyResult<Option<ReadInto<'a>>> {

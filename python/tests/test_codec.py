@@ -69,6 +69,7 @@ def test_check_repr(monkeypatch):
     common.check_repr("NvCompBatchCodec(algorithm='lz4', options={'has_header': False})")
     common.check_repr("NvCompBatchCodec(algorithm='gzip', options={'algorithm': 3}, device='cpu')")
     common.check_repr("NvCompBatchCodec(algorithm='zstd', max_decoded_size=1000)")
+    common.check_repr("NvCompBatchCodec(algorithm='lz4', device_outputs='views')")
     # Short: options at their defaults are left out.
     short = repr(NvCompBatchCodec("LZ4", {"data_type": "int8"}))
     assert short == "NvCompBatchCodec(algorithm='lz4')"
@@ -118,8 +119,20 @@ def test_pickle(codec, protocol):
     assert c2 == codec and c2.device == codec.device and c2.backend == "cpu"
     limited = pickle.loads(pickle.dumps(NvCompBatchCodec("zstd", max_decoded_size=99), protocol))
     assert limited.max_decoded_size == 99
+    views = NvCompBatchCodec("zstd", device="cpu", device_outputs="views")
+    assert pickle.loads(pickle.dumps(views, protocol)).device_outputs == "views"
     data = np.arange(100, dtype="f4")
     np.testing.assert_array_equal(np.frombuffer(c2.decode(codec.encode(data)), "f4"), data)
+
+
+def test_device_outputs_is_checked_and_not_stored():
+    with pytest.raises(ValueError, match="device_outputs must be one of 'cupy', 'views'"):
+        NvCompBatchCodec("lz4", device_outputs="numpy")
+    views = NvCompBatchCodec("lz4", device="cpu", device_outputs="views")
+    assert views.get_config() == NvCompBatchCodec("lz4").get_config()
+    given = {**views.get_config(), "device_outputs": "views"}
+    assert NvCompBatchCodec.from_config(given).device_outputs == "views"
+    assert NvCompBatchCodec.from_config(views.get_config()).device_outputs == "cupy"
 
 
 def test_backend_attribute():

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import numpy as np
 import pytest
 from conftest import ALL_ALGORITHMS, CPU_ALGORITHMS, cuda_codec, cupy_or_skip
@@ -144,3 +146,57 @@ def test_device_results_without_cupy(monkeypatch):
         np.testing.assert_array_equal(cp.asnumpy(cp.asarray(d)).view(np.float32), h)
         np.testing.assert_array_equal(cp.asnumpy(cp.from_dlpack(d)).view(np.float32), h)
         assert cp.from_dlpack(d).data.ptr == d.ptr
+
+
+def _churn(codec, host):
+    """Decodes a batch of zeros of ``host``'s shapes: new device allocations,
+    where freed memory of earlier results would be handed out again."""
+    cp = cupy_or_skip()
+    return codec.decode_batch(codec.encode_batch([cp.zeros(h.shape, cp.float32) for h in host]))
+
+
+@pytest.mark.parametrize("algorithm", ["lz4", "zstd", "ans"])
+def test_views_out(algorithm):
+    cp, codec = cuda_codec(algorithm, device_outputs="views")
+    host = chunks()
+    encoded = codec.encode_batch([cp.asarray(c) for c in host])
+    assert all(isinstance(e, zarrs_nvcomp.CudaArray) for e in encoded)
+    # Views given back as inputs (read through their fields), on a stream.
+    decoded = codec.decode_batch(encoded, stream=cp.cuda.Stream(non_blocking=True))
+    assert all(isinstance(d, zarrs_nvcomp.CudaArray) for d in decoded)
+    assert all(d.__cuda_array_interface__["stream"] is None for d in decoded)
+    as_cupy = [cp.asarray(d) for d in decoded]
+    assert [a.data.ptr for a in as_cupy] == [d.ptr for d in decoded]  # no copy
+    for h, a in zip(host, as_cupy, strict=True):
+        np.testing.assert_array_equal(cp.asnumpy(a).view(np.float32), h)
+    # One view kept: the whole allocation stays, whatever is allocated after.
+    kept = decoded[3]
+    del decoded, as_cupy, encoded
+    gc.collect()
+    _churn(codec, host)
+    np.testing.assert_array_equal(cp.asnumpy(cp.asarray(kept)).view(np.float32), host[3])
+
+
+def test_cupy_outputs_share_one_allocation_that_outlives_the_list():
+    cp, codec = cuda_codec("zstd")
+    host = chunks()
+    decoded = codec.decode_batch(codec.encode_batch([cp.asarray(c) for c in host]))
+    assert len({id(d.data.mem) for d in decoded}) == 1
+    kept = decoded[2]
+    del decoded
+    gc.collect()
+    _churn(codec, host)
+    np.testing.assert_array_equal(cp.asnumpy(kept).view(np.float32), host[2])
+
+
+def test_device_views_of_a_packed_result_match_the_list_form():
+    cp, codec = cuda_codec("lz4", device_outputs="views")
+    host = chunks()
+    encoded = codec.encode_batch([cp.asarray(c) for c in host])
+    sizes = np.array([e.nbytes for e in encoded], np.uint64)
+    packed = cp.concatenate([cp.asarray(e) for e in encoded])
+    data, decoded_sizes = codec.decode_packed(packed, sizes)
+    views = zarrs_nvcomp.device_views(data, decoded_sizes)
+    assert [v.device for v in views] == [0] * len(host)
+    for h, v in zip(host, views, strict=True):
+        np.testing.assert_array_equal(cp.asnumpy(cp.asarray(v)).view(np.float32), h)

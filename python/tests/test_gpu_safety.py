@@ -15,7 +15,7 @@ from pathlib import Path
 import numcodecs
 import numpy as np
 import pytest
-from conftest import create_like
+from conftest import create_like, cupy_or_skip
 from zarr.codecs import ZstdCodec
 
 import zarrs_nvcomp
@@ -95,9 +95,9 @@ def test_trusted_input_decodes_in_process_and_matches():
         np.testing.assert_array_equal(np.frombuffer(d, np.float32), c)
 
 
-# Raw deflate is left out: nvCOMP's decoder accepts invalid distances there
-# (a gap the corpus records as strict xfails).
-@pytest.mark.parametrize("algorithm", ["zstd", "gzip", "gdeflate", "snappy", "lz4"])
+# Raw deflate streams are inflated on the host up to 32 KiB of output first:
+# nvCOMP's decoder accepts distances reaching before the output's start.
+@pytest.mark.parametrize("algorithm", ["zstd", "gzip", "deflate", "gdeflate", "snappy", "lz4"])
 def test_corrupt_buffer_error_names_the_buffer(algorithm):
     cpu = NvCompBatchCodec(algorithm, device="cpu")
     gpu = NvCompBatchCodec(algorithm, device="cuda")
@@ -177,3 +177,23 @@ def test_a_wrong_zlib_adler32_is_an_error_on_both_paths(tmp_path, device):
     flip_last_byte(path / "1.0")
     with pytest.raises(DecodeError, match=r"\b1\.0\b"):
         zarrs_nvcomp.read_chunks_parallel(str(path), device=device)
+
+
+@pytest.mark.parametrize(
+    "case_file",
+    [p for p in corpus_cases() if p.name.startswith("deflate-")],
+    ids=lambda p: p.stem,
+)
+def test_deflate_streams_in_device_memory_are_checked_too(case_file):
+    # The host's window check reads device inputs through a copy.
+    cp = cupy_or_skip()
+    case = json.loads(case_file.read_text())
+    batch = [cp.asarray(np.frombuffer(base64.b64decode(b), np.uint8)) for b in case["batch"]]
+    with pytest.raises(DecodeError, match="buffer 1"):
+        NvCompBatchCodec("deflate", device="cuda").decode_batch(batch)
+    valid = [cp.asarray(np.frombuffer(base64.b64decode(b), np.uint8)) for b in case["valid"]]
+    decoded = NvCompBatchCodec("deflate", device="cuda").decode_batch(valid)
+    cpu = NvCompBatchCodec("deflate", device="cpu")
+    expected = cpu.decode_batch([base64.b64decode(b) for b in case["valid"]])
+    for d, e in zip(decoded, expected, strict=True):
+        assert cp.asnumpy(d).tobytes() == bytes(memoryview(e))

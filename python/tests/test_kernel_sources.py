@@ -65,7 +65,9 @@ def checksums(tmp_path_factory):
 
 def sample_buffers() -> list[bytes]:
     rng = np.random.default_rng(7)
-    lengths = [0, 1, 3, 4, 7, 8, 31, 32, 33, 64, 5551, 5552, 5553, 3 * 5552 + 17, 1 << 20]
+    # Around Adler-32's 128 threads per buffer and its modulus 65521 as well.
+    lengths = [0, 1, 3, 4, 7, 8, 31, 32, 33, 64, 127, 128, 129, 5551, 5552, 5553]
+    lengths += [3 * 5552 + 17, 65521, 65522, 1 << 20]
     out = [rng.integers(0, 256, n, dtype=np.uint8).tobytes() for n in lengths]
     out.append(b"\xff" * 100_000)  # the largest sums Adler-32 must reduce
     return out
@@ -185,3 +187,42 @@ def test_unshuffle_inverts_the_shuffles_and_keeps_trailing_bytes(unshuffle, type
     outs = unshuffle([c for c, _ in cases], [typesize] * 3, [k for _, k in cases])
     for out in outs:
         np.testing.assert_array_equal(out, block)
+
+
+@pytest.fixture(scope="module")
+def fill_differs(tmp_path_factory):
+    fn = build(tmp_path_factory, "fill").fill_differs
+    fn.argtypes = [ctypes.c_void_p] * 2 + [ctypes.c_uint64] * 3 + [ctypes.c_void_p]
+
+    def run(buffers: list[np.ndarray], fill: np.ndarray) -> list[bool]:
+        """Whether each buffer holds only `fill` (one element), by the kernel."""
+        pattern = np.frombuffer(fill.tobytes() * (16 // fill.nbytes), np.uint64)
+        ptrs = np.array([b.ctypes.data for b in buffers], np.uint64)
+        lens = np.array([b.nbytes for b in buffers], np.uint64)
+        differs = np.zeros(len(buffers), np.uint32)
+        lo, hi = (int(w) for w in pattern)
+        fn(ptrs.ctypes.data, lens.ctypes.data, len(buffers), lo, hi, differs.ctypes.data)
+        return [not d for d in differs]
+
+    return run
+
+
+@pytest.mark.parametrize("dtype", ["u1", "<i2", "<f4", "<f8", "<c16"])
+@pytest.mark.parametrize("value", [0, -1.5, 7])
+def test_fill_kernel_finds_exactly_the_chunks_of_the_fill_value(fill_differs, dtype, value):
+    fill = np.array(value).astype(dtype)
+    other = np.array(3).astype(dtype)
+    whole = np.full(1000, fill)
+    buffers = [whole, whole[1:], whole[:1], np.full(0, fill)]
+    expected = [True, True, True, True]
+    for at in (0, 1, 499, 998, 999):
+        changed = whole.copy()
+        changed[at] = other
+        buffers.append(changed)
+        expected.append(bool(changed[at] == fill))
+    # One byte of one element differs: a wrong pattern offset would miss it.
+    last_byte = whole.copy().view(np.uint8)
+    last_byte[-1] ^= 1
+    buffers.append(last_byte)
+    expected.append(False)
+    assert fill_differs(buffers, fill) == expected

@@ -12,6 +12,7 @@ import numcodecs
 import numpy as np
 import pytest
 import zarr
+from chain_cases import CASES, write_case
 from conftest import create_like, cupy_or_skip
 from zarr.codecs import BloscCodec, BytesCodec, Crc32cCodec, GzipCodec, TransposeCodec, ZstdCodec
 from zarr.core.buffer import cpu
@@ -225,7 +226,7 @@ def test_sharded_arrays_decode_each_shards_chunks_in_one_call(tmp_path, paths):
 @pytest.mark.parametrize(
     "codecs",
     [
-        dict(compressors=[BloscCodec()]),
+        dict(compressors=[BloscCodec(cname="blosclz")]),
         dict(filters=[TransposeCodec(order=(1, 0))], compressors=[ZstdCodec()]),
         dict(serializer=BytesCodec(endian="big"), compressors=[ZstdCodec()]),
         dict(compressors=None),
@@ -234,7 +235,7 @@ def test_sharded_arrays_decode_each_shards_chunks_in_one_call(tmp_path, paths):
         ),
         dict(compressors=numcodecs.Zstd(), zarr_format=2, dtype=">f8"),
     ],
-    ids=["blosc", "transpose", "big-endian", "uncompressed", "v2 filters", "v2 big-endian"],
+    ids=["blosclz", "transpose", "big-endian", "uncompressed", "v2 filters", "v2 big-endian"],
 )
 def test_other_chains_go_through_zarrs_pipeline(tmp_path, codecs, paths):
     codecs = dict(codecs)
@@ -246,6 +247,97 @@ def test_other_chains_go_through_zarrs_pipeline(tmp_path, codecs, paths):
     np.testing.assert_array_equal(got, data[2:19, ::4])
     np.testing.assert_array_equal(got, expected)
     assert paths == []
+
+
+BLOSC_CASES = sorted(c for c in CASES if "blosc" in c)
+
+
+def blosc_path(case_id: str, store: str) -> str | None:
+    """How the pipeline reads a blosc case of ``chain_cases``: ``"reader"``,
+    ``"engine"`` (the chunks fetched through zarr's store API, decoded in one
+    call of the blosc decoder), or None (zarr's pipeline: blosclz, big-endian
+    bytes)."""
+    if "blosclz" in case_id or "big-endian" in case_id:
+        return None
+    # The reader reads v2 order F through zarrs chunk by chunk; shards' inner
+    # chunks come to the pipeline from zarr's shard reader.
+    if store == "memory" or "order-F" in case_id or "sharded" in case_id:
+        return "engine"
+    return "reader"
+
+
+@pytest.mark.parametrize("store", ["local", "memory"])
+@pytest.mark.parametrize("case_id", BLOSC_CASES)
+def test_blosc_arrays_read_as_zarr_reads_them(tmp_path, case_id, store, paths):
+    data, _ = CASES[case_id]
+    source = in_store(write_case(tmp_path, case_id), store)
+    selections = [(Ellipsis,), (slice(3, 35, 4), slice(2, None, 3))]
+    for selection in selections:
+        expected, got = read_both(source, selection)
+        np.testing.assert_array_equal(got, expected)
+        np.testing.assert_array_equal(got, data[selection])
+    path = blosc_path(case_id, store)
+    assert {kind for kind, _ in paths} == ({path} if path else set())
+    if path == "engine" and "sharded" not in case_id:
+        # 37 x 29 in 8 x 16 chunks: all 10, then 4 chunk rows of both columns.
+        assert engine_calls(paths) == [10, 8]
+    elif path == "reader":
+        assert len(paths) == len(selections)
+
+
+def test_blosclz_stays_on_zarrs_pipeline_saying_why(tmp_path):
+    path = write_case(tmp_path, "v3-blosc-blosclz-shuffle-int16-0")
+    with zarr.config.set(PIPELINE):
+        pipeline = zarr.open_array(path, mode="r")._async_array.codec_pipeline
+    assert pipeline.batched is None
+    assert "blosclz" in pipeline.fallback_reason
+
+
+@pytest.mark.parametrize("store", ["local", "memory"])
+def test_blosc_arrays_are_written_by_zarrs_pipeline_and_read_back(tmp_path, store, paths):
+    data = sample(np.dtype("<i4"), (30, 30), seed=8)
+    target = tmp_path / "a" if store == "local" else zarr.storage.MemoryStore()
+    with zarr.config.set(PIPELINE):
+        z = zarr.create_array(
+            target,
+            shape=data.shape,
+            chunks=(7, 9),
+            dtype="<i4",
+            compressors=[BloscCodec(cname="zstd", shuffle="bitshuffle")],
+        )
+        z[...] = data
+        z[3:11, 4:25] = -data[3:11, 4:25]
+    reference = data.copy()
+    reference[3:11, 4:25] *= -1
+    expected, got = read_both(target, (Ellipsis,))
+    np.testing.assert_array_equal(expected, reference)
+    np.testing.assert_array_equal(got, reference)
+    # No engine encodes: the partial chunks were read and written by zarr.
+    assert [kind for kind, _ in paths] == ["reader" if store == "local" else "engine"]
+
+
+@pytest.mark.parametrize("store", ["local", "memory"])
+def test_corrupt_blosc_chunks_name_their_key_and_codec(tmp_path, store):
+    data = np.arange(256, dtype="<f4").reshape(16, 16)
+    z = zarr.create_array(
+        tmp_path / "a",
+        shape=data.shape,
+        chunks=(8, 8),
+        dtype="<f4",
+        compressors=[BloscCodec(cname="lz4", shuffle="shuffle")],
+    )
+    z[...] = data
+    chunk = tmp_path / "a" / "c" / "1" / "0"
+    chunk.write_bytes(chunk.read_bytes()[:-5])
+    if store == "memory":
+        pattern = r"chunk c/1/0 \(blosc\) is corrupt"
+    else:
+        pattern = r"chunk c/1/0 is corrupt.*\(codec blosc, array \S*a\)"
+    with zarr.config.set(PIPELINE):
+        array = zarr.open_array(in_store(tmp_path / "a", store), mode="r")
+        with pytest.raises(zarrs_nvcomp.DecodeError, match=pattern):
+            array[...]
+        np.testing.assert_array_equal(array[:8], data[:8])
 
 
 @pytest.mark.parametrize("store", ["local", "memory"])
@@ -368,6 +460,35 @@ def test_gpu_buffers_are_decoded_on_the_gpu(tmp_path, chain, store, paths):
             np.testing.assert_array_equal(cp.asnumpy(got), reference[selection])
     by_reader = store == "local" and chain != "v2 zlib order F"
     assert [kind for kind, _ in paths] == ["reader" if by_reader else "engine"] * len(selections)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("store", ["local", "memory"])
+@pytest.mark.parametrize(
+    "case_id",
+    [
+        "v3-blosc-lz4-shuffle-int16-0",
+        "v3-blosc-zstd-bitshuffle-float64-256",
+        "v3-blosc-lz4hc-noshuffle-uint8-0",
+        "v2-blosc-zlib-shuffle-float64-256",
+        "v2-blosc-zstd-bitshuffle-int16-0",
+        "v2-order-F-blosc",
+        "v3-sharded-blosc",
+        "v3-numcodecs-blosc",
+    ],
+)
+def test_gpu_blosc_arrays_are_decoded_on_the_gpu(tmp_path, case_id, store, paths):
+    cp = cupy_or_skip()
+    data, _ = CASES[case_id]
+    source = in_store(write_case(tmp_path, case_id), store)
+    selections = [(Ellipsis,), (slice(3, 35, 4), slice(2, None, 3))]
+    with zarr.config.set(PIPELINE), zarr.config.enable_gpu():
+        array = zarr.open_array(source, mode="r")
+        for selection in selections:
+            got = array[selection]
+            assert isinstance(got, cp.ndarray)
+            np.testing.assert_array_equal(cp.asnumpy(got), data[selection])
+    assert {kind for kind, _ in paths} == {blosc_path(case_id, store)}
 
 
 @pytest.mark.gpu

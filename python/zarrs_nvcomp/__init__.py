@@ -23,6 +23,7 @@ import contextlib
 import sys
 
 from zarrs_nvcomp import _nvcomp_wheel
+from zarrs_nvcomp._buffers import device_views
 from zarrs_nvcomp._zarrs_nvcomp import (
     ALGORITHMS,
     CPU_ALGORITHMS,
@@ -79,6 +80,7 @@ __all__ = [
     "ZarrsNvcompError",
     "create_array",
     "default_max_decoded_size",
+    "device_views",
     "gpu_available",
     "gpu_unavailable_reason",
     "nvcomp_library_candidates",

@@ -19,10 +19,12 @@ from numcodecs.compat import ensure_contiguous_ndarray
 
 from zarrs_nvcomp import _cupy_builds
 from zarrs_nvcomp._zarrs_nvcomp import (
+    CudaArray,
     CudaError,
     InvalidArgumentError,
     UnsupportedTypeError,
     read_device_regions,
+    split_device,
 )
 
 # DLPack device types whose memory the GPU addresses directly.
@@ -45,6 +47,8 @@ def is_device(obj: Any) -> bool:
     """Whether ``obj`` lives in GPU memory."""
     if isinstance(obj, bytes | bytearray | memoryview | np.ndarray):
         return False
+    if isinstance(obj, CudaArray):  # without building its interface dict
+        return True
     if hasattr(obj, "__cuda_array_interface__"):
         return True
     dlpack_device = getattr(obj, "__dlpack_device__", None)
@@ -60,8 +64,9 @@ def is_device(obj: Any) -> bool:
 def classify(buffers: Sequence[Any], what: str) -> bool:
     """True when every buffer is on the device, False when every one is on the host."""
     cp = cupy_module()
-    if cp is not None and all(isinstance(b, cp.ndarray) for b in buffers):
-        # Spares building every CuPy array's __cuda_array_interface__ dict.
+    device_types = CudaArray if cp is None else (cp.ndarray, CudaArray)
+    if all(isinstance(b, device_types) for b in buffers):
+        # Spares building every array's __cuda_array_interface__ dict.
         return True
     flags = {is_device(b) for b in buffers}
     if len(flags) > 1:
@@ -138,7 +143,7 @@ def device_regions(
     waits = set(regions.streams)
     if stream is not None:
         waits.add(stream)
-    elif ndarray is not None and any(type(o) is ndarray for o in objs):
+    elif regions.read_cupy_fields:
         # CuPy arrays are read through their fields, which name no stream:
         # CuPy's current stream is theirs.
         waits.add(cp.cuda.get_current_stream().ptr)
@@ -166,13 +171,22 @@ def device_region(obj: Any, *, what: str = "buffer") -> DeviceRegion:
     return DeviceRegion(ptr, nbytes, owner)
 
 
-def device_outputs(batch: Any) -> list[Any]:
-    """The buffers of a ``DeviceBatch``: CuPy views of its one allocation when
-    CuPy is installed, :class:`zarrs_nvcomp.CudaArray` views (which expose
-    ``__cuda_array_interface__`` and ``__dlpack__``) otherwise. They keep the
-    batch alive."""
+def device_outputs(batch: Any, *, views: bool = False) -> list[Any]:
+    """The buffers of a ``DeviceBatch``, each keeping the whole batch alive:
+    :class:`zarrs_nvcomp.CudaArray` views (which expose
+    ``__cuda_array_interface__`` and ``__dlpack__``) when ``views`` or
+    without CuPy, CuPy arrays otherwise.
+
+    A CudaArray is made in Rust for some tens of nanoseconds; a CuPy array
+    costs over a microsecond whichever way it is made. The quickest ways
+    measured (``benches/python_boundary.py``, CPU time on the 2-core machine,
+    per buffer): ``cupy.split`` of one array of the allocation, which makes
+    its views in CuPy's compiled code, where the buffers lie back to back
+    (1.26 us, against 2.1 us for slicing that array buffer by buffer); the
+    ``ndarray`` constructor on each buffer's pointer where alignment gaps lie
+    between them (1.6 us; splitting at the gaps too took 2.6 us)."""
     cp = cupy_module()
-    if cp is None:
+    if views or cp is None:
         return batch.arrays()
     ranges = batch.ranges
     base, device = batch.ptr, batch.device
@@ -181,8 +195,42 @@ def device_outputs(batch: Any) -> list[Any]:
         with cp.cuda.Device(device):
             return [cp.empty(0, dtype=cp.uint8) for _ in ranges]
     memory = cp.cuda.UnownedMemory(base, total, batch, device)
-    whole = cp.ndarray((total,), dtype=cp.uint8, memptr=cp.cuda.MemoryPointer(memory, 0))
-    return [whole[a:b] for a, b in ranges]
+    if batch.is_packed:
+        end = ranges[-1][1]
+        whole = cp.ndarray((end,), dtype=cp.uint8, memptr=cp.cuda.MemoryPointer(memory, 0))
+        return cp.split(whole, [start for start, _ in ranges[1:]])
+    ndarray, pointer, uint8 = cp.ndarray, cp.cuda.MemoryPointer, np.dtype(np.uint8)
+    return [ndarray((end - start,), uint8, pointer(memory, start)) for start, end in ranges]
+
+
+def device_views(
+    buffer: Any, sizes: Any, *, device: int | None = None, stream: Any = None
+) -> list[Any]:
+    """One contiguous device buffer (CuPy, :class:`zarrs_nvcomp.CudaArray`,
+    anything with ``__cuda_array_interface__`` or a CUDA ``__dlpack__``)
+    split into consecutive items of ``sizes[i]`` bytes, which must add up to
+    the buffer's size: a list of 1-D ``uint8`` :class:`zarrs_nvcomp.CudaArray`
+    views, each keeping ``buffer`` alive, made for some tens of nanoseconds
+    each (the list form of what ``decode_packed`` returns, without a CuPy
+    array per item). ``device``: the buffer's CUDA ordinal, read from its
+    ``__dlpack_device__`` when None. Waits first for the stream that produced
+    the buffer, as the codec's calls do (``stream``: theirs); the views name
+    no stream."""
+    items = item_sizes(sizes)
+    regions, (owner,) = device_regions([buffer], "buffer", stream_handle(stream))
+    ((ptr, nbytes),) = regions.regions
+    return split_device(owner, ptr, nbytes, items, _device_ordinal(owner, device))
+
+
+def _device_ordinal(obj: Any, device: int | None) -> int:
+    if device is not None:
+        return device
+    dlpack_device = getattr(obj, "__dlpack_device__", None)
+    if dlpack_device is None:
+        raise InvalidArgumentError(
+            f"{type(obj).__name__} has no __dlpack_device__: give the buffer's device="
+        )
+    return int(dlpack_device()[1])
 
 
 def host_outputs(batch: Any) -> list[np.ndarray]:

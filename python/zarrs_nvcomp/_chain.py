@@ -12,6 +12,13 @@ filters whose compressor is one of them.
 | ``gzip``, ``numcodecs.gzip`` | one gzip member | ``gzip`` | — |
 | ``lz4`` (v2), ``numcodecs.lz4`` | numcodecs LZ4 | ``lz4`` with its 4-byte header | — |
 | ``zlib`` (v2), ``numcodecs.zlib`` | zlib stream | ``deflate`` | 2-byte header, Adler-32 trailer |
+| ``blosc``, ``numcodecs.blosc`` | blosc chunks | none: the reader's blosc decoder | — |
+
+Blosc chains with ``cname`` ``lz4``, ``lz4hc``, ``zstd``, ``zlib`` or
+``snappy`` are decoded by the reader's batched blosc decoder (each chunk's
+header says how it decodes); ``blosclz`` has no GPU decoder and stays on
+zarr's pipeline, as in the reader. Blosc chains are read in batches only:
+zarr's pipeline writes them.
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ import numpy as np
 from zarrs_nvcomp._zarrs_nvcomp import DecodeError, normalize_config
 
 __all__ = ["BatchedChain", "ChainFraming", "classify"]
+
+#: Blosc compressors with batched decoders (``blosclz`` has none).
+_BLOSC_CNAMES = {"lz4", "lz4hc", "zstd", "zlib", "snappy"}
 
 #: Engine configurations of the standard compressors, by codec name.
 _STANDARD = {
@@ -101,8 +111,9 @@ class BatchedChain:
     """A chain decoded in batches: the engine configuration (JSON), the
     framing of each chunk, and what the chunk's bytes hold."""
 
-    #: The engine's configuration, normalized, as JSON.
-    config_json: str
+    #: The engine's configuration, normalized, as JSON; None for blosc
+    #: chunks, which the reader's blosc decoder decodes.
+    config_json: str | None
     #: The compressor's name, for error messages.
     codec: str
     framing: ChainFraming
@@ -110,6 +121,11 @@ class BatchedChain:
     v2: bool
     #: The ``bytes`` codec's byte order (v3); None for one-byte elements.
     endian: str | None = "little"
+
+    @property
+    def encodes(self) -> bool:
+        """Whether the engine also encodes the chain (not blosc)."""
+        return self.config_json is not None
 
     def chunk_dtype(self, spec: Any) -> np.dtype | None:
         """The NumPy dtype of a decoded chunk of ``spec`` (a zarr ``ArraySpec``),
@@ -150,7 +166,13 @@ def classify(codecs: Iterable[Any]) -> tuple[BatchedChain | None, str | None]:
     if len(rest) != 1:
         return None, f"bytes-to-bytes chain {names[1:]} is not one compressor"
     name = str(rest[0]["name"])
-    config = _engine_config(name.removeprefix("numcodecs."), rest[0].get("configuration") or {})
+    configuration = rest[0].get("configuration") or {}
+    if name.removeprefix("numcodecs.") == "blosc":
+        reason = _blosc_reason(configuration)
+        if reason is not None:
+            return None, reason
+        return BatchedChain(None, name, framing, v2=False, endian=endian), None
+    config = _engine_config(name.removeprefix("numcodecs."), configuration)
     if config is None:
         return None, f"codec {name!r} has no batched decoder"
     if name.endswith("zlib"):
@@ -165,10 +187,26 @@ def _classify_v2(codec: Any) -> tuple[BatchedChain | None, str | None]:
         return None, "uncompressed chunks"
     meta = dict(codec.compressor.get_config())
     name = str(meta.pop("id"))
+    if name == "blosc":
+        reason = _blosc_reason(meta)
+        if reason is not None:
+            return None, reason
+        return BatchedChain(None, name, ChainFraming(), v2=True), None
     config = _engine_config(name, meta)
     if config is None:
         return None, f"compressor {name!r} has no batched decoder"
     return BatchedChain(config, name, ChainFraming(zlib=name == "zlib"), v2=True), None
+
+
+def _blosc_reason(configuration: dict[str, Any]) -> str | None:
+    """Why blosc chunks of ``configuration`` go through zarr's pipeline, or
+    None where they are batched (numcodecs' default ``cname`` is ``lz4``)."""
+    cname = configuration.get("cname", "lz4")
+    if cname in _BLOSC_CNAMES:
+        return None
+    if cname == "blosclz":
+        return "blosc cname 'blosclz' has no GPU decoder"
+    return f"blosc cname {cname!r} has no batched decoder"
 
 
 def _engine_config(name: str, configuration: dict[str, Any]) -> str | None:

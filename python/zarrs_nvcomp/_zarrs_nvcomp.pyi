@@ -89,6 +89,9 @@ class DeviceRegions:
     @property
     def streams(self) -> list[int]:
         """The nonzero streams the buffers' interfaces named, each once: wait for them."""
+    @property
+    def read_cupy_fields(self) -> bool:
+        """Whether a CuPy array was read through its fields (no stream named: CuPy's current)."""
     def __len__(self) -> int:
         """The number of buffers."""
 
@@ -96,7 +99,7 @@ def read_device_regions(
     objects: list[Any], what: str, cupy_ndarray: type | None = None
 ) -> DeviceRegions:
     """Reads the address and size of every device array: instances of
-    ``cupy_ndarray`` through CuPy's fields, others through
+    ``cupy_ndarray`` and :class:`CudaArray` through their fields, others through
     ``__cuda_array_interface__`` (v3). Errors name ``what`` and the index:
     :class:`InvalidArgumentError` (not contiguous, masked, malformed),
     :class:`UnsupportedTypeError` (no interface)."""
@@ -122,6 +125,11 @@ class HostBatch(Buffer):
     def to_bytes_list(self) -> list[bytes]:
         """Each buffer as its own ``bytes``."""
     def __buffer__(self, flags: int, /) -> memoryview: ...
+
+def split_device(owner: object, ptr: int, len: int, sizes: Buffer, device: int) -> list[CudaArray]:
+    """The ``len`` bytes at ``ptr`` on ``device``, which ``owner`` keeps alive,
+    as consecutive 1-D ``uint8`` views of ``sizes`` (native ``uint64``, adding
+    up to ``len``) bytes each; every view keeps ``owner`` alive."""
 
 class DeviceBatch:
     """Device buffers in one device allocation, freed with this object and its views."""
@@ -205,6 +213,18 @@ class Engine:
 def decode_host_to_device(engine: Engine, inputs: Sequence[Buffer]) -> DeviceBatch:
     """Decompresses host buffers on the engine's GPU into one device allocation."""
 
+def decode_blosc_into(
+    inputs: Sequence[Buffer],
+    keys: Sequence[str],
+    offsets: Sequence[int],
+    sizes: Sequence[int],
+    device: str,
+    host_out: Buffer | None = None,
+    device_out: tuple[int, int] | None = None,
+) -> None:
+    """Decodes blosc chunks in one batch, chunk ``i`` into bytes
+    ``offsets[i]:offsets[i] + sizes[i]`` of ``host_out`` or ``device_out``."""
+
 class ReaderArray:
     """A zarr array opened for reading."""
 
@@ -245,7 +265,8 @@ class ReaderArray:
 
 class CudaArray:
     """A C-order array in GPU memory, kept alive by this object: the package's
-    device result where CuPy is not (the reader and the codec without CuPy).
+    device result where CuPy is not (the reader and the codec without CuPy,
+    the codec with ``device_outputs="views"``, :func:`device_views`).
     Exposes ``__cuda_array_interface__`` (v3) and ``__dlpack__``, so CuPy,
     PyTorch, Numba and JAX take it without a copy. The work that wrote it has
     finished: neither interface names a stream to wait on."""

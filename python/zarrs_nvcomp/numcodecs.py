@@ -19,7 +19,10 @@ from zarrs_nvcomp._zarrs_nvcomp import (
     normalize_config,
 )
 
-__all__ = ["NvCompBatchCodec"]
+__all__ = ["DEVICE_OUTPUTS", "NvCompBatchCodec"]
+
+#: The values of ``NvCompBatchCodec(device_outputs=...)``.
+DEVICE_OUTPUTS = ("cupy", "views")
 
 
 class NvCompBatchCodec(Codec):
@@ -52,6 +55,19 @@ class NvCompBatchCodec(Codec):
         when a call returns, so they are ready for work on that stream. (The
         engine still waits for its own stream before returning: calls are not
         yet asynchronous.) Not part of the configuration.
+    device_outputs
+        What the GPU's results for device inputs are: ``"cupy"`` (the
+        default), CuPy arrays (:class:`zarrs_nvcomp.CudaArray` views where
+        CuPy is not installed); ``"views"``, :class:`zarrs_nvcomp.CudaArray`
+        views always. Both are views of one device allocation per call, which
+        each keeps alive. A CuPy array costs over a microsecond per buffer to
+        make, a view some tens of nanoseconds, so for batches of thousands of
+        small buffers ``"views"`` is the fast form: ``cupy.asarray(view)``
+        (or PyTorch's, Numba's, JAX's import through ``__dlpack__`` or
+        ``__cuda_array_interface__``) gives an array of the same memory
+        without a copy when it is needed. Device inputs decoded on the CPU
+        backend come back as CuPy arrays either way. Not part of the
+        configuration.
 
     With ``device=None`` each host batch runs where it is fastest: small
     batches on the CPU, large ones on the GPU (see
@@ -61,8 +77,8 @@ class NvCompBatchCodec(Codec):
     Host inputs (bytes, NumPy arrays, ...) give host outputs: ``bytes`` from
     encoding, flat ``uint8`` NumPy arrays from decoding (views into one
     allocation per batch). Device inputs (CuPy, PyTorch: anything with
-    ``__cuda_array_interface__`` or a CUDA ``__dlpack__``) give device outputs
-    (CuPy arrays, or objects with ``__cuda_array_interface__`` without CuPy).
+    ``__cuda_array_interface__`` or a CUDA ``__dlpack__``) give device outputs:
+    CuPy arrays, or :class:`zarrs_nvcomp.CudaArray` views (``device_outputs``).
     """
 
     codec_id = "nvcomp_batch"
@@ -82,6 +98,7 @@ class NvCompBatchCodec(Codec):
         trusted_input: bool = False,
         max_decoded_size: int | None = None,
         stream: Any = None,
+        device_outputs: str = "cupy",
     ) -> None:
         request = {"algorithm": algorithm, "options": dict(options or {})}
         config = normalize_config(request)
@@ -94,6 +111,12 @@ class NvCompBatchCodec(Codec):
         self._engine = Engine(config, device, trusted_input, max_decoded_size=max_decoded_size)
         self.stream = stream
         _buffers.stream_handle(stream)  # checked now, not at the first call
+        if device_outputs not in DEVICE_OUTPUTS:
+            raise InvalidArgumentError(
+                f"device_outputs must be one of {', '.join(map(repr, DEVICE_OUTPUTS))}, "
+                f"not {device_outputs!r}"
+            )
+        self.device_outputs = device_outputs
         #: Where the last batch call ran: ``"cpu"``, ``"cuda:N"``, or None before any.
         self.last_backend: str | None = None
         # device=None: a CPU engine too, for the batches too small for the GPU.
@@ -127,6 +150,10 @@ class NvCompBatchCodec(Codec):
         self.last_backend = engine.backend
         return engine
 
+    def _device_outputs(self, batch: Any) -> list[Any]:
+        """The buffers of a device result, as ``device_outputs`` says."""
+        return _buffers.device_outputs(batch, views=self.device_outputs == "views")
+
     def _stream(self, stream: Any) -> int | None:
         """The handle of the call's stream, or of the codec's."""
         return _buffers.stream_handle(self.stream if stream is None else stream)
@@ -144,7 +171,8 @@ class NvCompBatchCodec(Codec):
         streams); ``device`` is not stored but may be given."""
         config = dict(config)
         # Arguments that are not stored, but may be given.
-        extra = {k: config.pop(k) for k in ("trusted_input", "max_decoded_size") if k in config}
+        given = ("trusted_input", "max_decoded_size", "device_outputs")
+        extra = {k: config.pop(k) for k in given if k in config}
         device = config.pop("device", None)
         stored = {k: v for k, v in config.items() if k != "id"}
         normalized = normalize_config(stored, stored=True)
@@ -170,12 +198,14 @@ class NvCompBatchCodec(Codec):
             args.append("trusted_input=True")
         if self._max_decoded_size is not None:
             args.append(f"max_decoded_size={self._max_decoded_size!r}")
+        if self.device_outputs != "cupy":
+            args.append(f"device_outputs={self.device_outputs!r}")
         return f"NvCompBatchCodec({', '.join(args)})"
 
     def __reduce__(self) -> tuple[Any, ...]:
         # The stream is not pickled: it belongs to this process.
         args = (self.algorithm, dict(self.options), self.device, self.trusted_input)
-        return (_rebuild, (type(self), *args, self._max_decoded_size))
+        return (_rebuild, (type(self), *args, self._max_decoded_size, self.device_outputs))
 
     # --- single buffers -------------------------------------------------
 
@@ -204,7 +234,7 @@ class NvCompBatchCodec(Codec):
                 host = [_buffers.to_host(b) for b in bufs]
                 return _buffers.to_device(self._engine.encode(host).to_bytes_list())
             regions, _alive = _buffers.device_regions(bufs, "input", handle)
-            return _buffers.device_outputs(self._engine.encode_device(regions))
+            return self._device_outputs(self._engine.encode_device(regions))
         views = [_buffers.host_view(b, what=f"input {i}") for i, b in enumerate(bufs)]
         engine = self._host_engine(len(views), sum(v.nbytes for v in views), _device_choice.ENCODE)
         return engine.encode(views).to_bytes_list()
@@ -247,7 +277,7 @@ class NvCompBatchCodec(Codec):
         if on_device:
             regions, _alive = _buffers.device_regions(bufs, "input", handle)
             if out is None:
-                return _buffers.device_outputs(self._engine.decode_device(regions))
+                return self._device_outputs(self._engine.decode_device(regions))
             out_regions, _out_alive = _buffers.device_regions(out, "output", handle)
             self._engine.decode_device_into(regions, out_regions)
             return out
@@ -379,9 +409,15 @@ def _rebuild(
     device: str | None,
     trusted_input: bool,
     max_decoded_size: int | None = None,
+    device_outputs: str = "cupy",
 ) -> NvCompBatchCodec:
     return cls(
-        algorithm, options, device, trusted_input=trusted_input, max_decoded_size=max_decoded_size
+        algorithm,
+        options,
+        device,
+        trusted_input=trusted_input,
+        max_decoded_size=max_decoded_size,
+        device_outputs=device_outputs,
     )
 
 

@@ -2,19 +2,21 @@
 
 ``NvcompCodecPipeline`` is a zarr 3 codec pipeline: set it once and every
 read of an array whose chain this project decodes in batches (``bytes`` then
-``zstd``, ``gzip``, numcodecs ``lz4``/``zlib`` or ``nvcomp_batch``, optionally
-``crc32c``; v2 arrays with one of those compressors and no filters) decodes
-all chunks of the read in batches: on the GPU into GPU memory when zarr's
-buffers are GPU buffers (``zarr.config.enable_gpu()``), else on the CPU in
-parallel. Arrays in stores the reader opens by URL (zarr's ``LocalStore``,
-``FsspecStore`` over S3, ``ObjectStore``) are read by one call of the
-chunk-parallel reader, with its own object_store fetch, when the selection
-is a box of strided ranges; otherwise the chunks are fetched concurrently
-through zarr's store API and decoded in one engine call. Writes encode all
-chunks of the write in one engine call on the CPU (chunks written in part
-are read, decoded in one call and merged first). Other chains go through
-zarr's default ``BatchedCodecPipeline``; inside a sharded array, the
-shards' inner chunks are decoded and encoded in batches shard by shard::
+``zstd``, ``gzip``, numcodecs ``lz4``/``zlib``, ``nvcomp_batch`` or
+``blosc`` but for its ``blosclz``, optionally ``crc32c``; v2 arrays with one
+of those compressors and no filters) decodes all chunks of the read in
+batches: on the GPU into GPU memory when zarr's buffers are GPU buffers
+(``zarr.config.enable_gpu()``), else on the CPU in parallel. Arrays in
+stores the reader opens by URL (zarr's ``LocalStore``, ``FsspecStore`` over
+S3, ``ObjectStore``) are read by one call of the chunk-parallel reader, with
+its own object_store fetch, when the selection is a box of strided ranges;
+otherwise the chunks are fetched concurrently through zarr's store API and
+decoded in one engine call (blosc chunks: one call of the reader's blosc
+decoder). Writes encode all chunks of the write in one engine call on the
+CPU (chunks written in part are read, decoded in one call and merged first);
+blosc arrays are written by zarr's pipeline. Other chains go through zarr's
+default ``BatchedCodecPipeline``; inside a sharded array, the shards' inner
+chunks are decoded and encoded in batches shard by shard::
 
     import zarr
     zarr.config.set({"codec_pipeline.path": "zarrs_nvcomp.NvcompCodecPipeline"})
@@ -162,7 +164,7 @@ class NvcompCodecPipeline(CodecPipeline):
         drop_axes: tuple[int, ...] = (),
     ) -> None:
         items = list(batch_info)
-        dtype = self._batched_dtype(items)
+        dtype = self._batched_dtype(items) if self.batched and self.batched.encodes else None
         if dtype is None:
             await self.fallback.write(items, value, drop_axes)
             return

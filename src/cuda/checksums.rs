@@ -24,7 +24,13 @@ use super::ptx::PtxKernel;
 use crate::error::{Error, Result};
 
 const PTX: &str = include_str!("kernels/checksums.ptx");
+/// Threads per block; for Adler-32, each block sums one buffer with the
+/// kernel's `ADLER_THREADS` threads, which this must equal.
 const THREADS: u32 = 128;
+/// The kernel's `kind` for the low 32 bits of XXH64.
+const KIND_XXH64_LOW32: u64 = 0;
+/// The kernel's `kind` for Adler-32.
+const KIND_ADLER32: u64 = 1;
 
 /// A checksum that a format stores of a buffer's decoded bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -49,8 +55,8 @@ impl ContentCheck {
     pub(super) fn kernel_kind(self) -> Option<u64> {
         match self {
             Self::GzipCrc32(_) => None,
-            Self::ZstdXxh64(_) => Some(0),
-            Self::ZlibAdler32(_) => Some(1),
+            Self::ZstdXxh64(_) => Some(KIND_XXH64_LOW32),
+            Self::ZlibAdler32(_) => Some(KIND_ADLER32),
         }
     }
 
@@ -115,7 +121,13 @@ impl ChecksumKernel {
             (&mut kind as *mut u64).cast(),
             (&mut sums as *mut u64).cast(),
         ];
-        let blocks = u32::try_from(count.div_ceil(THREADS as usize)).expect("fewer than 2^32 blocks per launch");
+        // A thread per buffer for XXH64, a block per buffer for Adler-32.
+        let blocks = if kind == KIND_ADLER32 {
+            count
+        } else {
+            count.div_ceil(THREADS as usize)
+        };
+        let blocks = u32::try_from(blocks).expect("fewer than 2^32 blocks per launch");
         // SAFETY: five u64 parameters, as the kernel declares; the caller
         // vouches for the memory.
         unsafe { self.kernel.launch((blocks, 1, 1), (THREADS, 1, 1), stream, &mut params) }

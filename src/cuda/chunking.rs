@@ -6,11 +6,13 @@
 
 use std::ops::Range;
 
+use rayon::prelude::*;
+
 use super::checksums::ContentCheck;
 use crate::algorithm::Algorithm;
 use crate::cpu;
 use crate::error::{Error, Result};
-use crate::format::{self, ans, gdeflate, gzip, lz4, snappy, BufferEnds};
+use crate::format::{self, ans, deflate, gdeflate, gzip, lz4, snappy, BufferEnds};
 
 /// nvCOMP's per-chunk compression limit for LZ4, Snappy, cascaded, bitcomp and ANS.
 pub(crate) const SMALL_CHUNK_LIMIT: usize = 1 << 24;
@@ -215,6 +217,45 @@ pub(crate) fn decode_pieces_of(algorithm: &Algorithm, index: usize, buf: &[u8], 
     }
 }
 
+/// Whether nvCOMP inflates raw DEFLATE streams of `algorithm` (deflate, and
+/// gzip's members), whose first 32 KiB of output it does not validate.
+pub(crate) fn inflates(algorithm: &Algorithm) -> bool {
+    matches!(algorithm, Algorithm::Deflate { .. } | Algorithm::Gzip { .. })
+}
+
+/// Whether untrusted streams of `algorithm` get [`check_on_host`]: raw
+/// DEFLATE streams (deflate, and gzip's members) and Zstandard frames.
+pub(crate) fn checked_on_host(algorithm: &Algorithm) -> bool {
+    inflates(algorithm) || matches!(algorithm, Algorithm::Zstd)
+}
+
+/// What the host checks of streams nvCOMP decodes without checking them,
+/// in parallel over `bufs`; the error names the first buffer that fails.
+///
+/// nvCOMP's deflate decoder accepts matches reaching before the start of
+/// the output, which the CPU decoder rejects ("distance too far back"): only
+/// the first [`deflate::WINDOW`] bytes of output can hold one, so each
+/// stream is inflated that far ([`deflate::check_window`], the CPU backend's
+/// reason). Its Zstandard decoder does not check the Huffman tree of the
+/// literals, which libzstd does ([`format::zstd::check_literal_trees`]).
+pub(crate) fn check_on_host(algorithm: &Algorithm, bufs: &[&[u8]]) -> Result<()> {
+    let stream = |buf: &[u8]| -> std::result::Result<(), String> {
+        match algorithm {
+            Algorithm::Gzip { .. } => {
+                let start = gzip::header_len(buf)?;
+                deflate::check_window(&buf[start..buf.len() - gzip::TRAILER_LEN])
+            }
+            Algorithm::Zstd => format::zstd::check_literal_trees(buf).map_err(|e| format!("bad Zstandard frame: {e}")),
+            _ => deflate::check_window(buf),
+        }
+    };
+    let failed = bufs
+        .par_iter()
+        .enumerate()
+        .find_map_first(|(index, buf)| stream(buf).err().map(|reason| Error::Corrupt { index, reason }));
+    failed.map_or(Ok(()), Err)
+}
+
 /// What happens to one buffer of an encode.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum EncodeRoute {
@@ -406,6 +447,39 @@ mod tests {
         assert_eq!(pieces[0].decoded, Some(gdeflate::PAGE_SIZE));
         assert_eq!(&buf[pieces[1].input.clone()], b"de");
         assert_eq!(pieces[1].decoded, Some(5));
+    }
+
+    #[test]
+    fn deflate_streams_reaching_before_their_output_are_refused_on_the_host() {
+        // A fixed-Huffman block whose first symbol is a match at distance 1,
+        // which zlib calls "invalid distance too far back"; after a literal,
+        // the same match is valid ("aaaa").
+        let (bad, good) = (&[3u8, 2, 0][..], &[0x4b, 4, 2, 0][..]);
+        let deflate = Algorithm::Deflate { algorithm: 0 };
+        assert!(check_on_host(&deflate, &[good, good]).is_ok());
+        let err = check_on_host(&deflate, &[good, bad, bad]).unwrap_err();
+        assert!(
+            matches!(&err, Error::Corrupt { index: 1, reason } if reason.starts_with("bad deflate data")),
+            "{err}"
+        );
+        // Worded as the CPU backend words it.
+        let cpu_err = cpu::decode_batch(&deflate, &[good, bad, bad], 1 << 20).unwrap_err();
+        assert_eq!(err.to_string(), cpu_err.to_string());
+        // The same streams as gzip members: their header is skipped.
+        let gzip = Algorithm::Gzip { algorithm: 0 };
+        let member = |body: &[u8]| [&gzip::HEADER[..], body, &gzip::Trailer::of(b"aaaa").to_bytes()].concat();
+        let (bad, good) = (member(bad), member(good));
+        assert!(check_on_host(&gzip, &[&good]).is_ok());
+        let err = check_on_host(&gzip, &[&good, &good, &bad]).unwrap_err();
+        assert!(matches!(err, Error::Corrupt { index: 2, .. }), "{err}");
+        let cpu_err = cpu::decode_batch(&gzip, &[&good, &good, &bad], 1 << 20).unwrap_err();
+        assert_eq!(err.to_string(), cpu_err.to_string());
+        assert!(matches!(
+            check_on_host(&gzip, &[&bad[..5]]),
+            Err(Error::Corrupt { index: 0, .. })
+        ));
+        assert!(inflates(&deflate) && inflates(&gzip) && !inflates(&Algorithm::Zstd));
+        assert!(checked_on_host(&Algorithm::Zstd) && !checked_on_host(&LZ4));
     }
 
     #[test]

@@ -14,7 +14,6 @@
 
 use std::ops::Range;
 
-use cudarc::driver::result;
 use rayon::prelude::*;
 
 use super::device_batch::DeviceBatch;
@@ -235,24 +234,11 @@ impl CudaEngine {
             return worker;
         }
         // Device buffers are copied to the host; host buffers are used as they are.
-        let copied: Vec<Vec<u8>> = match inputs {
-            Inputs::Host(_) => Vec::new(),
-            Inputs::Device(regions) => {
-                let copies = regions.iter().map(|r| {
-                    let mut bytes = vec![0u8; r.len];
-                    // SAFETY: the caller vouched for the regions.
-                    unsafe { result::memcpy_dtoh_sync(&mut bytes, r.ptr) }.map(|()| bytes)
-                });
-                match copies.collect() {
-                    Ok(copied) => copied,
-                    Err(_) => return worker,
-                }
-            }
+        // SAFETY: the caller vouched for the regions.
+        let Ok(copied) = (unsafe { inputs.device_copies() }) else {
+            return worker;
         };
-        let host: Vec<&[u8]> = match inputs {
-            Inputs::Host(bufs) => bufs.to_vec(),
-            Inputs::Device(_) => copied.iter().map(Vec::as_slice).collect(),
-        };
+        let host = inputs.host_views(&copied);
         let rejected = host
             .par_iter()
             .enumerate()

@@ -13,8 +13,14 @@
 //!    ([`super::isolation`]), then gzip's CRC-32s computed on the device and
 //!    the decoded bytes copied where nvCOMP could not write them;
 //! 6. **results**: per-chunk statuses and sizes (and host data, group by
-//!    group) copied to pinned memory, then checked ([`super::decode_results`]);
-//! 7. **delivered**: host data handed over as each group arrives.
+//!    group) copied to pinned memory;
+//! 7. **host check**: untrusted raw DEFLATE streams (deflate, gzip; device
+//!    buffers copied to the host before phase 1) and Zstandard frames (host
+//!    buffers) checked on the host where nvCOMP does not check them, by
+//!    other threads while phases 1 to 6 run, waited for
+//!    here ([`chunking::check_on_host`]); then the results checked
+//!    ([`super::decode_results`]);
+//! 8. **delivered**: host data handed over as each group arrives.
 //!
 //! Untrusted batches are decoded by the worker, from and into this engine's
 //! scratch memory only: no input is read in place, and the decoded bytes
@@ -26,9 +32,10 @@ use super::api::{self, BatchArgs, NvcompApi};
 use super::chunking::{self, DecodePiece};
 use super::copies::Copy;
 use super::decode::{Decoded, Dest};
+use super::decode_results::InFlight;
 use super::engine::{CudaEngine, Scratch};
 use super::isolation::{self, Request, Shared};
-use super::memory::{ensure_device, ensure_pinned, DeviceBuffer, PinnedBuffer};
+use super::memory::{cuda_err, ensure_device, ensure_pinned, DeviceBuffer, PinnedBuffer};
 use super::staging::{results_bytes, scatter_into, transfer_groups, InputArea, Inputs, Staging, Table};
 use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
@@ -61,9 +68,26 @@ pub(super) struct Outputs {
     pub(super) max_piece: usize,
 }
 
+/// A pass whose decoded bytes and results are on their way to the host.
+struct Enqueued {
+    /// The nvCOMP chunks decoded.
+    pieces: Vec<DecodePiece>,
+    /// Where their decoded bytes are.
+    out: Outputs,
+    /// Where the checksums of the decoded pieces will be.
+    checks: Option<u64>,
+    /// The groups of host data still being copied.
+    in_flight: Vec<InFlight>,
+}
+
 impl CudaEngine {
     /// Decodes a batch once. With `query_sizes`, every decoded size comes
     /// from nvCOMP's size query, none from the framing.
+    ///
+    /// Untrusted streams are checked on the host where nvCOMP does not check
+    /// them ([`chunking::check_on_host`]; device deflate buffers are copied
+    /// there first), by other threads while this one stages and decodes
+    /// them; the check's error comes before anything the pass found.
     pub(super) fn decode_pass(
         &self,
         s: &mut Scratch,
@@ -73,7 +97,67 @@ impl CudaEngine {
         dest: &mut Dest<'_>,
         query_sizes: bool,
     ) -> Result<Decoded> {
+        let guarded = !options.trusted
+            && match inputs {
+                Inputs::Host(_) => chunking::checked_on_host(algorithm),
+                // Raw DEFLATE in device memory is read back whole for the
+                // check (how much input 32 KiB of output takes is not
+                // bounded); Zstandard frames are not, whose trees are a
+                // small part of them.
+                Inputs::Device(_) => chunking::inflates(algorithm),
+            };
+        let copied = if guarded {
+            // SAFETY: the callers that pass device regions vouch for them.
+            unsafe { inputs.device_copies() }.map_err(cuda_err("cuMemcpyDtoH"))?
+        } else {
+            Vec::new()
+        };
+        let checked = guarded.then(|| inputs.host_views(&copied));
         let mut profile = self.profile();
+        let mut host_check = Ok(());
+        let enqueued = rayon::in_place_scope(|scope| {
+            if let Some(bufs) = &checked {
+                scope.spawn(|_| host_check = chunking::check_on_host(algorithm, bufs));
+            }
+            self.enqueue_pass(s, (algorithm, inputs), options, dest, query_sizes, &mut profile)
+        });
+        if checked.is_some() {
+            profile.mark("host check");
+        }
+        if let Err(e) = host_check {
+            // Nothing may still write the scratch when the next pass starts.
+            self.sync()?;
+            return Err(e);
+        }
+        let Enqueued {
+            pieces,
+            out,
+            checks,
+            in_flight,
+        } = enqueued?;
+        self.check_results(s, &pieces)?;
+        self.check_content(&pieces, checks)?;
+        if let Dest::Host(deliver) = dest {
+            self.deliver(s, pieces.len(), &out.ranges, in_flight, &mut **deliver)?;
+            profile.mark("delivered");
+        }
+        Ok(Decoded {
+            ranges: out.ranges,
+            memory: out.memory,
+        })
+    }
+
+    /// The pass up to its results: framing, staging, nvCOMP's decode, the
+    /// checksums and the copies of results and host data enqueued.
+    fn enqueue_pass(
+        &self,
+        s: &mut Scratch,
+        (algorithm, inputs): (&Algorithm, Inputs<'_>),
+        options: DecodeOptions,
+        dest: &mut Dest<'_>,
+        query_sizes: bool,
+        profile: &mut Profile<'_>,
+    ) -> Result<Enqueued> {
         let max = options.max_decoded_size;
         let hinted_max = if query_sizes { u64::MAX } else { max };
         let mut pieces = self.pieces(s, algorithm, inputs, hinted_max)?;
@@ -94,7 +178,7 @@ impl CudaEngine {
             isolated: !options.trusted,
         };
         let align = pass.api.decompress_alignments()?;
-        let area = self.stage_inputs(s, &pass, inputs, &pieces, align.input, &mut profile)?;
+        let area = self.stage_inputs(s, &pass, inputs, &pieces, align.input, profile)?;
         if pieces.iter().any(|p| p.decoded.is_none()) {
             let sizes = self.query_sizes(s, &pass, area)?;
             profile.mark("size query");
@@ -102,21 +186,17 @@ impl CudaEngine {
         }
         let mut out = self.place_outputs(s, &pass, &pieces, (inputs.len(), align.output), dest)?;
         if area.n > 0 {
-            self.decompress(s, &pass, area, &out, &mut profile)?;
+            self.decompress(s, &pass, area, &out, profile)?;
         }
         let checks = self.enqueue_checks(s, &pieces, area)?;
         self.copy_to_dest(s, &pass, dest, &mut out)?;
         let in_flight = self.fetch_results(s, area, &out, matches!(dest, Dest::Host(_)))?;
         profile.mark("results");
-        self.check_results(s, &pieces)?;
-        self.check_content(&pieces, checks)?;
-        if let Dest::Host(deliver) = dest {
-            self.deliver(s, area.n, &out.ranges, in_flight, &mut **deliver)?;
-            profile.mark("delivered");
-        }
-        Ok(Decoded {
-            ranges: out.ranges,
-            memory: out.memory,
+        Ok(Enqueued {
+            pieces,
+            out,
+            checks,
+            in_flight,
         })
     }
 

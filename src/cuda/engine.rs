@@ -14,6 +14,7 @@ use cudarc::driver::{result, sys, CudaContext, CudaSlice, CudaStream};
 
 use super::checksums::ChecksumKernel;
 use super::copies::{CopyKernel, Rows};
+use super::fill::FillKernel;
 use super::filters::FilterKernel;
 use super::isolation;
 use super::memory::{cuda_err, DeviceBuffer, MemoryPool, PinnedBuffer};
@@ -71,6 +72,8 @@ pub(super) struct Scratch {
     pub(super) checks: Option<DeviceBuffer>,
     /// The checksum kernel, loaded at first use.
     pub(super) summer: Option<ChecksumKernel>,
+    /// The fill-value kernel, loaded at first use.
+    pub(super) filler: Option<FillKernel>,
 }
 
 impl CudaEngine {

@@ -38,6 +38,7 @@ mod driver;
 mod encode;
 mod encoded;
 mod engine;
+mod fill;
 mod filters;
 mod framing;
 pub mod isolation;
@@ -64,7 +65,11 @@ pub struct DecodeOptions {
     /// algorithm (written by an encoder, and checked since, e.g. by a
     /// checksum): then nvCOMP decodes in this process. Otherwise a worker
     /// process does (see [`isolation`]), so that a corrupt buffer cannot hang
-    /// the process or leave its CUDA context unusable.
+    /// the process or leave its CUDA context unusable, and deflate and gzip
+    /// buffers are also inflated on the host up to 32 KiB of output (device
+    /// buffers are copied there), the part where nvCOMP accepts matches the
+    /// CPU decoder rejects; Zstandard frames in host memory have the Huffman
+    /// trees of their literals checked there.
     pub trusted: bool,
 }
 

@@ -13,6 +13,15 @@
 //!
 //! Streams with a preset dictionary (FDICT) are not read: the dictionary
 //! would be needed to decode them.
+//!
+//! [`check_window`] inflates the start of a raw DEFLATE stream on the host:
+//! nvCOMP's decoder does not check that a match's distance lies within the
+//! bytes decoded so far, which only the first [`WINDOW`] bytes of output can
+//! violate (DEFLATE distances are at most 32 KiB).
+
+use std::cell::RefCell;
+
+use flate2::{Decompress, FlushDecompress, Status};
 
 /// Bytes of a zlib header (CMF, FLG).
 pub(crate) const ZLIB_HEADER_LEN: usize = 2;
@@ -35,6 +44,42 @@ pub(crate) fn zlib_adler32(stream: &[u8]) -> Option<u32> {
     stream.last_chunk::<ZLIB_TRAILER_LEN>().map(|t| u32::from_be_bytes(*t))
 }
 
+/// Bytes of output after which every distance DEFLATE can encode (at most
+/// 32 KiB) lies within the bytes already decoded.
+pub(crate) const WINDOW: usize = 32 * 1024;
+
+thread_local! {
+    // The inflate state and the window-sized output are reused between streams.
+    static WINDOW_CHECK: RefCell<(Decompress, Box<[u8]>)> =
+        RefCell::new((Decompress::new(false), vec![0; WINDOW].into_boxed_slice()));
+}
+
+/// Inflates the first `min(WINDOW, decoded length)` bytes of the raw DEFLATE
+/// stream `stream` with the CPU backend's decoder (`flate2` on zlib-rs) and
+/// returns its error, worded as the CPU backend words it, where that part is
+/// invalid: a distance too far back, a bad block or code, or input that ends
+/// before the stream or the window does. The rest of the stream is not read.
+pub(crate) fn check_window(stream: &[u8]) -> Result<(), String> {
+    WINDOW_CHECK.with(|cell| {
+        let mut state = cell.borrow_mut();
+        let (d, out) = &mut *state;
+        d.reset(false);
+        loop {
+            let (used_in, used_out) = (d.total_in() as usize, d.total_out() as usize);
+            let status = d
+                .decompress(&stream[used_in..], &mut out[used_out..], FlushDecompress::Finish)
+                .map_err(|e| format!("bad deflate data: {e}"))?;
+            let progress = d.total_in() as usize > used_in || d.total_out() as usize > used_out;
+            match status {
+                Status::StreamEnd => return Ok(()),
+                _ if d.total_out() as usize == WINDOW => return Ok(()),
+                _ if !progress => return Err("truncated deflate stream".into()),
+                _ => {}
+            }
+        }
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -53,5 +98,107 @@ mod tests {
         assert!(check_zlib_header(&[0x77, 0x9c]).is_err());
         assert!(check_zlib_header(&stream[..1]).is_err());
         assert_eq!(zlib_adler32(&stream[..3]), None);
+    }
+
+    /// Float32 field data as the benches and the GPU tests use: a random
+    /// walk rounded to two decimals.
+    fn field(bytes: usize, seed: u64) -> Vec<u8> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut walk = 0f32;
+        (0..bytes.div_ceil(4))
+            .flat_map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                walk += (state % 2001) as f32 / 1000.0 - 1.0;
+                ((walk * 100.0).round() / 100.0).to_le_bytes()
+            })
+            .take(bytes)
+            .collect()
+    }
+
+    fn flate2_raw(data: &[u8], level: u32) -> Vec<u8> {
+        let mut enc = flate2::write::DeflateEncoder::new(Vec::new(), flate2::Compression::new(level));
+        std::io::Write::write_all(&mut enc, data).unwrap();
+        enc.finish().unwrap()
+    }
+
+    /// The CPU backend's verdict on a whole stream: flate2 on zlib-rs, as
+    /// `cpu::deflate` runs it.
+    fn cpu_accepts(stream: &[u8]) -> bool {
+        let mut d = Decompress::new(false);
+        let mut out = vec![0u8; 4 << 20];
+        matches!(
+            d.decompress(stream, &mut out, FlushDecompress::Finish),
+            Ok(Status::StreamEnd)
+        )
+    }
+
+    #[test]
+    fn the_corpus_streams_the_gpu_accepted_are_rejected_as_the_cpu_rejects_them() {
+        let cases = super::super::gpu_corpus("deflate");
+        assert_eq!(cases.len(), 3, "the corpus's raw DEFLATE cases");
+        for (name, batch, valid) in cases {
+            for (i, stream) in batch.iter().enumerate() {
+                assert_eq!(check_window(stream).is_ok(), cpu_accepts(stream), "{name}, buffer {i}");
+            }
+            // Buffer 1 is the mutated one in each case.
+            let err = check_window(&batch[1]).unwrap_err();
+            assert!(err.starts_with("bad deflate data: "), "{name}: {err}");
+            for stream in &valid {
+                assert_eq!(check_window(stream), Ok(()), "{name}");
+            }
+        }
+    }
+
+    #[test]
+    fn valid_streams_of_every_level_and_size_pass() {
+        let sizes = [0, 1, 100, 4095, WINDOW - 1, WINDOW, WINDOW + 1, 65536, 200_000, 1 << 20];
+        for (s, &size) in sizes.iter().enumerate() {
+            let mut samples = vec![field(size, s as u64)];
+            // Runs of one byte (long matches) and noisier bytes, below 1 MiB.
+            if size < 1 << 20 {
+                samples.push(vec![7u8; size]);
+                samples.push(field(size, 99).iter().map(|b| b ^ 0x3c).collect());
+            }
+            for data in &samples {
+                for level in 0..=9 {
+                    let stream = flate2_raw(data, level);
+                    assert_eq!(check_window(&stream), Ok(()), "flate2 level {level}, {size} bytes");
+                }
+                for level in 0..=10 {
+                    let stream = miniz_oxide::deflate::compress_to_vec(data, level);
+                    assert_eq!(check_window(&stream), Ok(()), "miniz_oxide level {level}, {size} bytes");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn only_streams_the_cpu_rejects_are_rejected() {
+        // Bit flips, truncations and distance edits all over valid streams:
+        // a stream the check rejects is one the whole CPU decode rejects.
+        let mut rejected = 0;
+        for (s, size) in [1000usize, 20_000, 70_000].into_iter().enumerate() {
+            let data = field(size, s as u64 + 10);
+            let stream = flate2_raw(&data, 6);
+            for k in 0..400 {
+                let mut bad = stream.clone();
+                let at = (k * 7919 + s * 31) % bad.len();
+                bad[at] ^= 1 << (k % 8);
+                if k % 5 == 0 {
+                    bad.truncate(at.max(1));
+                }
+                if check_window(&bad).is_err() {
+                    rejected += 1;
+                    assert!(
+                        !cpu_accepts(&bad),
+                        "rejected a stream the CPU decodes: size {size}, case {k}"
+                    );
+                }
+            }
+        }
+        assert!(rejected > 100, "only {rejected} mutated streams rejected");
+        assert_eq!(check_window(&[]), Err("truncated deflate stream".into()));
     }
 }

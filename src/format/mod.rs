@@ -8,6 +8,7 @@
 //! | [`lz4`] | numcodecs `LZ4` | u32 LE decoded length, then one LZ4 block |
 //! | [`snappy`] | raw Snappy | varint decoded length; the tags walked without decoding |
 //! | [`zstd`] | Zstandard frames | frame and block headers, skippable frames |
+//! | [`zstd_literals`] | Zstandard literals | the Huffman tree description of compressed literals |
 //! | [`deflate`] | raw DEFLATE, zlib | none for raw DEFLATE; zlib's 2-byte header and Adler-32 trailer |
 //! | [`gzip`] | gzip member | RFC 1952 header, CRC-32 and ISIZE trailer |
 //! | [`gdeflate`] | zarrs `gdeflate` | u64 LE decoded length, page count and page sizes, then the pages |
@@ -43,6 +44,7 @@ pub(crate) mod lz4;
 pub(crate) mod shard_index;
 pub(crate) mod snappy;
 pub(crate) mod zstd;
+mod zstd_literals;
 
 /// The first and last bytes of an encoded buffer: enough to read its framing
 /// without the whole buffer on the host (the CUDA backend copies only these
@@ -84,4 +86,33 @@ fn u32_le(bytes: &[u8], at: usize) -> Option<u32> {
 fn u64_le(bytes: &[u8], at: usize) -> Option<u64> {
     let word = bytes.get(at..at.checked_add(8)?)?;
     Some(u64::from_le_bytes(word.try_into().expect("8 bytes")))
+}
+
+/// A case of the GPU fuzz corpus (`fuzz/gpu_corpus`): its file name, its
+/// batch and the valid batch it was mutated from.
+#[cfg(test)]
+type CorpusCase = (String, Vec<Vec<u8>>, Vec<Vec<u8>>);
+
+/// The cases of the GPU fuzz corpus for `algorithm`, in file name order.
+#[cfg(test)]
+fn gpu_corpus(algorithm: &str) -> Vec<CorpusCase> {
+    use base64::prelude::{Engine as _, BASE64_STANDARD};
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz/gpu_corpus");
+    let decode = |v: &serde_json::Value| -> Vec<Vec<u8>> {
+        let items = v.as_array().unwrap().iter();
+        items
+            .map(|b| BASE64_STANDARD.decode(b.as_str().unwrap()).unwrap())
+            .collect()
+    };
+    let mut cases = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let case: serde_json::Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        if case["algorithm"] == algorithm {
+            let name = path.file_name().unwrap().to_string_lossy().into_owned();
+            cases.push((name, decode(&case["batch"]), decode(&case["valid"])));
+        }
+    }
+    cases.sort();
+    cases
 }

@@ -16,6 +16,8 @@
 //! Only frame and block headers are read (not block contents), so truncated
 //! or padded buffers are caught before a decoder sees them.
 
+use super::zstd_literals;
+
 /// The content size the Zstandard frame at the start of `buf` declares,
 /// `None` when the frame omits it (streamed frames).
 pub(crate) fn content_size(buf: &[u8]) -> Result<Option<u64>, String> {
@@ -73,6 +75,18 @@ impl Frame {
 /// Walks a buffer of Zstandard frames back to back: the data frames in
 /// order, skippable frames left out.
 pub(crate) fn frames(buf: &[u8]) -> Result<Vec<Frame>, String> {
+    walk(buf, &mut |_| Ok(()))
+}
+
+/// Checks the Huffman tree description of the literals of every compressed
+/// block in a buffer of Zstandard frames ([`zstd_literals::check_tree`]),
+/// which nvCOMP's decoder does not check.
+pub(crate) fn check_literal_trees(buf: &[u8]) -> Result<(), String> {
+    walk(buf, &mut |block| zstd_literals::check_tree(block)).map(|_| ())
+}
+
+/// [`frames`], handing the body of every compressed block to `on_compressed`.
+fn walk(buf: &[u8], on_compressed: &mut dyn FnMut(&[u8]) -> Result<(), String>) -> Result<Vec<Frame>, String> {
     const MAGIC: u32 = 0xFD2F_B528;
     // Skippable frames: magic 0x184D2A50 to 0x184D2A5F, u32 LE length, payload.
     const SKIPPABLE_MASK: u32 = 0xFFFF_FFF0;
@@ -87,7 +101,7 @@ pub(crate) fn frames(buf: &[u8]) -> Result<Vec<Frame>, String> {
         let magic = rest.first_chunk::<4>().map(|m| u32::from_le_bytes(*m));
         let len = match magic {
             Some(MAGIC) => {
-                let walk = frame_blocks(rest).map_err(|e| format!("{e} (frame at byte {at})"))?;
+                let walk = frame_blocks(rest, on_compressed).map_err(|e| format!("{e} (frame at byte {at})"))?;
                 let content_size = content_size(rest)?;
                 frames.push(Frame {
                     range: at..at + walk.len,
@@ -129,7 +143,7 @@ struct FrameBlocks {
 
 /// The length and blocks of the Zstandard frame at the start of `buf` (its
 /// magic number checked by the caller), from its frame header and block headers.
-fn frame_blocks(buf: &[u8]) -> Result<FrameBlocks, String> {
+fn frame_blocks(buf: &[u8], on_compressed: &mut dyn FnMut(&[u8]) -> Result<(), String>) -> Result<FrameBlocks, String> {
     let descriptor = *buf.get(4).ok_or("Zstandard frame header truncated")?;
     let single_segment = descriptor & 0x20 != 0;
     let checksum = descriptor & 0x04 != 0;
@@ -169,6 +183,9 @@ fn frame_blocks(buf: &[u8]) -> Result<FrameBlocks, String> {
             return Err(format!(
                 "Zstandard block of {body} bytes runs past the end at byte {at}"
             ));
+        }
+        if (header >> 1) & 3 == 2 {
+            on_compressed(&buf[at..at + body])?;
         }
         at += body;
         if header & 1 == 1 {

@@ -12,6 +12,7 @@
 //! | v3 `gzip`, v2 `gzip` | gzip member | [`Algorithm::Gzip`] | — |
 //! | v2 `lz4`, v3 `numcodecs.lz4` | numcodecs LZ4 | [`Algorithm::Lz4`] with header | — |
 //! | v2 `zlib`, v3 `numcodecs.zlib` | zlib stream | [`Algorithm::Deflate`] | strip the 2-byte header and 4-byte Adler-32 trailer |
+//! | v3 `zarrs.gdeflate` | zarrs' GDeflate pages behind their page table | [`Algorithm::Gdeflate`] with header | — |
 //!
 //! v2 `blosc` and v3 `blosc` / `numcodecs.blosc` with cname `lz4`, `lz4hc`,
 //! `zstd`, `zlib` or `snappy` are [`Chain::Blosc`]: each chunk's header is
@@ -39,8 +40,9 @@
 //! GPU; numcodecs `fixedscaleoffset` and the other filters fall back.
 //!
 //! A trailing v3 `crc32c` is verified on the host and stripped. The Adler-32
-//! checksum of zlib streams is verified on the CPU path only: the GPU path
-//! decodes the raw DEFLATE data and does not check it.
+//! trailer of zlib streams is verified on both paths: on the CPU over the
+//! inflated bytes, on the GPU by the checksum kernel over the decoded
+//! buffers before they are scattered (`cuda::checksums`).
 
 use zarrs::metadata::v2::DataTypeMetadataV2;
 use zarrs::metadata::v2::{ArrayMetadataV2, ArrayMetadataV2Order};
@@ -226,6 +228,12 @@ fn compressor(name: &str, configuration: &serde_json::Map<String, serde_json::Va
             filters: Filters::default(),
         }),
         "blosc" | "numcodecs.blosc" => blosc(configuration),
+        // zarrs' own codec: its page table is the engine's GDeflate header
+        // (`crate::format::gdeflate`).
+        "zarrs.gdeflate" | "https://codec.zarrs.dev/bytes_to_bytes/gdeflate" => fast(Algorithm::Gdeflate {
+            algorithm: 0,
+            has_header: true,
+        }),
         other => Chain::Fallback(format!("codec {other:?} has no batched decoder")),
     }
 }
@@ -233,7 +241,8 @@ fn compressor(name: &str, configuration: &serde_json::Map<String, serde_json::Va
 /// A blosc compressor by its `cname`.
 fn blosc(configuration: &serde_json::Map<String, serde_json::Value>) -> Chain {
     let cname = match configuration.get("cname").and_then(|c| c.as_str()) {
-        Some("lz4" | "lz4hc") => BloscCodec::Lz4,
+        // numcodecs' default: its v3 wrapper stores only what was given.
+        Some("lz4" | "lz4hc") | None => BloscCodec::Lz4,
         Some("zstd") => BloscCodec::Zstd,
         Some("zlib") => BloscCodec::Zlib,
         Some("snappy") => BloscCodec::Snappy,
@@ -465,6 +474,14 @@ mod tests {
             other => panic!("{other:?}"),
         }
         assert!(matches!(compressor("blosc", &config("lzma")), Chain::Fallback(_)));
+        assert_eq!(
+            compressor("numcodecs.blosc", &serde_json::Map::new()),
+            Chain::Blosc(BloscChain {
+                cname: BloscCodec::Lz4,
+                crc32c: false,
+                filters: Filters::default(),
+            })
+        );
     }
 
     #[test]

@@ -4,7 +4,17 @@
 
 use crate::cuda::CudaEngine;
 
-use super::ReadError;
+use super::{ReadError, ReadOptions};
+
+/// The largest decoded size of one chunk of a read with `options` on
+/// `engine` (`None`: the CPU): the option where it is set, else what the
+/// destination memory holds.
+pub(crate) fn max_decoded_size(options: &ReadOptions, engine: Option<&CudaEngine>) -> u64 {
+    options.max_decoded_size.unwrap_or_else(|| match engine {
+        Some(engine) => engine.total_memory(),
+        None => crate::limits::default_max_decoded_size(),
+    })
+}
 
 /// Bytes of an output of `shape` with elements of `elem` bytes, checked to
 /// fit the memory of the machine (host outputs) or of `engine`'s device.

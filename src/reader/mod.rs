@@ -26,7 +26,8 @@
 //!
 //! [`read_chunks_parallel_into`] reads into memory the caller lends for the
 //! call ([`ReadInto`]: host memory, or device memory of the read's GPU)
-//! instead of allocating the output.
+//! instead of allocating the output. [`decode_blosc_chunks_into`] decodes
+//! blosc chunks the caller fetched itself, in one batch, into such memory.
 //!
 //! Blocking code (no async runtime of its own) uses
 //! [`open_array_blocking`] and [`read_chunks_parallel_blocking`], which run on
@@ -36,7 +37,8 @@
 //!
 //! 1. [`chain`](self) classification: `bytes` + one compressor this crate
 //!    decodes in batches (`nvcomp_batch`, `zstd`, `gzip`, numcodecs `lz4` and
-//!    `zlib`, `blosc` but for its `blosclz`, optionally followed by `crc32c`)
+//!    `zlib`, zarrs' `zarrs.gdeflate`, `blosc` but for its `blosclz`,
+//!    optionally followed by `crc32c`)
 //!    takes the fast path, and so do
 //!    shards of such chains (`sharding_indexed` with its index at either end,
 //!    with or without `crc32c`): each touched shard's index is read, then
@@ -95,6 +97,7 @@ mod fallback;
 mod fetch;
 mod host;
 mod limits;
+mod object_storage;
 mod open;
 mod options;
 mod output;
@@ -105,19 +108,18 @@ mod selection;
 mod shard;
 mod shard_fetch;
 pub mod store;
+mod stored;
 mod transpose;
 mod wave;
 mod wave_loop;
 
-use std::sync::Arc;
-
 use zarrs::array::Array;
-use zarrs_object_store::AsyncObjectStore;
 
 pub use blocking::{block_on_checked, open_array_blocking, read_chunks_parallel_blocking, runtime};
 pub use data::ArrayData;
 pub use device::DeviceArray;
 pub use error::{BoxedSource, ReadError};
+pub use object_storage::ObjectStorage;
 pub use open::{open_array, reopen_store};
 pub use options::{ReadOptions, CPU_WAVE_BYTES_PER_THREAD};
 pub use output::{LentDevice, ReadInto};
@@ -125,9 +127,10 @@ pub use progress::{Progress, ProgressHook};
 pub use read::{batched_algorithm, read_chunks_parallel, read_chunks_parallel_into, BatchedCodec};
 pub use selection::{Selection, StridedRange};
 pub use store::{open_store, StoreIo};
+pub use stored::{decode_blosc_chunks_into, StoredChunk};
 
 pub(crate) use chain::{classify as classify_chain, Chain, FastChain};
 pub(crate) use plan::{plan as plan_chunks, BoxCopy};
 
 /// An array opened by [`open_array`].
-pub type ObjectStoreArray = Array<AsyncObjectStore<Arc<dyn object_store::ObjectStore>>>;
+pub type ObjectStoreArray = Array<ObjectStorage>;

@@ -5,10 +5,9 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use zarrs::array::{Array, ArrayCreateError};
-use zarrs_object_store::AsyncObjectStore;
 
 use super::store::{self, open_store};
-use super::{BoxedSource, ObjectStoreArray, ReadError};
+use super::{BoxedSource, ObjectStorage, ObjectStoreArray, ReadError};
 
 /// Opens the zarr array (v3 `zarr.json` or v2 `.zarray`) at `url` with
 /// `storage_options` (see [`store`]).
@@ -32,7 +31,7 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
     };
     let late =
         |request: &str| store_error(format!("{request} did not finish within {budget:?} (timeout and retries)").into());
-    let storage = Arc::new(AsyncObjectStore::new(store.clone()));
+    let storage = Arc::new(ObjectStorage::new(store.clone()));
     let open = tokio::time::timeout_at(deadline, Array::async_open(storage, "/"));
     let open_error = match open.await {
         Err(_) => return Err(late("GET of the array metadata (zarr.json, .zarray)")),
@@ -78,5 +77,5 @@ pub fn reopen_store(
     storage_options: &HashMap<String, String>,
 ) -> Result<ObjectStoreArray, ReadError> {
     let store = open_store(url, storage_options)?;
-    Ok(array.with_storage(Arc::new(AsyncObjectStore::new(store))))
+    Ok(array.with_storage(Arc::new(ObjectStorage::new(store))))
 }

@@ -165,10 +165,7 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
             };
         }
     };
-    let max_decoded_size = options.max_decoded_size.unwrap_or_else(|| match &engine {
-        Some(engine) => engine.total_memory(),
-        None => crate::limits::default_max_decoded_size(),
-    });
+    let max_decoded_size = limits::max_decoded_size(options, engine.as_deref());
     let sharded = sharded.ok().flatten();
     let chunked = sharded.as_ref().map_or(array, |s| &s.inner);
     let stored = (elem, filters.order.as_deref());

@@ -1,7 +1,8 @@
 //! Fetching the inner chunks of a sharded read ([`super::shard`]): for each
-//! touched shard, its size and then its index (one ranged read, at the start
-//! or the end), then the byte ranges of the
-//! inner chunks the plan needs, coalesced into few ranged reads. Reads run
+//! touched shard, its index (at its end: one suffix read, which also gives
+//! the shard's size, on the reader's own [`ObjectStorage`]; otherwise its
+//! size, then one ranged read), then the byte ranges of the inner chunks
+//! the plan needs, coalesced into few ranged reads. Reads run
 //! concurrently, at most [`ReadOptions::max_concurrent_requests`] of each
 //! kind in flight; the inner chunks arrive in the same [`Wave`]s as the
 //! chunks of an unsharded read, so all inner chunks of all shards of a wave
@@ -22,8 +23,8 @@ use zarrs::storage::{AsyncReadableStorageTraits, StorageError, StoreKey};
 use super::fetch::{self, Wave};
 use super::plan::Plan;
 use super::shard::{index_error, inner_key, Sharded};
-use super::{ReadError, ReadOptions};
-use crate::format::shard_index::{ShardIndexError, ShardIndexSpec};
+use super::{ObjectStorage, ReadError, ReadOptions};
+use crate::format::shard_index::{IndexLocation, ShardIndexError, ShardIndexSpec};
 
 /// Two needed ranges of a shard are read as one when the gap between them is
 /// at most this fraction of the run read so far: the bytes read beyond those
@@ -131,7 +132,7 @@ async fn request<T>(
 
 /// Reads and parses the index of `shard`, and plans the reads of its
 /// members' bytes.
-async fn read_index<'a, S: ?Sized + AsyncReadableStorageTraits, T: ?Sized>(
+async fn read_index<'a, S: ?Sized + AsyncReadableStorageTraits + 'static, T: ?Sized>(
     storage: &S,
     sharded: &Sharded<T>,
     spec: ShardIndexSpec,
@@ -139,9 +140,7 @@ async fn read_index<'a, S: ?Sized + AsyncReadableStorageTraits, T: ?Sized>(
     timeout: Option<Duration>,
 ) -> Result<Vec<RangeRead<'a>>, ReadError> {
     let key = shard.key.as_str();
-    // The size first: a suffix read longer than a truncated shard is not
-    // an error every store reports.
-    let Some(shard_len) = request(key, timeout, storage.size_key(&shard.key)).await? else {
+    let Some((index, shard_len)) = fetch_index(storage, spec, &shard.key, timeout).await? else {
         let members = shard.members.iter().map(|&(i, _)| (i, None)).collect();
         return Ok(vec![RangeRead {
             shard,
@@ -150,11 +149,6 @@ async fn read_index<'a, S: ?Sized + AsyncReadableStorageTraits, T: ?Sized>(
             index_bytes: 0,
         }]);
     };
-    let at = spec.index_range(shard_len).map_err(|e| index_error(key, e))?;
-    let at = ByteRange::FromStart(at.start, Some(at.end - at.start));
-    let index = request(key, timeout, storage.get_partial(&shard.key, at))
-        .await?
-        .ok_or_else(|| index_error(key, "the shard disappeared while it was read"))?;
     let entries = spec.parse(&index, shard_len).map_err(|e| match e {
         ShardIndexError::Chunk { chunk, .. } => ReadError::Corrupt {
             key: inner_key(key, &sharded.unravel(chunk)),
@@ -168,6 +162,36 @@ async fn read_index<'a, S: ?Sized + AsyncReadableStorageTraits, T: ?Sized>(
         .map(|&(i, linear)| (i, entries[linear as usize].clone()))
         .collect();
     Ok(coalesce(shard, needed, shard_len, index.len()))
+}
+
+/// The index of the shard at `key` and the shard's size; `None` where the
+/// shard is missing. A shard shorter than its index is an error naming it.
+async fn fetch_index<S: ?Sized + AsyncReadableStorageTraits + 'static>(
+    storage: &S,
+    spec: ShardIndexSpec,
+    key: &StoreKey,
+    timeout: Option<Duration>,
+) -> Result<Option<(Bytes, u64)>, ReadError> {
+    let name = key.as_str();
+    if let (IndexLocation::End, Some(objects)) = (spec.location, ObjectStorage::of(storage)) {
+        let Some((index, shard_len)) = request(name, timeout, objects.get_suffix(key, spec.index_len())).await? else {
+            return Ok(None);
+        };
+        // A shard shorter than its index comes back whole: its size says so.
+        spec.index_range(shard_len).map_err(|e| index_error(name, e))?;
+        return Ok(Some((index, shard_len)));
+    }
+    // The size first: a suffix read longer than a truncated shard is not
+    // an error every store reports, and zarrs' storage gives no size with it.
+    let Some(shard_len) = request(name, timeout, storage.size_key(key)).await? else {
+        return Ok(None);
+    };
+    let at = spec.index_range(shard_len).map_err(|e| index_error(name, e))?;
+    let at = ByteRange::FromStart(at.start, Some(at.end - at.start));
+    let index = request(name, timeout, storage.get_partial(key, at))
+        .await?
+        .ok_or_else(|| index_error(name, "the shard disappeared while it was read"))?;
+    Ok(Some((index, shard_len)))
 }
 
 /// The reads that fetch `needed` (inner chunks and their ranges) of a shard

@@ -12,25 +12,20 @@
 //! same format at any level, and each backend compresses at its own (the
 //! CPU's Zstandard at level 1, nvCOMP's at its default).
 //!
-//! Chunks equal to the fill value are found before encoding on the host. On
-//! the device, where comparing would cost a copy of every chunk to the host,
-//! only chunks that compressed to at most 1/[`FILL_CANDIDATE_RATIO`] of their
-//! size (as a constant chunk does) are copied and compared.
+//! Chunks equal to the fill value are found before encoding, and not
+//! encoded: on the host, or for device chunks on the device
+//! ([`super::gather::device_fill_chunks`]).
 
 use std::sync::Arc;
 
 use bytes::Bytes;
 use rayon::prelude::*;
 
-use super::gather::{download_chunk, is_fill};
+use super::gather::{device_fill_chunks, is_fill};
 use super::WriteError;
 use crate::cuda::{CudaEngine, DeviceRegion};
 use crate::reader::FastChain;
 use crate::{Backend, BatchCodec};
-
-/// Device chunks that compress at least this many times are compared with
-/// the fill value.
-pub(crate) const FILL_CANDIDATE_RATIO: usize = 64;
 
 /// The zlib header the writer puts in front of raw DEFLATE streams: deflate,
 /// 32 KiB window, no dictionary, "fastest" level (the level is informational).
@@ -83,15 +78,8 @@ impl ChunkEncoder {
         let batch = self.codec.encode_batch(&inputs)?;
         let (data, offsets) = batch.into_parts();
         let whole = Bytes::from(data);
-        let mut encoded = offsets.windows(2).map(|w| whole.slice(w[0]..w[1]));
-        let framed: Vec<Stored> = keep
-            .iter()
-            .map(|keep| match keep {
-                true => Stored::Put(encoded.next().expect("one encoded buffer per kept chunk")),
-                false => Stored::Fill,
-            })
-            .collect();
-        Ok(self.framed(framed, |i| chunks[i].as_slice()))
+        let encoded = offsets.windows(2).map(|w| whole.slice(w[0]..w[1]));
+        Ok(self.framed(interleave(&keep, encoded), |i| chunks[i].as_slice()))
     }
 
     /// Encodes device chunks (regions of a staging allocation) in one
@@ -103,22 +91,35 @@ impl ChunkEncoder {
         fill: &[u8],
         write_fill: bool,
     ) -> Result<Vec<Stored>, WriteError> {
-        // SAFETY: the regions are slots of a staging allocation the caller
-        // keeps alive and unwritten during the call.
-        let batch = unsafe { engine.encode_device(&self.codec.algorithm().clone(), regions) }?;
-        let encoded = crate::cuda::download_batch(engine, &batch)?;
-        drop(batch);
-        let stored = encoded
-            .into_iter()
-            .zip(regions)
-            .map(|(bytes, region)| {
-                let candidate = !write_fill && bytes.len() <= region.len / FILL_CANDIDATE_RATIO;
-                if candidate && is_fill(&download_chunk(engine, *region)?, fill) {
-                    return Ok(Stored::Fill);
-                }
-                Ok(Stored::Put(bytes))
-            })
-            .collect::<Result<Vec<_>, WriteError>>()?;
+        // Each phase below returns after its device work: no wait to time it.
+        let mut profile = crate::profile::Profile::new(|| {});
+        let keep: Vec<bool> = match write_fill {
+            true => vec![true; regions.len()],
+            false => device_fill_chunks(engine, regions, fill)?
+                .into_iter()
+                .map(|f| !f)
+                .collect(),
+        };
+        let kept: Vec<DeviceRegion> = regions
+            .iter()
+            .zip(&keep)
+            .filter(|(_, k)| **k)
+            .map(|(r, _)| *r)
+            .collect();
+        profile.mark("fill check");
+        let encoded = match kept.is_empty() {
+            true => Vec::new(),
+            false => {
+                // SAFETY: the regions are slots of a staging allocation the
+                // caller keeps alive and unwritten during the call.
+                let batch = unsafe { engine.encode_device(&self.codec.algorithm().clone(), &kept) }?;
+                profile.mark("writer encode");
+                let encoded = crate::cuda::download_batch(engine, &batch)?;
+                profile.mark("download");
+                encoded
+            }
+        };
+        let stored = interleave(&keep, encoded.into_iter());
         // Device chains never need the decoded bytes for their framing (zlib
         // goes through the host, see `needs_host_bytes`).
         Ok(self.framed(stored, |_| &[]))
@@ -160,4 +161,15 @@ impl ChunkEncoder {
             })
             .collect()
     }
+}
+
+/// What becomes of each chunk: `Fill` where `keep` is false, else the next
+/// of `encoded` (one per kept chunk, in order).
+fn interleave(keep: &[bool], mut encoded: impl Iterator<Item = Bytes>) -> Vec<Stored> {
+    keep.iter()
+        .map(|keep| match keep {
+            true => Stored::Put(encoded.next().expect("one encoded buffer per kept chunk")),
+            false => Stored::Fill,
+        })
+        .collect()
 }

@@ -37,6 +37,25 @@ pub(crate) fn is_fill(chunk: &[u8], fill: &[u8]) -> bool {
     chunk.chunks_exact(fill.len()).all(|e| e == fill)
 }
 
+/// Which of the device chunks `regions` hold only the fill value `fill`:
+/// compared on the device, or, for fill elements whose size the kernel does
+/// not take, copied to the host and compared there.
+pub(crate) fn device_fill_chunks(
+    engine: &CudaEngine,
+    regions: &[DeviceRegion],
+    fill: &[u8],
+) -> Result<Vec<bool>, WriteError> {
+    // SAFETY: the regions lie in a live staging allocation of this engine,
+    // which the caller does not write meanwhile.
+    if let Some(flags) = unsafe { engine.fill_only(regions, fill) }? {
+        return Ok(flags);
+    }
+    regions
+        .iter()
+        .map(|region| Ok(is_fill(&download_chunk(engine, *region)?, fill)))
+        .collect()
+}
+
 /// The starting bytes of `chunk`: its stored values `old` (the chunk's
 /// in-bounds box, C order) where it is partial, else the fill value where it
 /// overhangs the array, else `None` (every byte is copied from the data).

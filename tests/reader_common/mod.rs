@@ -14,8 +14,8 @@ use serde_json::{json, Value};
 use zarrs::array::{Array, ArrayBytes, ArraySubset};
 use zarrs_nvcomp::cuda::{CudaEngine, DeviceRegion};
 use zarrs_nvcomp::reader::{
-    batched_algorithm, read_chunks_parallel, read_chunks_parallel_into, LentDevice, ReadError, ReadInto, ReadOptions,
-    StoreIo,
+    batched_algorithm, read_chunks_parallel, read_chunks_parallel_into, BatchedCodec, LentDevice, ReadError, ReadInto,
+    ReadOptions, StoreIo,
 };
 use zarrs_nvcomp::Backend;
 use zarrs_object_store::AsyncObjectStore;
@@ -292,7 +292,75 @@ pub(crate) fn v3_fast_chains() -> Vec<(&'static str, Value)> {
         ("nvcomp gzip", json!([bytes_codec(), nvcomp("gzip")])),
         ("nvcomp deflate", json!([bytes_codec(), nvcomp("deflate")])),
         ("nvcomp snappy", json!([bytes_codec(), nvcomp("snappy")])),
+        ("zarrs.gdeflate", json!([bytes_codec(), gdeflate()])),
+        (
+            "zarrs.gdeflate+crc32c",
+            json!([bytes_codec(), gdeflate(), {"name": "crc32c"}]),
+        ),
     ]
+}
+
+/// zarrs' own `zarrs.gdeflate` codec.
+pub(crate) fn gdeflate() -> Value {
+    json!({"name": "zarrs.gdeflate", "configuration": {"level": 5}})
+}
+
+/// The batched GDeflate of zarrs' page table.
+const ZARRS_GDEFLATE: zarrs_nvcomp::Algorithm = zarrs_nvcomp::Algorithm::Gdeflate {
+    algorithm: 0,
+    has_header: true,
+};
+
+/// A sharded array of `zarrs.gdeflate` inner chunks (with crc32c), written
+/// by zarrs, checked to be batched as GDeflate behind zarrs' page table.
+pub(crate) async fn gdeflate_sharded_array(store: &Arc<dyn ObjectStore>) -> Array<Store> {
+    let dtype = dtypes()
+        .into_iter()
+        .find(|d| d.v3 == "uint16")
+        .expect("a tested data type");
+    let codecs = json!([{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": [5, 7], "codecs": [bytes_codec(), gdeflate(), {"name": "crc32c"}],
+        "index_codecs": [bytes_codec(), {"name": "crc32c"}], "index_location": "end"}}]);
+    let metadata = v3_metadata(&[20, 28], &[10, 14], &dtype, codecs);
+    let array = write_array(store, "gdeflate/sharded", &metadata, &dtype, 21).await;
+    assert_eq!(batched_algorithm(&array), Ok(BatchedCodec::Algorithm(ZARRS_GDEFLATE)));
+    array
+}
+
+/// A `zarrs.gdeflate` array whose chunks are several 64 KiB pages, the last
+/// one partial (100 x 200 float64: 160000 bytes), written by zarrs'
+/// encoder, and the bytes written. zarrs 0.23's own decoder cannot read such
+/// chunks (it asserts that each page fills the rest of the chunk), so the
+/// written bytes are the reference.
+pub(crate) async fn gdeflate_pages_array(store: &Arc<dyn ObjectStore>) -> (Array<Store>, Vec<u8>) {
+    let dtype = dtypes()
+        .into_iter()
+        .find(|d| d.v3 == "float64")
+        .expect("a tested data type");
+    let metadata = v3_metadata(&[230, 200], &[100, 200], &dtype, json!([bytes_codec(), gdeflate()]));
+    // A grid of one chunk column: `write_array` erases no chunk.
+    let array = write_array(store, "gdeflate/pages", &metadata, &dtype, 22).await;
+    assert_eq!(batched_algorithm(&array), Ok(BatchedCodec::Algorithm(ZARRS_GDEFLATE)));
+    (array, data(&dtype, 230 * 200, 22))
+}
+
+/// Asserts that the reader on `device` reads `written` (the bytes of a
+/// 2-dimensional `array` of rows of `row_bytes`) whole and by rows 50..180.
+pub(crate) async fn assert_reads_written_on(array: &Array<Store>, written: &[u8], row_bytes: usize, device: Backend) {
+    let options = ReadOptions {
+        device,
+        ..ReadOptions::default()
+    };
+    let shape = array.shape().to_vec();
+    let all = ArraySubset::new_with_shape(shape.clone());
+    let whole = read_chunks_parallel(array, &all, &options).await.unwrap();
+    assert!(whole.into_host_bytes().unwrap() == written, "whole read on {device:?}");
+    let rows = ArraySubset::new_with_ranges(&[50..180, 0..shape[1]]);
+    let part = read_chunks_parallel(array, &rows, &options).await.unwrap();
+    assert!(
+        part.into_host_bytes().unwrap() == written[50 * row_bytes..180 * row_bytes],
+        "rows 50..180 on {device:?}"
+    );
 }
 
 /// Writes one array per batched v3 chain and data type into `store`,

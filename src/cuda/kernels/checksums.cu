@@ -5,8 +5,11 @@
 // the PTX is committed next to this file and loaded by the driver at run
 // time, so building the crate needs neither nvcc nor NVRTC.
 //
-// One thread per buffer: a batch has thousands of buffers, so threads are
-// plenty, and a buffer's bytes are read in order, as both sums require.
+// XXH64: one thread per buffer (a batch has thousands of buffers, so
+// threads are plenty, and XXH64 reads a buffer's bytes in order). Adler-32:
+// one block of ADLER_THREADS threads per buffer, each summing every
+// ADLER_THREADS-th byte, the block's sums combined at the end, so that a
+// megabyte buffer is not summed byte by byte by a single thread.
 
 #include "prelude.h"
 
@@ -89,36 +92,73 @@ DEVICE u32 xxh64_low32(const u8 *p, u64 len) {
     return (u32)h;
 }
 
-// 5552 bytes is the longest run whose sums fit 32 bits before reduction
-// (zlib's NMAX).
-DEVICE u32 adler32(const u8 *p, u64 len) {
-    const u32 MOD = 65521;
-    u32 a = 1, b = 0;
-    while (len > 0) {
-        u32 n = len < 5552 ? (u32)len : 5552;
-        len -= n;
-        while (n--) {
-            a += *p++;
-            b += a;
-        }
-        a %= MOD;
-        b %= MOD;
+enum { ADLER_MOD = 65521, ADLER_THREADS = 128 };
+
+// Adler-32 of n bytes x_i is a = 1 + S1 and b = n + n * S1 - SP (mod 65521),
+// where S1 = sum x_i and SP = sum i * x_i: both are sums over the bytes, so
+// any thread may add any bytes. Thread t adds bytes t, t + step, ...; its
+// sums, reduced, go to s1[t] and sp[t].
+DEVICE void adler32_part(const u8 *p, u64 len, u32 t, u32 step, u32 *s1, u32 *sp) {
+    u64 a = 0, w = 0;
+    u32 i_mod = t % ADLER_MOD; // i mod 65521, kept without dividing
+    u32 step_mod = step % ADLER_MOD;
+    // Each term of w is below 2^24: 2^39 of them fit 64 bits.
+    for (u64 i = t; i < len; i += step) {
+        a += p[i];
+        w += (u64)i_mod * p[i];
+        i_mod += step_mod;
+        if (i_mod >= ADLER_MOD) i_mod -= ADLER_MOD;
     }
-    return (b << 16) | a;
+    s1[t] = (u32)(a % ADLER_MOD);
+    sp[t] = (u32)(w % ADLER_MOD);
+}
+
+// The checksum from the `parts` threads' sums.
+DEVICE u32 adler32_combine(u64 len, const u32 *s1, const u32 *sp, u32 parts) {
+    u64 a = 0, w = 0;
+    for (u32 t = 0; t < parts; t++) {
+        a += s1[t];
+        w += sp[t];
+    }
+    a %= ADLER_MOD;
+    w %= ADLER_MOD;
+    u64 n = len % ADLER_MOD;
+    u64 A = (1 + a) % ADLER_MOD;
+    u64 B = (n * A % ADLER_MOD + ADLER_MOD - w) % ADLER_MOD;
+    return (u32)((B << 16) | A);
 }
 
 // `ptrs` and `lens` hold `count` buffer addresses and lengths (device
 // arrays: nvCOMP's own output table can serve); `sums` receives one word
-// per buffer, the checksum `kind` of its bytes.
+// per buffer, the checksum `kind` of its bytes. Launched with one thread per
+// buffer for XXH64, one block of ADLER_THREADS threads per buffer for
+// Adler-32.
 KERNEL void checksums(const u64 *ptrs, const u64 *lens, u64 count, u64 kind, u32 *sums) {
 #ifdef __CUDA__
+    if (kind == KIND_ADLER32) {
+        static __attribute__((shared)) u32 s1[ADLER_THREADS], sp[ADLER_THREADS];
+        u64 k = __nvvm_read_ptx_sreg_ctaid_x();
+        u32 t = __nvvm_read_ptx_sreg_tid_x();
+        if (k >= count) return; // the whole block: no thread waits below
+        adler32_part((const u8 *)ptrs[k], lens[k], t, ADLER_THREADS, s1, sp);
+        __syncthreads();
+        if (t == 0) sums[k] = adler32_combine(lens[k], s1, sp, ADLER_THREADS);
+        return;
+    }
     u64 k = (u64)__nvvm_read_ptx_sreg_ctaid_x() * __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x();
     if (k >= count) return;
+    sums[k] = xxh64_low32((const u8 *)ptrs[k], lens[k]);
 #else
-    for (u64 k = 0; k < count; k++)
-#endif
-    {
+    // The host build runs each block's threads one after the other.
+    for (u64 k = 0; k < count; k++) {
         const u8 *p = (const u8 *)ptrs[k];
-        sums[k] = kind == KIND_ADLER32 ? adler32(p, lens[k]) : xxh64_low32(p, lens[k]);
+        if (kind == KIND_ADLER32) {
+            u32 s1[ADLER_THREADS], sp[ADLER_THREADS];
+            for (u32 t = 0; t < ADLER_THREADS; t++) adler32_part(p, lens[k], t, ADLER_THREADS, s1, sp);
+            sums[k] = adler32_combine(lens[k], s1, sp, ADLER_THREADS);
+        } else {
+            sums[k] = xxh64_low32(p, lens[k]);
+        }
     }
+#endif
 }

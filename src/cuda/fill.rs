@@ -1,0 +1,109 @@
+//! Which device buffers hold only a fill value, in one launch of the CUDA C
+//! kernel `kernels/fill.cu`: the writer stores no chunk that equals the fill
+//! value, and comparing on the device saves copying every chunk of a wave
+//! to the host. The kernel is committed as PTX (`kernels/fill.ptx`, written
+//! by `scripts/regenerate-ptx.sh` from the CUDA C beside it).
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cudarc::driver::{result, CudaContext};
+
+use super::memory::{cuda_err, ensure_device, DeviceBuffer};
+use super::ptx::PtxKernel;
+use super::{CudaEngine, DeviceRegion};
+use crate::error::Result;
+
+const PTX: &str = include_str!("kernels/fill.ptx");
+const THREADS: u32 = 256;
+/// Bytes of the longest buffer each thread reads before the grid stops
+/// growing.
+const BYTES_PER_THREAD: usize = 256;
+/// Most thread blocks per buffer (the grid's y dimension).
+const MAX_ROWS: usize = 65_535;
+/// The kernel's pattern: the fill element repeated to this many bytes.
+const PATTERN_BYTES: usize = 16;
+
+/// The loaded kernel of one context, with the device memory its table of
+/// buffers goes through.
+#[derive(Debug)]
+pub(super) struct FillKernel {
+    kernel: PtxKernel,
+    table: Option<DeviceBuffer>,
+}
+
+impl FillKernel {
+    /// Compiles and loads the kernel into `ctx`.
+    pub(super) fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
+        Ok(Self {
+            kernel: PtxKernel::load(ctx, PTX, "fill_differs")?,
+            table: None,
+        })
+    }
+}
+
+impl CudaEngine {
+    /// Whether each of `buffers` holds only the element `fill`, repeated;
+    /// `None` where `fill`'s size does not divide 16 bytes (the kernel's
+    /// pattern), for the caller to compare on the host. Waits for the
+    /// engine's stream.
+    ///
+    /// # Safety
+    /// The buffers must be device memory of this engine, live and not
+    /// written by other work until the call returns.
+    pub(crate) unsafe fn fill_only(&self, buffers: &[DeviceRegion], fill: &[u8]) -> Result<Option<Vec<bool>>> {
+        if fill.is_empty() || PATTERN_BYTES % fill.len() != 0 {
+            return Ok(None);
+        }
+        let n = buffers.len();
+        let Some(longest) = buffers.iter().map(|b| b.len).max() else {
+            return Ok(Some(Vec::new()));
+        };
+        let pattern = fill.repeat(PATTERN_BYTES / fill.len());
+        let word = |at: usize| u64::from_le_bytes(pattern[at..at + 8].try_into().expect("8 bytes"));
+        let (mut lo, mut hi) = (word(0), word(8));
+        let words: Vec<u64> = buffers
+            .iter()
+            .map(|b| b.ptr)
+            .chain(buffers.iter().map(|b| b.len as u64))
+            .collect();
+        let mut guard = self.lock()?;
+        let s = &mut *guard;
+        let stream = self.cu_stream();
+        let differs = ensure_device(&self.ctx, &mut s.checks, 4 * n)?.ptr();
+        if s.filler.is_none() {
+            s.filler = Some(FillKernel::load(&self.ctx)?);
+        }
+        let filler = s.filler.as_mut().expect("loaded above");
+        let table = ensure_device(&self.ctx, &mut filler.table, 8 * words.len())?.ptr();
+        // SAFETY: `differs` holds `n` words and the table `words`; the driver
+        // copies pageable `words` out before it returns.
+        unsafe {
+            result::memset_d8_async(differs, 0, 4 * n, stream).map_err(cuda_err("cuMemsetD8Async"))?;
+            result::memcpy_htod_async(table, &words, stream).map_err(cuda_err("cuMemcpyHtoDAsync"))?;
+        }
+        let rows = longest.div_ceil(THREADS as usize * BYTES_PER_THREAD).clamp(1, MAX_ROWS) as u32;
+        let (mut ptrs, mut lens, mut count, mut out) = (table, table + 8 * n as u64, n as u64, differs);
+        let mut params: [*mut c_void; 6] = [
+            (&mut ptrs as *mut u64).cast(),
+            (&mut lens as *mut u64).cast(),
+            (&mut count as *mut u64).cast(),
+            (&mut lo as *mut u64).cast(),
+            (&mut hi as *mut u64).cast(),
+            (&mut out as *mut u64).cast(),
+        ];
+        let blocks = u32::try_from(n).expect("fewer than 2^32 buffers per launch");
+        // SAFETY: six u64 parameters, as the kernel declares; the table names
+        // the caller's buffers, which it vouches for.
+        unsafe {
+            filler
+                .kernel
+                .launch((blocks, rows, 1), (THREADS, 1, 1), stream, &mut params)?;
+        };
+        self.sync()?;
+        let mut flags = vec![0u32; n];
+        // SAFETY: `n` words written by the finished kernel.
+        unsafe { result::memcpy_dtoh_sync(&mut flags, differs) }.map_err(cuda_err("cuMemcpyDtoH"))?;
+        Ok(Some(flags.iter().map(|&f| f == 0).collect()))
+    }
+}

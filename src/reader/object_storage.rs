@@ -1,0 +1,219 @@
+//! [`ObjectStorage`]: the zarrs storage of the arrays [`open_array`](super::open_array)
+//! opens, over an object_store store. zarrs' own adapter
+//! ([`AsyncObjectStore`]) asks for an object's size before every ranged
+//! read, a second round trip; here a ranged read of known bounds is one
+//! request, and [`ObjectStorage::get_suffix`] reads an object's last bytes
+//! and learns its size in one request (a shard's index at its end). Writes
+//! and listings are zarrs' adapter's.
+
+use std::any::TypeId;
+use std::ops::Range;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use object_store::path::Path;
+use object_store::{GetOptions, GetRange, ObjectStore};
+use zarrs::storage::byte_range::{ByteRange, ByteRangeIterator};
+use zarrs::storage::{
+    AsyncListableStorageTraits, AsyncMaybeBytesIterator, AsyncReadableStorageTraits, AsyncWritableStorageTraits, Bytes,
+    MaybeBytes, OffsetBytesIterator, StorageError, StoreKey, StoreKeys, StoreKeysPrefixes, StorePrefix,
+};
+use zarrs_object_store::AsyncObjectStore;
+
+/// An object_store store as zarrs storage, with ranged reads of one request.
+pub struct ObjectStorage {
+    store: Arc<dyn ObjectStore>,
+    /// zarrs' adapter of the same store: writes, listings, whole reads and
+    /// ranges of unknown bounds.
+    zarrs: AsyncObjectStore<Arc<dyn ObjectStore>>,
+}
+
+impl ObjectStorage {
+    /// The storage of `store`.
+    pub fn new(store: Arc<dyn ObjectStore>) -> Self {
+        Self {
+            zarrs: AsyncObjectStore::new(store.clone()),
+            store,
+        }
+    }
+
+    /// The last `len` bytes of the object at `key` (all of it where it is
+    /// shorter) and the object's size, in one request; `None` where there
+    /// is no object.
+    pub async fn get_suffix(&self, key: &StoreKey, len: u64) -> Result<Option<(Bytes, u64)>, StorageError> {
+        let options = GetOptions {
+            range: Some(GetRange::Suffix(len)),
+            ..GetOptions::default()
+        };
+        let Some(result) = not_found_is_none(self.store.get_opts(&path(key), options).await)? else {
+            return Ok(None);
+        };
+        let size = result.meta.size;
+        let bytes = result.bytes().await.map_err(other)?;
+        Ok(Some((bytes, size)))
+    }
+
+    /// `storage` as an [`ObjectStorage`], where it is one: the reader's
+    /// reads are generic over zarrs' storage traits, which cannot ask for a
+    /// suffix and the object's size at once.
+    pub(crate) fn of<S: ?Sized + 'static>(storage: &S) -> Option<&Self> {
+        // SAFETY: `S` is `ObjectStorage` (the type ids are equal), a sized
+        // type, so the pointer is a thin pointer to one.
+        (TypeId::of::<S>() == TypeId::of::<Self>()).then(|| unsafe { &*std::ptr::from_ref(storage).cast::<Self>() })
+    }
+}
+
+fn path(key: &StoreKey) -> Path {
+    Path::from(key.as_str())
+}
+
+fn other(e: object_store::Error) -> StorageError {
+    StorageError::Other(e.to_string())
+}
+
+/// object_store's result, a missing object as `None` (as zarrs' adapter).
+fn not_found_is_none<T>(result: Result<T, object_store::Error>) -> Result<Option<T>, StorageError> {
+    match result {
+        Ok(value) => Ok(Some(value)),
+        Err(object_store::Error::NotFound { .. }) => Ok(None),
+        Err(e) => Err(other(e)),
+    }
+}
+
+#[async_trait::async_trait]
+impl AsyncReadableStorageTraits for ObjectStorage {
+    async fn get(&self, key: &StoreKey) -> Result<MaybeBytes, StorageError> {
+        self.zarrs.get(key).await
+    }
+
+    /// Ranges of known bounds in one `get_ranges` call, without asking the
+    /// object's size; others through zarrs' adapter, which asks it first.
+    async fn get_partial_many<'a>(
+        &'a self,
+        key: &StoreKey,
+        byte_ranges: ByteRangeIterator<'a>,
+    ) -> Result<AsyncMaybeBytesIterator<'a>, StorageError> {
+        let byte_ranges: Vec<ByteRange> = byte_ranges.collect();
+        let bounded: Option<Vec<Range<u64>>> = byte_ranges
+            .iter()
+            .map(|r| match *r {
+                ByteRange::FromStart(start, Some(len)) => Some(start..start + len),
+                _ => None,
+            })
+            .collect();
+        let Some(ranges) = bounded else {
+            return self
+                .zarrs
+                .get_partial_many(key, Box::new(byte_ranges.into_iter()))
+                .await;
+        };
+        let Some(parts) = not_found_is_none(self.store.get_ranges(&path(key), &ranges).await)? else {
+            return Ok(None);
+        };
+        let parts = ranges.into_iter().zip(parts).map(|(range, bytes)| {
+            if bytes.len() as u64 == range.end - range.start {
+                Ok(bytes)
+            } else {
+                Err(StorageError::Other(format!(
+                    "{} bytes returned for the range {range:?}",
+                    bytes.len()
+                )))
+            }
+        });
+        Ok(Some(futures::stream::iter(parts).boxed()))
+    }
+
+    async fn size_key(&self, key: &StoreKey) -> Result<Option<u64>, StorageError> {
+        self.zarrs.size_key(key).await
+    }
+
+    fn supports_get_partial(&self) -> bool {
+        true
+    }
+}
+
+#[async_trait::async_trait]
+impl AsyncWritableStorageTraits for ObjectStorage {
+    async fn set(&self, key: &StoreKey, value: Bytes) -> Result<(), StorageError> {
+        self.zarrs.set(key, value).await
+    }
+
+    async fn set_partial_many<'a>(
+        &'a self,
+        key: &StoreKey,
+        offset_values: OffsetBytesIterator<'a>,
+    ) -> Result<(), StorageError> {
+        self.zarrs.set_partial_many(key, offset_values).await
+    }
+
+    async fn erase(&self, key: &StoreKey) -> Result<(), StorageError> {
+        self.zarrs.erase(key).await
+    }
+
+    async fn erase_prefix(&self, prefix: &StorePrefix) -> Result<(), StorageError> {
+        self.zarrs.erase_prefix(prefix).await
+    }
+
+    fn supports_set_partial(&self) -> bool {
+        self.zarrs.supports_set_partial()
+    }
+}
+
+#[async_trait::async_trait]
+impl AsyncListableStorageTraits for ObjectStorage {
+    async fn list(&self) -> Result<StoreKeys, StorageError> {
+        self.zarrs.list().await
+    }
+
+    async fn list_prefix(&self, prefix: &StorePrefix) -> Result<StoreKeys, StorageError> {
+        self.zarrs.list_prefix(prefix).await
+    }
+
+    async fn list_dir(&self, prefix: &StorePrefix) -> Result<StoreKeysPrefixes, StorageError> {
+        self.zarrs.list_dir(prefix).await
+    }
+
+    async fn size_prefix(&self, prefix: &StorePrefix) -> Result<u64, StorageError> {
+        self.zarrs.size_prefix(prefix).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use object_store::memory::InMemory;
+    use object_store::{ObjectStoreExt, PutPayload};
+
+    use super::*;
+
+    #[tokio::test]
+    async fn suffixes_and_ranges_read_what_they_name() {
+        let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let data: Vec<u8> = (0..100u8).collect();
+        memory
+            .put(&Path::from("a/b"), PutPayload::from(data.clone()))
+            .await
+            .unwrap();
+        let storage = ObjectStorage::new(memory);
+        let key = StoreKey::new("a/b").unwrap();
+        let (tail, size) = storage.get_suffix(&key, 10).await.unwrap().unwrap();
+        assert_eq!((&tail[..], size), (&data[90..], 100));
+        let (all, _) = storage.get_suffix(&key, 1000).await.unwrap().unwrap();
+        assert_eq!(&all[..], &data[..]);
+        let missing = StoreKey::new("a/c").unwrap();
+        assert!(storage.get_suffix(&missing, 10).await.unwrap().is_none());
+        let part = storage
+            .get_partial(&key, ByteRange::FromStart(5, Some(3)))
+            .await
+            .unwrap();
+        assert_eq!(part.as_deref(), Some(&data[5..8]));
+        let end = storage.get_partial(&key, ByteRange::Suffix(4)).await.unwrap();
+        assert_eq!(end.as_deref(), Some(&data[96..]));
+        assert!(storage
+            .get_partial(&missing, ByteRange::FromStart(0, Some(1)))
+            .await
+            .unwrap()
+            .is_none());
+        assert!(ObjectStorage::of(&storage).is_some());
+        assert!(ObjectStorage::of(&storage.zarrs).is_none());
+    }
+}

@@ -1,0 +1,237 @@
+//! [`decode_blosc_chunks_into`]: whole blosc chunks that the caller fetched
+//! itself (zarr-python's codec pipeline, for stores the reader cannot open
+//! and for the inner chunks of shards) decoded in one batch by the reader's
+//! wave decoders, each chunk into its own byte range of memory the caller
+//! lends: on the GPU with one nvCOMP batch per algorithm and one unshuffle
+//! launch ([`super::blosc`]), on the CPU in parallel.
+
+use super::device::DeviceWaves;
+use super::host::{HostOutput, HostWaves};
+use super::output::Target;
+use super::plan::BoxCopy;
+use super::wave::{WaveCodec, WaveDecoder, WaveItem};
+use super::{limits, ReadError, ReadInto, ReadOptions};
+use crate::cuda::DecodeOptions;
+
+/// One stored chunk for [`decode_blosc_chunks_into`].
+#[derive(Debug, Clone, Copy)]
+pub struct StoredChunk<'a> {
+    /// Names the chunk in errors: its store key.
+    pub key: &'a str,
+    /// The blosc chunk, any checksum around it verified and removed.
+    pub bytes: &'a [u8],
+    /// Offset in the output of its decoded bytes.
+    pub offset: usize,
+    /// The bytes it must decode to; any other size is [`ReadError::ChunkSize`].
+    pub decoded_len: usize,
+}
+
+/// Decodes every chunk of `chunks` into `out[offset..offset + decoded_len]`
+/// and returns when they are all there; bytes of `out` outside those ranges
+/// are left as they are. Of `options`, the read's device, `trusted_input`
+/// and `max_decoded_size` apply. Host memory is written by the CPU, device
+/// memory by its GPU, as in
+/// [`read_chunks_parallel_into`](super::read_chunks_parallel_into).
+///
+/// Errors: [`ReadError::InvalidOutput`] where a chunk's range lies outside
+/// `out` or overlaps another's, before anything is decoded;
+/// [`ReadError::Corrupt`], [`ReadError::ChunkSize`] (a chunk whose header
+/// declares another size: `Corrupt` on the CPU) and
+/// [`ReadError::ChunkTooLarge`] naming the chunk at fault.
+pub fn decode_blosc_chunks_into(
+    chunks: &[StoredChunk<'_>],
+    options: &ReadOptions,
+    out: ReadInto<'_>,
+) -> Result<(), ReadError> {
+    let (target, len) = match out {
+        ReadInto::Host(bytes) => {
+            let len = bytes.len();
+            // SAFETY: `bytes` is borrowed for this call, and every wave is
+            // decoded before it returns.
+            (Target::Host(unsafe { HostOutput::lent(bytes) }), len)
+        }
+        ReadInto::Device(lent) => (Target::Device(lent.region()), lent.region().len),
+    };
+    let engine = target.engine(options.device)?;
+    target.check(engine.as_deref(), len)?;
+    check_places(chunks, len)?;
+    let max_decoded_size = limits::max_decoded_size(options, engine.as_deref());
+    if let Some(chunk) = chunks.iter().find(|c| c.decoded_len as u64 > max_decoded_size) {
+        return Err(ReadError::ChunkTooLarge {
+            key: chunk.key.to_string(),
+            size: chunk.decoded_len as u64,
+            limit: max_decoded_size,
+        });
+    }
+    let places: Vec<BoxCopy> = chunks
+        .iter()
+        .map(|c| BoxCopy {
+            src_offset: 0,
+            dst_offset: c.offset,
+            width: c.decoded_len,
+            outer: Vec::new(),
+        })
+        .collect();
+    let wave: Vec<WaveItem<'_>> = chunks
+        .iter()
+        .zip(&places)
+        .map(|(c, place)| WaveItem {
+            key: c.key,
+            stream: Some(c.bytes),
+            decoded_len: c.decoded_len,
+            place,
+            adler32: None,
+        })
+        .collect();
+    // Every item is present: no fill value is ever written.
+    let no_fill = Vec::new();
+    let shape = [len as u64];
+    match engine {
+        None => {
+            let decoder = HostWaves::new(
+                WaveCodec::Blosc,
+                max_decoded_size,
+                target.into_host(&shape, len)?,
+                no_fill,
+            )?;
+            crate::fork::in_pool(|| decoder.decode_wave(&wave))
+        }
+        Some(engine) => {
+            let decode = DecodeOptions {
+                max_decoded_size,
+                trusted: options.trusted_input,
+            };
+            let out = target.into_device(engine, &shape, len)?;
+            DeviceWaves::new(WaveCodec::Blosc, decode, out, no_fill).decode_wave(&wave)
+        }
+    }
+}
+
+/// Checks that every chunk's range lies within an output of `len` bytes and
+/// overlaps no other: the decoders write them in parallel.
+fn check_places(chunks: &[StoredChunk<'_>], len: usize) -> Result<(), ReadError> {
+    let invalid = |reason: String| ReadError::InvalidOutput { reason };
+    let mut ranges = Vec::with_capacity(chunks.len());
+    for c in chunks {
+        let end = c
+            .offset
+            .checked_add(c.decoded_len)
+            .filter(|end| *end <= len)
+            .ok_or_else(|| {
+                invalid(format!(
+                    "chunk {} decodes to {} bytes at {}, past the output's {len} bytes",
+                    c.key, c.decoded_len, c.offset
+                ))
+            })?;
+        ranges.push((c.offset, end, c.key));
+    }
+    ranges.sort_unstable();
+    for pair in ranges.windows(2) {
+        let ((_, end, first), (start, _, second)) = (pair[0], pair[1]);
+        if start < end {
+            return Err(invalid(format!("the places of chunks {first} and {second} overlap")));
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use zarrs::array::codec::bytes_to_bytes::blosc::{
+        blosc_compress_bytes, BloscCompressionLevel, BloscCompressor, BloscShuffleMode,
+    };
+
+    use super::*;
+    use crate::codec::Backend;
+
+    /// `data` as c-blosc encodes it, byte-shuffled.
+    fn blosc(data: &[u8], compressor: BloscCompressor, typesize: usize) -> Vec<u8> {
+        let level = BloscCompressionLevel::try_from(5).unwrap();
+        blosc_compress_bytes(data, level, BloscShuffleMode::Shuffle, typesize, compressor, 0, 1).unwrap()
+    }
+
+    fn cpu() -> ReadOptions {
+        ReadOptions {
+            device: Backend::Cpu,
+            ..ReadOptions::default()
+        }
+    }
+
+    #[test]
+    fn chunks_decode_into_their_places_and_nothing_else() {
+        let a: Vec<u8> = (0..4000u32).flat_map(|i| (i * 7).to_le_bytes()).collect();
+        let b: Vec<u8> = (0..300u16).flat_map(|i| (i ^ 0x5a5a).to_le_bytes()).collect();
+        let (sa, sb) = (blosc(&a, BloscCompressor::Zstd, 4), blosc(&b, BloscCompressor::LZ4, 2));
+        let mut out = vec![0xEEu8; 16_640 + b.len() + 3];
+        let chunks = [
+            StoredChunk {
+                key: "c/1",
+                bytes: &sb,
+                offset: 16_640,
+                decoded_len: b.len(),
+            },
+            StoredChunk {
+                key: "c/0",
+                bytes: &sa,
+                offset: 0,
+                decoded_len: a.len(),
+            },
+        ];
+        decode_blosc_chunks_into(&chunks, &cpu(), ReadInto::Host(&mut out)).unwrap();
+        assert_eq!(&out[..a.len()], &a[..]);
+        assert!(out[a.len()..16_640].iter().all(|x| *x == 0xEE));
+        assert_eq!(&out[16_640..16_640 + b.len()], &b[..]);
+        assert_eq!(&out[16_640 + b.len()..], [0xEE; 3]);
+    }
+
+    #[test]
+    fn bad_places_and_chunks_are_errors_naming_the_chunk() {
+        let a = vec![3u8; 100];
+        let stored = blosc(&a, BloscCompressor::LZ4, 1);
+        let chunk = |key, offset, decoded_len| StoredChunk {
+            key,
+            bytes: &stored,
+            offset,
+            decoded_len,
+        };
+        let mut out = vec![0u8; 150];
+        let run = |chunks: &[StoredChunk<'_>], out: &mut [u8]| {
+            decode_blosc_chunks_into(chunks, &cpu(), ReadInto::Host(out)).unwrap_err()
+        };
+        match run(&[chunk("c/0", 0, 100), chunk("c/1", 99, 100)], &mut out) {
+            ReadError::InvalidOutput { reason } => assert!(reason.contains("c/1"), "{reason}"),
+            other => panic!("{other:?}"),
+        }
+        match run(&[chunk("c/0", 0, 100), chunk("c/1", 40, 100)], &mut vec![0u8; 400]) {
+            ReadError::InvalidOutput { reason } => {
+                assert!(reason.contains("c/0 and c/1 overlap"), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        }
+        // The CPU reads the size the header declares as a corrupt chunk.
+        let wrong_size = run(&[chunk("c/2", 0, 99)], &mut out);
+        assert!(
+            matches!(&wrong_size, ReadError::Corrupt { key, reason } if key == "c/2" && reason.contains("100")),
+            "{wrong_size:?}"
+        );
+        let mut broken = stored.clone();
+        broken.truncate(broken.len() - 1);
+        let truncated = StoredChunk {
+            bytes: &broken,
+            ..chunk("c/3", 0, 100)
+        };
+        assert!(matches!(run(&[truncated], &mut out), ReadError::Corrupt { key, .. } if key == "c/3"));
+        let small = ReadOptions {
+            max_decoded_size: Some(64),
+            ..cpu()
+        };
+        match decode_blosc_chunks_into(&[chunk("c/4", 0, 100)], &small, ReadInto::Host(&mut out)) {
+            Err(ReadError::ChunkTooLarge {
+                key,
+                size: 100,
+                limit: 64,
+            }) => assert_eq!(key, "c/4"),
+            other => panic!("{other:?}"),
+        }
+    }
+}
