@@ -83,4 +83,5 @@ pub use batch::Batch;
 pub use codec::{Backend, BackendKind, BatchCodec, ParseBackendError};
 pub use error::{Error, GpuUnavailable, Result, WorkerError};
 pub use format::blosc::{BloscCodec, Shuffle};
+pub use format::filters::{DeltaType, ElementFilters};
 pub use limits::default_max_decoded_size;

@@ -56,7 +56,7 @@ fn scatter() -> Scatter {
         copies: vec![(0, rows(0, 0, 8, 8, 8)), (1, rows(2 * 8 + 1, 8, 4, 4, 8))],
         fill_value: vec![FILL],
         fills: vec![rows(0, 4 * PITCH + 16, 8, 4, 0)],
-        adler32: Vec::new(),
+        ..Scatter::default()
     }
 }
 

@@ -1,5 +1,6 @@
 //! Chains beyond the plain batched ones read through the reader exactly as
-//! zarrs reads them: blosc (batched but for blosclz), sharding (index at either end, with and without
+//! zarrs reads them: blosc (batched but for blosclz), delta and bitround
+//! (batched), sharding (index at either end, with and without
 //! crc32c, nested), zarrs.gdeflate chunks of several pages and in shards, the numcodecs filters and compressors registered by
 //! this crate, zarr v2 filters; and corrupt shards and blosc chunks give
 //! errors naming the shard's key.
@@ -145,8 +146,10 @@ async fn v3_chains_read_like_zarrs() {
         let array = write_array(&store, &format!("v3/{i}"), &metadata, &dtype, i as u64).await;
         // Shards of a batched inner chain are read through their inner
         // chunks; blosc is batched but for blosclz.
-        let batched = matches!(name, "sharding end crc32c" | "sharding start" | "sharding of blosc")
-            || (name.starts_with("blosc") && name != "blosc blosclz");
+        let batched = matches!(
+            name,
+            "sharding end crc32c" | "sharding start" | "sharding of blosc" | "delta"
+        ) || (name.starts_with("blosc") && name != "blosc blosclz");
         assert_eq!(batched_algorithm(&array).is_ok(), batched, "{name}");
         assert_reads_like_zarrs(&array, name).await;
     }
@@ -207,7 +210,8 @@ async fn v2_filters_and_compressors_read_like_zarrs() {
         let mut metadata = v2_metadata(&[20, 28], &[10, 14], &dtype, compressor, order);
         metadata["filters"] = filters;
         let array = write_array(&store, &format!("v2/{i}"), &metadata, &dtype, i as u64).await;
-        assert_eq!(batched_algorithm(&array).is_ok(), name == "blosc", "{name}");
+        let batched = matches!(name, "blosc" | "blosc order F" | "delta" | "bitround");
+        assert_eq!(batched_algorithm(&array).is_ok(), batched, "{name}");
         assert_reads_like_zarrs(&array, name).await;
     }
 }

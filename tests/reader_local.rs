@@ -57,13 +57,14 @@ async fn other_chains_fall_back_to_zarrs() {
     let (int16, float64) = (&dtypes[2], &dtypes[11]);
     let cases: Vec<(&str, Value, &Dtype)> = vec![
         (
-            "transpose",
-            json!([{"name": "transpose", "configuration": {"order": [1, 0]}}, bytes_codec(), zstd]),
+            "transpose over bz2",
+            json!([{"name": "transpose", "configuration": {"order": [1, 0]}}, bytes_codec(),
+                   {"name": "numcodecs.bz2", "configuration": {"level": 1}}]),
             int16,
         ),
         (
-            "big endian",
-            json!([{"name": "bytes", "configuration": {"endian": "big"}}, zstd]),
+            "big endian, uncompressed",
+            json!([{"name": "bytes", "configuration": {"endian": "big"}}]),
             float64,
         ),
         ("uncompressed", json!([bytes_codec()]), int16),
@@ -84,10 +85,10 @@ async fn other_chains_fall_back_to_zarrs() {
     let array = write_array(&store, "sharded", &metadata, float64, 7).await;
     assert!(batched_algorithm(&array).is_ok());
     assert_reads_like_zarrs(&array, "sharding").await;
-    // zarr v2, Fortran order.
+    // zarr v2, Fortran order: batched, placed through the strides of its stored order.
     let metadata = v2_metadata(&[20, 28], &[10, 14], int16, json!({"id": "zstd", "level": 1}), "F");
-    let array = write_array(&store, "fallback/f", &metadata, int16, 9).await;
-    assert!(batched_algorithm(&array).unwrap_err().contains("order F"));
+    let array = write_array(&store, "batched/f", &metadata, int16, 9).await;
+    assert!(batched_algorithm(&array).is_ok());
     assert_reads_like_zarrs(&array, "order F").await;
 }
 

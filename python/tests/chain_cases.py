@@ -239,9 +239,14 @@ CASES = {case_id: (data, kwargs) for case_id, data, kwargs in cases()}
 def write_case(root: Path, case_id: str) -> Path:
     """Writes case `case_id` under `root` with zarr-python; returns its path."""
     data, kwargs = CASES[case_id]
+    return write_data(root / f"{case_id}.zarr", data, kwargs)
+
+
+def write_data(path: Path, data: np.ndarray, kwargs: dict) -> Path:
+    """Writes `data` at `path` with zarr-python, created with `kwargs` (and
+    chunks of CHUNKS unless they say otherwise); returns the path."""
     kwargs = dict(kwargs)
     chunks = kwargs.pop("chunks", CHUNKS)
-    path = root / f"{case_id}.zarr"
     with warnings.catch_warnings():
         # zarr-python warns that numcodecs codecs are not in the v3 specification.
         warnings.simplefilter("ignore")

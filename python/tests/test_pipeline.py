@@ -161,8 +161,7 @@ def test_batched_chains_read_selections_and_fill_values(tmp_path, chain, store, 
         expected, got = read_both(source, selection)
         np.testing.assert_array_equal(got, expected)
         np.testing.assert_array_equal(got, reference[selection])
-    # The reader reads v2 order F through zarrs chunk by chunk: the engine does it here.
-    by_reader = store == "local" and chain != "v2 zlib order F"
+    by_reader = store == "local"
     assert [kind for kind, _ in paths] == ["reader" if by_reader else "engine"] * len(selections)
     assert all(n > 0 for n in engine_calls(paths))
     paths.clear()

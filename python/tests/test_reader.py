@@ -135,12 +135,21 @@ def test_v2_batched_chains_read_like_zarr(tmp_path, compressor, dtype):
 @pytest.mark.parametrize(
     ("name", "kwargs"),
     [
-        ("v2 order F", {"zarr_format": 2, "order": "F", "compressors": numcodecs.Zstd()}),
         (
-            "v3 transpose",
+            "v2 order F, shuffle",
+            {
+                "zarr_format": 2,
+                "order": "F",
+                "filters": [numcodecs.Shuffle(elementsize=4)],
+                "compressors": numcodecs.Zstd(),
+            },
+        ),
+        (
+            "v3 transpose, uncompressed",
             {
                 "serializer": zarr.codecs.BytesCodec(),
                 "filters": [zarr.codecs.TransposeCodec(order=(1, 0))],
+                "compressors": None,
             },
         ),
     ],

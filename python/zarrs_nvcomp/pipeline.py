@@ -212,8 +212,7 @@ class NvcompCodecPipeline(CodecPipeline):
         C-contiguous (zarr's output of arrays of order C), through a copy of
         the reader's result otherwise; False, reading nothing, where the
         reader cannot open the array or would not decode its chunks in
-        batches (it reads some chains the pipeline batches, v2 order F,
-        through zarrs chunk by chunk)."""
+        batches."""
         from zarrs_nvcomp.reader import open_array
 
         key = (request.url, tuple(sorted(request.options.items())))

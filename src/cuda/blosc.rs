@@ -3,8 +3,9 @@
 //! algorithm into a scratch of shuffled bytes, the streams blosc stored as
 //! they are uploaded there with one copy, every block unshuffled by one
 //! launch of the unshuffle kernel (into the output where a chunk is one run
-//! of it, else into a second scratch), and the rest placed by one launch of
-//! the copy kernel, fill values included.
+//! of it, else into a second scratch), the chain's element filters undone on
+//! every chunk by one launch of the filter kernel, and the rest placed by
+//! one launch of the copy kernel, fill values included.
 //!
 //! A [`BloscBatch`] says all of this in offsets; it is planned on the host
 //! (`crate::reader`'s blosc planning), so its caller never handles device
@@ -25,6 +26,7 @@ use super::{CudaEngine, DecodeOptions, DeviceRegion, Scatter};
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
 use crate::format::blosc::Shuffle;
+use crate::format::filters::ElementFilters;
 
 /// Streams of one algorithm, decoded by one nvCOMP batch into the scratch of
 /// shuffled bytes.
@@ -82,8 +84,15 @@ pub struct BloscBatch<'a> {
     /// Every block of every chunk, tiling the shuffled bytes of the chunks.
     pub blocks: Vec<BlockPlace>,
     /// Rows of the unshuffled scratch (its buffer 0, of `unshuffled_len`
-    /// bytes) copied into the output, and the fills of missing chunks.
+    /// bytes) copied into the output, and the fills of missing chunks; its
+    /// filters must be none (they would apply to the whole scratch).
     pub scatter: Scatter,
+    /// Filters undone in place on each unshuffled chunk, before the rows
+    /// are copied.
+    pub filters: ElementFilters,
+    /// Each decoded chunk, unshuffled, for the filters: where it starts, and
+    /// its bytes.
+    pub chunks: Vec<(BlockTarget, usize)>,
 }
 
 impl BloscBatch<'_> {
@@ -112,11 +121,19 @@ impl BloscBatch<'_> {
                 BlockTarget::Unshuffled(at) => within(at + b.len, self.unshuffled_len, "unshuffled block"),
             }
         }
+        for (target, len) in &self.chunks {
+            match target {
+                BlockTarget::Output(at) => within(at + len, dst_len, "chunk in the output"),
+                BlockTarget::Unshuffled(at) => within(at + len, self.unshuffled_len, "unshuffled chunk"),
+            }
+        }
         assert_eq!(
             self.scatter.decoded_lens,
             [self.unshuffled_len],
             "one unshuffled scratch"
         );
+        assert!(self.scatter.filters.is_none(), "blosc filters apply chunk by chunk");
+        self.filters.assert_valid();
         self.scatter.assert_within(dst_len);
     }
 }
@@ -219,15 +236,16 @@ impl CudaEngine {
             unsafe { self.verify_checksums(&sums, &checks)? };
         }
         self.upload_stored(&batch.stored, shuffled.ptr())?;
+        let address = |target: BlockTarget| match target {
+            BlockTarget::Output(at) => dst.ptr + at as u64,
+            BlockTarget::Unshuffled(at) => unshuffled.ptr() + at as u64,
+        };
         let blocks: Vec<BlockUnshuffle> = batch
             .blocks
             .iter()
             .map(|b| BlockUnshuffle {
                 src: shuffled.ptr() + b.src as u64,
-                dst: match b.dst {
-                    BlockTarget::Output(at) => dst.ptr + at as u64,
-                    BlockTarget::Unshuffled(at) => unshuffled.ptr() + at as u64,
-                },
+                dst: address(b.dst),
                 len: b.len,
                 typesize: b.typesize,
                 shuffle: b.shuffle,
@@ -236,6 +254,18 @@ impl CudaEngine {
         // SAFETY: sources in the shuffled scratch, destinations in the
         // unshuffled one or `dst` (asserted), disjoint by the plan.
         unsafe { self.enqueue_unshuffle(&blocks)? };
+        let chunks: Vec<DeviceRegion> = batch
+            .chunks
+            .iter()
+            .map(|&(target, len)| DeviceRegion {
+                ptr: address(target),
+                len,
+            })
+            .collect();
+        // SAFETY: the chunks lie in the unshuffled scratch or `dst`
+        // (asserted), disjoint by the plan, and stream order runs the
+        // filters after the unshuffle.
+        unsafe { self.enqueue_filters(&batch.filters, &chunks)? };
         // SAFETY: the unshuffled scratch holds `unshuffled_len` bytes, live
         // until the caller synchronises; rows asserted within it and `dst`.
         unsafe { self.enqueue_scatter(&batch.scatter, |_| unshuffled.ptr(), dst, fill_source) }
@@ -332,6 +362,14 @@ mod tests {
     #[should_panic(expected = "block in the output")]
     fn blocks_past_the_output_are_refused() {
         batch(8).assert_within(15);
+    }
+
+    #[test]
+    #[should_panic(expected = "unshuffled chunk")]
+    fn filtered_chunks_past_the_unshuffled_scratch_are_refused() {
+        let mut batch = batch(8);
+        batch.chunks.push((BlockTarget::Unshuffled(4), 8));
+        batch.assert_within(16);
     }
 
     #[test]

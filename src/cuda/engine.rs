@@ -15,6 +15,7 @@ use cudarc::driver::{result, sys, CudaContext, CudaSlice, CudaStream};
 use super::checksums::ChecksumKernel;
 use super::copies::{CopyKernel, Rows};
 use super::fill::FillKernel;
+use super::filters::FilterKernel;
 use super::isolation;
 use super::memory::{cuda_err, DeviceBuffer, MemoryPool, PinnedBuffer};
 use super::unshuffle::UnshuffleKernel;
@@ -63,6 +64,8 @@ pub(super) struct Scratch {
     pub(super) copier: Option<CopyKernel>,
     /// The blosc unshuffle kernel, loaded at first use.
     pub(super) unshuffler: Option<UnshuffleKernel>,
+    /// The element filter kernel (byte swap, `delta`), loaded at first use.
+    pub(super) filterer: Option<FilterKernel>,
     /// The process that decodes untrusted batches, once started.
     pub(super) worker: Option<isolation::Worker>,
     /// Checksums of decoded data (and nvCOMP's statuses for gzip's CRC-32).

@@ -20,6 +20,7 @@
 //! - `ptx`: loading the CUDA C kernels of `kernels/` from their PTX;
 //!   `unshuffle`: blosc's byte and bit unshuffle of many blocks at once;
 //!   `blosc`: a wave of blosc chunks decoded in batches and unshuffled;
+//!   `filters`: byte swap and `delta` undone on many decoded chunks at once;
 //! - [`isolation`]: untrusted batches decoded in a worker process;
 //! - `device_batch`: [`DeviceBatch`], decoded or encoded buffers on the device.
 
@@ -38,6 +39,7 @@ mod encode;
 mod encoded;
 mod engine;
 mod fill;
+mod filters;
 mod framing;
 pub mod isolation;
 mod memory;

@@ -16,6 +16,7 @@ use super::memory::cuda_err;
 use super::{CudaEngine, DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
+use crate::format::filters::ElementFilters;
 
 /// A strided copy between two buffers, in byte offsets relative to each: row
 /// `r` (of `rows`) is `width` bytes from `src_offset + r * src_pitch` of the
@@ -93,6 +94,9 @@ pub struct Scatter {
     /// `(buffer, stored)`: the Adler-32 (zlib's trailer) that decoded buffer
     /// `buffer` must have; checked on the device before anything is placed.
     pub adler32: Vec<(usize, u32)>,
+    /// Filters undone on every decoded buffer, whole and in place, after the
+    /// checksums and before anything is placed.
+    pub filters: ElementFilters,
 }
 
 impl Scatter {
@@ -114,9 +118,11 @@ impl Scatter {
         Some(source)
     }
 
-    /// Panics unless every row lies within its source and `dst_len`, and
-    /// every copy names a buffer of the batch.
+    /// Panics unless every row lies within its source and `dst_len`, every
+    /// copy names a buffer of the batch, and the filters are ones the kernel
+    /// undoes.
     pub(super) fn assert_within(&self, dst_len: usize) {
+        self.filters.assert_valid();
         let fill_len = self.fill_source().as_ref().map_or(0, Vec::len);
         for (buffer, rows) in &self.copies {
             let len = *self.decoded_lens.get(*buffer).unwrap_or_else(|| {
@@ -136,7 +142,8 @@ impl Scatter {
 impl CudaEngine {
     /// Decodes `inputs` (host buffers) with one nvCOMP batch call, checks
     /// that buffer `i` decoded to `scatter.decoded_lens[i]` bytes
-    /// ([`Error::OutputSize`] naming it otherwise), and copies the rows of
+    /// ([`Error::OutputSize`] naming it otherwise), undoes `scatter.filters`
+    /// on each decoded buffer, and copies the rows of
     /// `scatter` into `dst`, decoded buffers and fill value alike, in one
     /// kernel launch. Returns when the copies are done: the decoded batch
     /// lives on the device until then, and `dst` is ready for other streams.
@@ -147,8 +154,9 @@ impl CudaEngine {
     ///
     /// # Panics
     /// Where a row lies outside its decoded buffer (as `decoded_lens`
-    /// declares it), the fill source, or `dst`, or a copy names a buffer
-    /// beyond the batch: before anything is decoded.
+    /// declares it), the fill source, or `dst`, a copy names a buffer beyond
+    /// the batch, or the filters are invalid
+    /// ([`ElementFilters::assert_valid`]): before anything is decoded.
     ///
     /// # Safety
     /// `dst` must be writable device memory of this engine's context, used by
@@ -199,6 +207,9 @@ impl CudaEngine {
             // SAFETY: the regions are the decoded batch's, live until the
             // stream is synchronised below.
             unsafe { self.verify_checksums(&sums, &checks)? };
+            let buffers: Vec<DeviceRegion> = (0..inputs.len()).map(|i| batch.region(i)).collect();
+            // SAFETY: as above; the decoded buffers do not overlap.
+            unsafe { self.enqueue_filters(&scatter.filters, &buffers)? };
             // SAFETY: the decoded batch is live until the stream is
             // synchronised below; the caller vouches for `dst`.
             unsafe { self.enqueue_scatter(scatter, |i| batch.region(i).ptr, dst, &mut fill_source) }

@@ -14,6 +14,7 @@
 //! | [`gdeflate`] | zarrs `gdeflate` | u64 LE decoded length, page count and page sizes, then the pages |
 //! | [`ans`] | nvCOMP ANS | u32 LE decoded length leading each chunk |
 //! | [`blosc`] | Blosc 1 chunk | 16-byte header, block offsets, split streams: the items a batched decoder takes |
+//! | [`filters`] | decoded chunks | the byte swap and `delta` running sum undone on each decoded chunk (not framing: shared by both backends) |
 //! | [`shard_index`] | zarr `sharding_indexed` | the (offset, nbytes) index at the start or end of a shard, with its CRC-32C |
 //!
 //! nvCOMP's cascaded and bitcomp streams carry their own headers, which only
@@ -36,6 +37,7 @@ pub(crate) mod blosc;
 #[cfg(test)]
 mod blosc_items;
 pub(crate) mod deflate;
+pub(crate) mod filters;
 pub(crate) mod gdeflate;
 pub(crate) mod gzip;
 pub(crate) mod lz4;

@@ -6,6 +6,10 @@
 //! on the device), every stored stream a copy, every block an entry of the
 //! unshuffle launch ([`crate::cuda::CudaEngine::decode_blosc`]).
 //!
+//! The chain's element filters ([`ElementFilters`]) are undone on each chunk
+//! once it is unshuffled, where it is (in the output, or in the scratch its
+//! rows are copied from).
+//!
 //! Each chunk's header decides: a chunk whose streams are blosclz (no GPU
 //! decoder), whatever the metadata says, is decoded whole on the host by
 //! c-blosc and uploaded as it is. A chunk that does not parse, or declares
@@ -22,6 +26,7 @@ use crate::cuda::{
     BlockPlace, BlockTarget, BloscBatch, CudaEngine, DecodeOptions, DeviceRegion, RowCopy, Scatter, StreamBatch,
 };
 use crate::format::blosc::{self, BloscCodec, BloscItem, BloscLayout, Shuffle};
+use crate::format::filters::ElementFilters;
 use crate::format::{deflate, lz4};
 
 /// Alignment of each chunk in the scratches: the decoders' outputs of a
@@ -37,18 +42,19 @@ enum Chunk {
     Decoded(Vec<u8>),
 }
 
-/// Decodes `wave` into `out` (device memory of `engine`), the places of
-/// missing chunks filled with `fill` (written also where it is zero unless
-/// `zeroed`: the output starts zeroed).
+/// Decodes `wave` into `out` (device memory of `engine`), undoing `filters`
+/// on each chunk, the places of missing chunks filled with `fill` (written
+/// also where it is zero unless `zeroed`: the output starts zeroed).
 pub(super) fn decode_on_device(
     engine: &CudaEngine,
     out: DeviceRegion,
     (fill, zeroed): (&[u8], bool),
-    options: DecodeOptions,
+    (options, filters): (DecodeOptions, ElementFilters),
     wave: &[WaveItem<'_>],
 ) -> Result<(), ReadError> {
     let chunks: Vec<Option<Chunk>> = wave.par_iter().map(prepare).collect::<Result<_, _>>()?;
-    let batch = plan_batch(wave, &chunks, (fill, zeroed));
+    let mut batch = plan_batch(wave, &chunks, (fill, zeroed));
+    batch.filters = filters;
     // SAFETY: the output is device memory of `engine`, owned by the wave
     // decoder for the whole read or lent to it, untouched by anything else
     // while the read runs; the places of a read's items do not
@@ -154,6 +160,7 @@ fn plan_batch<'a>(wave: &[WaveItem<'a>], chunks: &'a [Option<Chunk>], (fill, zer
             });
             BlockTarget::Unshuffled(at)
         };
+        batch.chunks.push((target, len));
         let stream = item.stream.expect("chunks are prepared from present items");
         match chunk {
             Chunk::Decoded(bytes) => {

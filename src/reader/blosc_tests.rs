@@ -39,6 +39,13 @@ fn run_on_host(batch: &BloscBatch<'_>, out: &mut [u8]) {
         };
         unshuffle.undo(&shuffled[b.src..b.src + b.len], target);
     }
+    for &(target, len) in &batch.chunks {
+        let chunk = match target {
+            BlockTarget::Output(at) => &mut out[at..at + len],
+            BlockTarget::Unshuffled(at) => &mut unshuffled[at..at + len],
+        };
+        batch.filters.apply(chunk);
+    }
     // The fill value repeated over the longest row the fills read.
     let fill = batch
         .scatter
@@ -104,6 +111,17 @@ fn places(chunks: usize, chunk_len: u64, elem: usize, skip: u64) -> Vec<BoxCopy>
 /// Plans and runs a wave of the `encoded` chunks, `None` missing, whose
 /// decoded bytes are `chunk_bytes` each; returns the output.
 fn read(encoded: &[Option<Vec<u8>>], chunk_bytes: usize, elem: usize, skip: u64, fill: &[u8]) -> Vec<u8> {
+    read_filtered(encoded, (chunk_bytes, elem), skip, fill, ElementFilters::default())
+}
+
+/// [`read`], undoing `filters` on each chunk.
+fn read_filtered(
+    encoded: &[Option<Vec<u8>>],
+    (chunk_bytes, elem): (usize, usize),
+    skip: u64,
+    fill: &[u8],
+    filters: ElementFilters,
+) -> Vec<u8> {
     let chunk_len = (chunk_bytes / elem) as u64;
     let places = places(encoded.len(), chunk_len, elem, skip);
     let keys: Vec<String> = (0..encoded.len()).map(|c| format!("c/{c}")).collect();
@@ -120,7 +138,8 @@ fn read(encoded: &[Option<Vec<u8>>], chunk_bytes: usize, elem: usize, skip: u64,
         })
         .collect();
     let chunks: Vec<Option<Chunk>> = wave.iter().map(prepare).collect::<Result<_, _>>().unwrap();
-    let batch = plan_batch(&wave, &chunks, (fill, true));
+    let mut batch = plan_batch(&wave, &chunks, (fill, true));
+    batch.filters = filters;
     let out_len = encoded.len() * chunk_bytes - skip as usize * elem;
     batch.assert_within(out_len);
     let mut out = vec![0u8; out_len];
@@ -163,6 +182,28 @@ fn plans_decode_like_c_blosc() {
             }
         }
     }
+}
+
+#[test]
+fn filters_are_undone_on_each_chunk_where_it_is_unshuffled() {
+    let (elem, chunk_bytes) = (4, 4 * 3_001);
+    let array = data(3 * chunk_bytes, 7);
+    let encoded: Vec<Option<Vec<u8>>> = array
+        .chunks(chunk_bytes)
+        .map(|c| Some(compress(c, BloscCompressor::Zstd, BloscShuffleMode::Shuffle, elem)))
+        .collect();
+    let filters = ElementFilters {
+        swap: 4,
+        delta: Some(crate::format::filters::DeltaType::Int(4)),
+    };
+    let mut want = array.clone();
+    want.chunks_mut(chunk_bytes).for_each(|c| filters.apply(c));
+    for skip in [0, 5] {
+        // Skipping elements puts the first chunk in the scratch, the others in the output.
+        let got = read_filtered(&encoded, (chunk_bytes, elem), skip, &[0], filters);
+        assert!(got == want[skip as usize * elem..], "skip {skip}");
+    }
+    assert_ne!(want, array);
 }
 
 #[test]

@@ -2,8 +2,8 @@
 //! adjustment per chunk (the fast path, batched), or the reason the chain
 //! needs the ordinary zarrs pipeline.
 //!
-//! Fast chains are `bytes` (little endian, or one-byte elements) followed by
-//! exactly one compressor and, optionally, `crc32c`:
+//! Fast chains are `bytes` followed by exactly one compressor and,
+//! optionally, `crc32c`:
 //!
 //! | metadata | compressor | algorithm | framing |
 //! |---|---|---|---|
@@ -25,19 +25,36 @@
 //! chains is classified by its inner chain: its inner chunks are read in
 //! batches ([`super::shard`]).
 //!
+//! Around the compressor, these filters are batched too ([`Filters`]); any
+//! other falls back with the reason:
+//!
+//! | metadata | filter | undone by |
+//! |---|---|---|
+//! | v3 `bytes` `endian: "big"`, v2 `>` data types | byte order | swapping each element (each half of a complex one) after decoding ([`super::byteswap`]) |
+//! | v3 `transpose` (any permutation, several composed), v2 `order: "F"` | dimension order | placing the chunk through the strides of its stored order ([`super::transpose`]) |
+//! | v3 `numcodecs.delta`, v2 `delta`, `astype` equal to `dtype` | differences | the running sum of the chunk after the swap ([`super::delta`]); a delta before a `transpose` falls back, and a v2 delta of another byte order than the data type |
+//! | v3 `bitround` / `numcodecs.bitround`, v2 `bitround` | bit rounding | nothing: decoding is the identity |
+//!
+//! The byte swap and running sum ([`ElementFilters`]) are undone in place on
+//! each decoded chunk, by the CPU or by one kernel launch per wave on the
+//! GPU; numcodecs `fixedscaleoffset` and the other filters fall back.
+//!
 //! A trailing v3 `crc32c` is verified on the host and stripped. The Adler-32
 //! trailer of zlib streams is verified on both paths: on the CPU over the
 //! inflated bytes, on the GPU by the checksum kernel over the decoded
 //! buffers before they are scattered (`cuda::checksums`).
 
-use zarrs::metadata::v2::ArrayMetadataV2Order;
 use zarrs::metadata::v2::DataTypeMetadataV2;
+use zarrs::metadata::v2::{ArrayMetadataV2, ArrayMetadataV2Order};
 use zarrs::metadata::v3::MetadataV3;
 use zarrs::metadata::ArrayMetadata;
 
 use crate::algorithm::{Algorithm, DataType};
 use crate::format::blosc::BloscCodec;
 use crate::format::deflate;
+use crate::format::filters::ElementFilters;
+
+use super::{byteswap, delta, transpose};
 
 /// How to get the compressed stream out of one stored chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -95,22 +112,44 @@ impl Framing {
     }
 }
 
+/// What a chain asks of each decoded chunk besides its compressor: element
+/// filters undone in place, and the order its dimensions are stored in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct Filters {
+    /// The byte swap and `delta` running sum.
+    pub elements: ElementFilters,
+    /// The chunk's dimensions in stored order (see [`super::transpose`]);
+    /// `None`: C order.
+    pub order: Option<Vec<usize>>,
+}
+
+impl Filters {
+    /// Whether the chunk is stored as the array holds it.
+    pub(crate) fn is_none(&self) -> bool {
+        self.elements.is_none() && self.order.is_none()
+    }
+}
+
 /// A chain the fast path decodes.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct FastChain {
     /// The compressor.
     pub algorithm: Algorithm,
     /// Its framing.
     pub framing: Framing,
+    /// The filters around it.
+    pub filters: Filters,
 }
 
 /// A blosc chain: chunks of c-blosc's format (see [`crate::format::blosc`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct BloscChain {
     /// The compressor the metadata names (each chunk's header may differ).
     pub cname: BloscCodec,
     /// Whether a v3 `crc32c` follows.
     pub crc32c: bool,
+    /// The filters around it.
+    pub filters: Filters,
 }
 
 impl BloscChain {
@@ -134,10 +173,31 @@ pub(crate) enum Chain {
     Fallback(String),
 }
 
+impl Chain {
+    /// The chain, its filters `filters` (where it is batched).
+    fn with_filters(self, filters: Filters) -> Self {
+        match self {
+            Self::Fast(chain) => Self::Fast(FastChain { filters, ..chain }),
+            Self::Blosc(chain) => Self::Blosc(BloscChain { filters, ..chain }),
+            fallback => fallback,
+        }
+    }
+
+    /// The chain's filters (none where it falls back).
+    pub(crate) fn filters(&self) -> Option<&Filters> {
+        match self {
+            Self::Fast(chain) => Some(&chain.filters),
+            Self::Blosc(chain) => Some(&chain.filters),
+            Self::Fallback(_) => None,
+        }
+    }
+}
+
 fn fast(algorithm: Algorithm) -> Chain {
     Chain::Fast(FastChain {
         algorithm,
         framing: Framing::default(),
+        filters: Filters::default(),
     })
 }
 
@@ -165,6 +225,7 @@ fn compressor(name: &str, configuration: &serde_json::Map<String, serde_json::Va
         "zlib" | "numcodecs.zlib" => Chain::Fast(FastChain {
             algorithm: Algorithm::Deflate { algorithm: 0 },
             framing: ZLIB,
+            filters: Filters::default(),
         }),
         "blosc" | "numcodecs.blosc" => blosc(configuration),
         // zarrs' own codec: its page table is the engine's GDeflate header
@@ -188,7 +249,11 @@ fn blosc(configuration: &serde_json::Map<String, serde_json::Value>) -> Chain {
         Some("blosclz") => return Chain::Fallback("blosc cname \"blosclz\" has no GPU decoder".into()),
         other => return Chain::Fallback(format!("blosc cname {other:?}")),
     };
-    Chain::Blosc(BloscChain { cname, crc32c: false })
+    Chain::Blosc(BloscChain {
+        cname,
+        crc32c: false,
+        filters: Filters::default(),
+    })
 }
 
 /// Classifies the codec chain of `metadata`, for elements of `elem` bytes
@@ -200,36 +265,93 @@ pub(crate) fn classify(metadata: &ArrayMetadata, elem: Option<usize>) -> Chain {
     if cfg!(target_endian = "big") && elem > 1 {
         return Chain::Fallback("big-endian host".into());
     }
-    match metadata {
+    let (chain, data_type) = match metadata {
         ArrayMetadata::V3(meta) => {
             if !meta.storage_transformers.is_empty() {
                 return Chain::Fallback("storage transformers".into());
             }
-            if let Some(sharded) = super::shard::classify(metadata, Some(elem)) {
-                return sharded;
-            }
-            classify_v3(&meta.codecs, elem)
+            let chain = super::shard::classify(metadata, Some(elem)).unwrap_or_else(|| classify_v3(&meta.codecs, elem));
+            (chain, meta.data_type.name())
         }
-        ArrayMetadata::V2(meta) => {
-            if meta.filters.as_ref().is_some_and(|f| !f.is_empty()) {
-                return Chain::Fallback("zarr v2 filters".into());
-            }
-            if meta.order == ArrayMetadataV2Order::F && meta.shape.len() > 1 {
-                return Chain::Fallback("zarr v2 order F".into());
-            }
-            match &meta.dtype {
-                DataTypeMetadataV2::Simple(dtype) if dtype.starts_with('>') && elem > 1 => {
-                    return Chain::Fallback(format!("big-endian data type {dtype}"));
+        ArrayMetadata::V2(meta) => match &meta.dtype {
+            DataTypeMetadataV2::Simple(dtype) => (classify_v2(meta, dtype, elem), dtype.as_str()),
+            DataTypeMetadataV2::Structured(_) => return Chain::Fallback("structured data type".into()),
+        },
+    };
+    swap_words(chain, data_type, elem)
+}
+
+/// `chain`, its byte swap (of whole elements where the chain has one) made
+/// one of the words of `data_type`.
+fn swap_words(chain: Chain, data_type: &str, elem: usize) -> Chain {
+    let Some(filters) = chain.filters().filter(|f| f.elements.swap > 1).cloned() else {
+        return chain;
+    };
+    let swap = match byteswap::swap_width(data_type, elem) {
+        Ok(swap) => swap,
+        Err(reason) => return Chain::Fallback(reason),
+    };
+    if filters.elements.delta.is_some_and(|delta| delta.size() != swap) {
+        return Chain::Fallback(format!("numcodecs delta of big-endian {data_type} elements"));
+    }
+    let elements = ElementFilters {
+        swap,
+        ..filters.elements
+    };
+    chain.with_filters(Filters { elements, ..filters })
+}
+
+/// Classifies a zarr v2 array's chain, of data type `dtype` (elements of
+/// `elem` bytes): its filters run in the stored order, after the byte swap.
+fn classify_v2(meta: &ArrayMetadataV2, dtype: &str, elem: usize) -> Chain {
+    let mut filters = Filters::default();
+    let big_endian = dtype.starts_with('>') && elem > 1;
+    if big_endian {
+        // The element; `swap_words` makes it the data type's word.
+        filters.elements.swap = elem;
+    }
+    if meta.order == ArrayMetadataV2Order::F && meta.shape.len() > 1 {
+        filters.order = Some((0..meta.shape.len()).rev().collect());
+    }
+    for filter in meta.filters.iter().flatten() {
+        match filter.id() {
+            "delta" => {
+                let config = filter.configuration();
+                // zarr-python sums in the filter's byte order, zarrs in the array's.
+                let delta_big = config
+                    .get("dtype")
+                    .and_then(|d| d.as_str())
+                    .is_some_and(|d| d.starts_with('>'));
+                if delta_big != big_endian {
+                    return Chain::Fallback(format!("zarr v2 delta filter of another byte order than {dtype}"));
                 }
-                DataTypeMetadataV2::Simple(_) => {}
-                DataTypeMetadataV2::Structured(_) => return Chain::Fallback("structured data type".into()),
+                if let Err(reason) = add_delta(&mut filters, config, elem) {
+                    return Chain::Fallback(reason);
+                }
             }
-            match &meta.compressor {
-                None => Chain::Fallback("uncompressed chunks".into()),
-                Some(c) => compressor(c.id(), c.configuration()),
-            }
+            // Decoding undoes nothing of bit rounding.
+            "bitround" => {}
+            other => return Chain::Fallback(format!("zarr v2 filter {other:?} has no batched decoder")),
         }
     }
+    match &meta.compressor {
+        None => Chain::Fallback("uncompressed chunks".into()),
+        Some(c) => compressor(c.id(), c.configuration()).with_filters(filters),
+    }
+}
+
+/// Adds numcodecs `delta` of `configuration` to `filters`, or says why it
+/// is not batched.
+fn add_delta(
+    filters: &mut Filters,
+    configuration: &serde_json::Map<String, serde_json::Value>,
+    elem: usize,
+) -> Result<(), String> {
+    if filters.elements.delta.is_some() {
+        return Err("more than one numcodecs delta".into());
+    }
+    filters.elements.delta = Some(delta::delta_type(configuration, elem)?);
+    Ok(())
 }
 
 /// Classifies a v3 codec chain on its own (a sharded array's inner chain),
@@ -249,18 +371,39 @@ fn classify_v3(codecs: &[MetadataV3], elem: usize) -> Chain {
         c.configuration().map_or(empty, |c| c)
     }
     let empty = serde_json::Map::new();
-    let Some((first, rest)) = codecs.split_first() else {
-        return Chain::Fallback("no codecs".into());
-    };
-    if first.name() != "bytes" {
-        return Chain::Fallback(format!("codec {:?} before the compressor", first.name()));
+    let mut filters = Filters::default();
+    let mut codecs = codecs;
+    // Array-to-array codecs, in the order they encode.
+    while let Some((codec, rest)) = codecs.split_first().filter(|(c, _)| c.name() != "bytes") {
+        let added = match codec.name() {
+            // A delta taken before a transpose sums in the other order.
+            "transpose" if filters.elements.delta.is_some() => Err("numcodecs.delta before transpose".into()),
+            "transpose" => transpose::parse_order(config(codec, &empty))
+                .and_then(|order| transpose::compose(filters.order.take(), order))
+                .map(|order| filters.order = Some(order)),
+            "numcodecs.delta" => add_delta(&mut filters, config(codec, &empty), elem),
+            // Decoding undoes nothing of bit rounding.
+            "bitround" | "numcodecs.bitround" => Ok(()),
+            other => Err(format!("codec {other:?} before the compressor")),
+        };
+        if let Err(reason) = added {
+            return Chain::Fallback(reason);
+        }
+        codecs = rest;
     }
+    let Some((first, rest)) = codecs.split_first() else {
+        return Chain::Fallback("no bytes codec".into());
+    };
     let endian = config(first, &empty)
         .get("endian")
         .and_then(|e| e.as_str())
         .unwrap_or("little");
-    if endian != "little" && elem > 1 {
-        return Chain::Fallback(format!("{endian}-endian bytes codec"));
+    match endian {
+        "little" => {}
+        // The element; `swap_words` makes it the data type's word.
+        "big" if elem > 1 => filters.elements.swap = elem,
+        "big" => {}
+        other => return Chain::Fallback(format!("bytes codec endian {other:?}")),
     }
     let (compressor_meta, crc) = match rest {
         [c] => (c, false),
@@ -271,14 +414,15 @@ fn classify_v3(codecs: &[MetadataV3], elem: usize) -> Chain {
             return Chain::Fallback(format!("bytes-to-bytes chain {names:?}"));
         }
     };
-    match compressor(compressor_meta.name(), config(compressor_meta, &empty)) {
+    let chain = match compressor(compressor_meta.name(), config(compressor_meta, &empty)) {
         Chain::Fast(mut chain) => {
             chain.framing.crc32c = crc;
             Chain::Fast(chain)
         }
         Chain::Blosc(chain) => Chain::Blosc(BloscChain { crc32c: crc, ..chain }),
         fallback => fallback,
-    }
+    };
+    chain.with_filters(filters)
 }
 
 #[cfg(test)]
@@ -319,7 +463,8 @@ mod tests {
                     compressor(name, &config(cname)),
                     Chain::Blosc(BloscChain {
                         cname: codec,
-                        crc32c: false
+                        crc32c: false,
+                        filters: Filters::default(),
                     })
                 );
             }
@@ -333,7 +478,8 @@ mod tests {
             compressor("numcodecs.blosc", &serde_json::Map::new()),
             Chain::Blosc(BloscChain {
                 cname: BloscCodec::Lz4,
-                crc32c: false
+                crc32c: false,
+                filters: Filters::default(),
             })
         );
     }
@@ -350,5 +496,119 @@ mod tests {
         chunk[0] ^= 1;
         assert!(framing.apply(&chunk).unwrap_err().contains("crc32c"));
         assert!(framing.apply(b"abc").is_err());
+    }
+
+    fn metadata(json: serde_json::Value) -> ArrayMetadata {
+        serde_json::from_value(json).unwrap()
+    }
+
+    fn v3(data_type: &str, codecs: serde_json::Value) -> ArrayMetadata {
+        metadata(serde_json::json!({
+            "zarr_format": 3, "node_type": "array", "shape": [4, 6, 8], "data_type": data_type,
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [2, 3, 4]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0, "codecs": codecs}))
+    }
+
+    fn v2(dtype: &str, filters: serde_json::Value, order: &str) -> ArrayMetadata {
+        metadata(serde_json::json!({
+            "zarr_format": 2, "shape": [4, 6], "chunks": [2, 3], "dtype": dtype,
+            "compressor": {"id": "zstd", "level": 1}, "fill_value": 0, "order": order,
+            "filters": filters}))
+    }
+
+    fn filters(chain: Chain) -> Filters {
+        match chain {
+            Chain::Fast(fast) => fast.filters,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    fn fallback(chain: Chain) -> String {
+        match chain {
+            Chain::Fallback(reason) => reason,
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn v3_filters_around_the_compressor_are_batched() {
+        use serde_json::json;
+        let transpose = |order: &[usize]| json!({"name": "transpose", "configuration": {"order": order}});
+        let big = json!({"name": "bytes", "configuration": {"endian": "big"}});
+        let zstd = json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}});
+        let delta = json!({"name": "numcodecs.delta", "configuration": {"dtype": "<i4"}});
+        let bitround = json!({"name": "bitround", "configuration": {"keepbits": 3}});
+        let codecs = json!([transpose(&[1, 2, 0]), transpose(&[0, 2, 1]), bitround, delta, big, zstd]);
+        assert_eq!(
+            filters(classify(&v3("int32", codecs), Some(4))),
+            Filters {
+                elements: ElementFilters {
+                    swap: 4,
+                    delta: Some(crate::format::filters::DeltaType::Int(4)),
+                },
+                order: Some(vec![1, 0, 2]),
+            }
+        );
+        // Complex elements swap each half; one-byte elements nothing.
+        let plain = json!([big, zstd]);
+        assert_eq!(
+            filters(classify(&v3("complex128", plain.clone()), Some(16)))
+                .elements
+                .swap,
+            8
+        );
+        assert!(filters(classify(&v3("uint8", plain.clone()), Some(1))).is_none());
+        assert!(fallback(classify(&v3("r16", plain), Some(2))).contains("r16"));
+        let reason = fallback(classify(
+            &v3("int32", json!([delta, transpose(&[0, 2, 1]), big, zstd])),
+            Some(4),
+        ));
+        assert!(reason.contains("before transpose"), "{reason}");
+        let two = json!([delta, delta, {"name": "bytes"}, zstd]);
+        assert!(fallback(classify(&v3("int32", two), Some(4))).contains("more than one"));
+        let other = json!([{"name": "numcodecs.quantize", "configuration": {"digits": 2, "dtype": "<f4"}}, {"name": "bytes"}, zstd]);
+        assert!(fallback(classify(&v3("float32", other), Some(4))).contains("numcodecs.quantize"));
+    }
+
+    #[test]
+    fn v2_filters_run_in_stored_order_after_the_swap() {
+        use serde_json::json;
+        let got = filters(classify(
+            &v2(
+                ">f8",
+                json!([{"id": "delta", "dtype": ">f8"}, {"id": "bitround", "keepbits": 5}]),
+                "F",
+            ),
+            Some(8),
+        ));
+        assert_eq!(
+            got,
+            Filters {
+                elements: ElementFilters {
+                    swap: 8,
+                    delta: Some(crate::format::filters::DeltaType::Float64),
+                },
+                order: Some(vec![1, 0]),
+            }
+        );
+        assert_eq!(
+            filters(classify(&v2(">c8", json!(null), "C"), Some(8))).elements.swap,
+            4
+        );
+        let reason = fallback(classify(
+            &v2("<i4", json!([{"id": "delta", "dtype": ">i4"}]), "C"),
+            Some(4),
+        ));
+        assert!(reason.contains("byte order"), "{reason}");
+        let reason = fallback(classify(
+            &v2("<i4", json!([{"id": "delta", "dtype": "<i4", "astype": "<i2"}]), "C"),
+            Some(4),
+        ));
+        assert!(reason.contains("astype"), "{reason}");
+        let reason = fallback(classify(
+            &v2("<f8", json!([{"id": "quantize", "digits": 2, "dtype": "<f8"}]), "C"),
+            Some(8),
+        ));
+        assert!(reason.contains("quantize"), "{reason}");
     }
 }

@@ -15,6 +15,7 @@ use super::{ArrayData, ReadError};
 use crate::algorithm::Algorithm;
 use crate::cuda::{CudaEngine, DecodeOptions, DeviceRegion, RowCopy, Scatter};
 use crate::error::Error;
+use crate::format::filters::ElementFilters;
 
 /// A C-order array in device memory, owned together with the engine whose
 /// context it belongs to.
@@ -167,6 +168,8 @@ pub(crate) struct DeviceWaves {
     options: DecodeOptions,
     out: DeviceOutput,
     fill: Vec<u8>,
+    /// Undone on each decoded item before it is placed.
+    filters: ElementFilters,
 }
 
 impl DeviceWaves {
@@ -178,7 +181,14 @@ impl DeviceWaves {
             options,
             out,
             fill,
+            filters: ElementFilters::default(),
         }
+    }
+
+    /// The decoder, undoing `filters` on each decoded item (one kernel launch
+    /// per wave) before it is placed.
+    pub(super) fn with_filters(self, filters: ElementFilters) -> Self {
+        Self { filters, ..self }
     }
 
     /// The output.
@@ -197,7 +207,7 @@ impl WaveDecoder for DeviceWaves {
                 &out.engine,
                 out.region,
                 (&self.fill, out.owned.is_some()),
-                self.options,
+                (self.options, self.filters),
                 wave,
             ),
         }
@@ -211,6 +221,7 @@ impl DeviceWaves {
         let mut keys = Vec::with_capacity(wave.len());
         let mut scatter = Scatter {
             fill_value: self.fill.clone(),
+            filters: self.filters,
             ..Scatter::default()
         };
         for item in wave {

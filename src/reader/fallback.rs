@@ -1,6 +1,7 @@
-//! Reads of chains without a batched decoder (blosclz, filters, transpose,
-//! sharding, big endian, ...): through the ordinary zarrs pipeline, chunk by
-//! chunk, each chunk's part of the selection straight into the output.
+//! Reads of chains without a batched decoder (blosclz, filters other than
+//! the cheap ones of [`super::chain`], nested sharding, ...): through the
+//! ordinary zarrs pipeline, chunk by chunk, each chunk's part of the
+//! selection straight into the output.
 
 use futures::{StreamExt, TryStreamExt};
 use zarrs::array::{Array, ArrayBytes};

@@ -9,6 +9,7 @@ use super::plan::BoxCopy;
 use super::wave::{fill_is_zero, item_error, WaveCodec, WaveDecoder, WaveItem};
 use super::{ArrayData, ReadError, CPU_WAVE_BYTES_PER_THREAD};
 use crate::codec::{Backend, BatchCodec};
+use crate::format::filters::ElementFilters;
 
 /// Host memory that chunk tasks write in disjoint parts, in parallel: the
 /// read's own, or memory lent to it.
@@ -148,13 +149,16 @@ fn fill_pattern(row: &mut [u8], pattern: &[u8]) {
 /// rayon's threads, each straight into the output where it is one run of it,
 /// else into a scratch buffer of its thread and copied from there. Memory
 /// stays bounded by one decoded item per thread, however large the wave
-/// decodes. Blosc chunks are decoded whole by c-blosc, after their structure
-/// is checked ([`crate::cpu::blosc`]).
+/// decodes. The chain's element filters are undone on each decoded item
+/// where it was decoded, before it is placed. Blosc chunks are decoded whole
+/// by c-blosc, after their structure is checked ([`crate::cpu::blosc`]).
 pub(crate) struct HostWaves {
     /// The codec of the streams; `None` for blosc chunks.
     codec: Option<BatchCodec>,
     out: HostOutput,
     fill: Vec<u8>,
+    /// Undone on each decoded item before it is placed.
+    filters: ElementFilters,
 }
 
 impl HostWaves {
@@ -175,7 +179,14 @@ impl HostWaves {
             },
             out,
             fill,
+            filters: ElementFilters::default(),
         })
+    }
+
+    /// The decoder, undoing `filters` on each decoded item before it is
+    /// placed.
+    pub(super) fn with_filters(self, filters: ElementFilters) -> Self {
+        Self { filters, ..self }
     }
 
     /// The output.
@@ -183,9 +194,16 @@ impl HostWaves {
         self.out
     }
 
-    /// Decodes `stream` into `target`, exactly its size, and checks the
-    /// decoded bytes' Adler-32 where the item has one.
+    /// Decodes `stream` into `target`, exactly its size, checks the decoded
+    /// bytes' Adler-32 where the item has one, and undoes the filters.
     fn decode_into(&self, item: &WaveItem<'_>, stream: &[u8], target: &mut [u8]) -> Result<(), ReadError> {
+        self.decode_only(item, stream, target)?;
+        self.filters.apply(target);
+        Ok(())
+    }
+
+    /// [`Self::decode_into`] but for the filters.
+    fn decode_only(&self, item: &WaveItem<'_>, stream: &[u8], target: &mut [u8]) -> Result<(), ReadError> {
         let Some(codec) = &self.codec else {
             return crate::cpu::blosc::decode_into(stream, target).map_err(|reason| ReadError::Corrupt {
                 key: item.key.to_string(),

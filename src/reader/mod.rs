@@ -43,8 +43,10 @@
 //!    shards of such chains (`sharding_indexed` with its index at either end,
 //!    with or without `crc32c`): each touched shard's index is read, then
 //!    only the byte ranges of the inner chunks the selection needs, coalesced
-//!    (the inner chunks are the chunks of the plan). Every other
-//!    chain (blosclz, filters, transpose, nested sharding, big endian, ...) is read by
+//!    (the inner chunks are the chunks of the plan). These chains may have
+//!    cheap filters (big-endian elements, `transpose`, v2 order F, numcodecs
+//!    `delta`, `bitround`), undone on each decoded chunk or in its placement.
+//!    Every other chain (blosclz, other filters, nested sharding, ...) is read by
 //!    the ordinary zarrs pipeline, chunk by chunk, with the reason logged at
 //!    `info` level.
 //! 2. The output's size is checked against the memory that must hold it
@@ -85,8 +87,10 @@
 
 mod blocking;
 mod blosc;
+mod byteswap;
 mod chain;
 mod data;
+mod delta;
 mod device;
 mod error;
 mod fallback;
@@ -105,6 +109,7 @@ mod shard;
 mod shard_fetch;
 pub mod store;
 mod stored;
+mod transpose;
 mod wave;
 mod wave_loop;
 

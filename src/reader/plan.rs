@@ -64,18 +64,26 @@ impl BoxCopy {
         extent: &[u64],
         elem: usize,
     ) -> Self {
+        let src_strides = c_strides(src_shape, elem);
+        Self::strided_from(&src_strides, src_start, steps, dst_shape, dst_start, extent, elem)
+    }
+
+    /// [`Self::strided`] from a source whose dimensions are `src_strides`
+    /// bytes apart (one stored in another order than C's).
+    pub(crate) fn strided_from(
+        src_strides: &[usize],
+        src_start: &[u64],
+        steps: &[u64],
+        dst_shape: &[u64],
+        dst_start: &[u64],
+        extent: &[u64],
+        elem: usize,
+    ) -> Self {
         let n = extent.len();
-        let strides = |shape: &[u64]| {
-            let mut s = vec![elem; n];
-            for d in (0..n.saturating_sub(1)).rev() {
-                s[d] = s[d + 1] * shape[d + 1] as usize;
-            }
-            s
-        };
-        let (src_strides, dst_strides) = (strides(src_shape), strides(dst_shape));
+        let dst_strides = c_strides(dst_shape, elem);
         let offset = |start: &[u64], strides: &[usize]| start.iter().zip(strides).map(|(i, s)| *i as usize * s).sum();
         let mut copy = Self {
-            src_offset: offset(src_start, &src_strides),
+            src_offset: offset(src_start, src_strides),
             dst_offset: offset(dst_start, &dst_strides),
             width: elem,
             outer: Vec::new(),
@@ -178,6 +186,16 @@ impl BoxCopy {
             });
         });
     }
+}
+
+/// The byte strides of a C-order array of `shape` with elements of `elem` bytes.
+fn c_strides(shape: &[u64], elem: usize) -> Vec<usize> {
+    let n = shape.len();
+    let mut s = vec![elem; n];
+    for d in (0..n.saturating_sub(1)).rev() {
+        s[d] = s[d + 1] * shape[d + 1] as usize;
+    }
+    s
 }
 
 /// One chunk of a read.
@@ -288,6 +306,19 @@ pub(crate) fn plan<S: ?Sized>(
     out_len: usize,
     max_decoded_size: Option<u64>,
 ) -> Result<Plan, ReadError> {
+    plan_stored(array, selection, (elem, None), out_len, max_decoded_size)
+}
+
+/// [`plan`] for chunks whose decoded bytes hold their dimensions in `order`
+/// (`None`: C order; see [`super::transpose`]): the copies read them through
+/// the strides of that order.
+pub(crate) fn plan_stored<S: ?Sized>(
+    array: &Array<S>,
+    selection: &Selection,
+    (elem, order): (usize, Option<&[usize]>),
+    out_len: usize,
+    max_decoded_size: Option<u64>,
+) -> Result<Plan, ReadError> {
     selection
         .check_within(array.shape())
         .map_err(|reason| ReadError::InvalidSubset { source: reason.into() })?;
@@ -304,7 +335,13 @@ pub(crate) fn plan<S: ?Sized>(
         let mut at = vec![0usize; parts.len()];
         loop {
             let part: Vec<DimPart> = at.iter().zip(&parts).map(|(i, p)| p[*i]).collect();
-            chunks.push(chunk_plan(array, &part, &steps, &shape, elem, max_decoded_size)?);
+            chunks.push(chunk_plan(
+                array,
+                &part,
+                (&steps, &shape),
+                (elem, order),
+                max_decoded_size,
+            )?);
             // Odometer over the per-dimension parts, innermost fastest.
             let Some(d) = (0..at.len()).rev().find(|&d| at[d] + 1 < parts[d].len()) else {
                 break;
@@ -325,9 +362,8 @@ pub(crate) fn plan<S: ?Sized>(
 fn chunk_plan<S: ?Sized>(
     array: &Array<S>,
     parts: &[DimPart],
-    steps: &[u64],
-    out_shape: &[u64],
-    elem: usize,
+    (steps, out_shape): (&[u64], &[u64]),
+    (elem, order): (usize, Option<&[usize]>),
     max_decoded_size: Option<u64>,
 ) -> Result<ChunkPlan, ReadError> {
     let indices: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
@@ -350,7 +386,11 @@ fn chunk_plan<S: ?Sized>(
     let counts: Vec<u64> = parts.iter().map(|p| p.count).collect();
     let dst_start: Vec<u64> = parts.iter().map(|p| p.dst_start).collect();
     let box_shape: Vec<u64> = counts.iter().zip(steps).map(|(c, s)| (c - 1) * s + 1).collect();
-    let copy = BoxCopy::strided(&chunk_shape, &local_start, steps, out_shape, &dst_start, &counts, elem);
+    let src_strides = match order {
+        Some(order) => super::transpose::stored_strides(&chunk_shape, order, elem),
+        None => c_strides(&chunk_shape, elem),
+    };
+    let copy = BoxCopy::strided_from(&src_strides, &local_start, steps, out_shape, &dst_start, &counts, elem);
     let local_box = ArraySubset::new_with_start_shape(local_start, box_shape)
         .map_err(|e| ReadError::InvalidSubset { source: e.into() })?;
     Ok(ChunkPlan {

@@ -135,14 +135,14 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
         Ok(_) => chain::classify(array.metadata(), Some(elem)),
         Err(reason) => Chain::Fallback(reason.clone()),
     };
-    let (codec, framing) = match chain {
+    let (codec, framing, filters) = match chain {
         Chain::Fast(fast) if engine.is_none() && !fast.algorithm.has_cpu_implementation() => {
             return Err(ReadError::Engine(crate::Error::NeedsGpu {
                 algorithm: fast.algorithm.name(),
             }));
         }
-        Chain::Fast(fast) => (WaveCodec::Algorithm(fast.algorithm), fast.framing),
-        Chain::Blosc(blosc) => (WaveCodec::Blosc, blosc.framing()),
+        Chain::Fast(fast) => (WaveCodec::Algorithm(fast.algorithm), fast.framing, fast.filters),
+        Chain::Blosc(blosc) => (WaveCodec::Blosc, blosc.framing(), blosc.filters),
         Chain::Fallback(reason) => {
             log::info!("zarrs-nvcomp reader: reading through the zarrs pipeline: {reason}");
             if engine.is_some() {
@@ -168,7 +168,8 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     let max_decoded_size = limits::max_decoded_size(options, engine.as_deref());
     let sharded = sharded.ok().flatten();
     let chunked = sharded.as_ref().map_or(array, |s| &s.inner);
-    let mut plan = plan::plan(chunked, &selection, elem, out_len, Some(max_decoded_size))?;
+    let stored = (elem, filters.order.as_deref());
+    let mut plan = plan::plan_stored(chunked, &selection, stored, out_len, Some(max_decoded_size))?;
     let shards = sharded.as_ref().map(|s| shard_fetch::group(array, s, &mut plan));
     let source = Source {
         array,
@@ -179,7 +180,8 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     match engine {
         None => {
             let out = target.into_host(&shape, out_len)?;
-            let decoder = Leased::new(HostWaves::new(codec, max_decoded_size, out, fill)?, lease);
+            let host = HostWaves::new(codec, max_decoded_size, out, fill)?.with_filters(filters.elements);
+            let decoder = Leased::new(host, lease);
             let decoder = source.read(plan, framing, options, decoder).await?;
             Ok(decoder.into_inner().into_output().into_data(shape, data_type))
         }
@@ -189,7 +191,8 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
                 trusted: options.trusted_input,
             };
             let out = target.into_device(engine, &shape, out_len)?;
-            let decoder = Leased::new(DeviceWaves::new(codec, decode, out, fill), lease);
+            let device = DeviceWaves::new(codec, decode, out, fill).with_filters(filters.elements);
+            let decoder = Leased::new(device, lease);
             let decoder = source.read(plan, framing, options, decoder).await?;
             Ok(decoder.into_inner().into_output().into_data(shape, data_type))
         }

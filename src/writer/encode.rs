@@ -56,10 +56,8 @@ impl ChunkEncoder {
             },
             None => Backend::Cpu,
         };
-        Ok(Self {
-            chain,
-            codec: BatchCodec::new(chain.algorithm, backend)?,
-        })
+        let codec = BatchCodec::new(chain.algorithm, backend)?;
+        Ok(Self { chain, codec })
     }
 
     /// Encodes the host chunks that are not all `fill` (unless

@@ -288,10 +288,11 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     // of its inner chain.
     let sharded = matches!(array.metadata(), ArrayMetadata::V3(meta) if meta.codecs.iter().any(|c| c.name() == "sharding_indexed"));
     let batched = if sharded {
-        shard::layout(array.metadata(), elem).map(|layout| (layout.chain, Some(layout)))
+        shard::layout(array.metadata(), elem).map(|layout| (layout.chain.clone(), Some(layout)))
     } else {
         match classify_chain(array.metadata(), Some(elem)) {
-            crate::reader::Chain::Fast(chain) => Ok((chain, None)),
+            crate::reader::Chain::Fast(chain) if chain.filters.is_none() => Ok((chain, None)),
+            crate::reader::Chain::Fast(_) => Err("filters are written by zarrs".into()),
             crate::reader::Chain::Blosc(_) => Err("blosc chunks are written by zarrs".into()),
             crate::reader::Chain::Fallback(reason) => Err(reason),
         }

@@ -69,7 +69,8 @@ pub(crate) fn layout(metadata: &ArrayMetadata, elem: usize) -> Result<ShardLayou
     let mut inner = meta.clone();
     inner.codecs = config.codecs;
     let chain = match classify_chain(&ArrayMetadata::V3(inner), Some(elem)) {
-        Chain::Fast(chain) => chain,
+        Chain::Fast(chain) if chain.filters.is_none() => chain,
+        Chain::Fast(_) => return Err("inner chunks: filters are written by zarrs".into()),
         Chain::Blosc(_) => return Err("inner chunks: blosc chunks are written by zarrs".into()),
         Chain::Fallback(reason) => return Err(format!("inner chunks: {reason}")),
     };

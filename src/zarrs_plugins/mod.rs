@@ -33,7 +33,7 @@ pub mod checked_blosc;
 pub mod delta;
 mod filter;
 pub mod lzma;
-mod numeric;
+pub(crate) mod numeric;
 pub mod packbits;
 pub mod quantize;
 

@@ -27,7 +27,7 @@ pub(crate) enum Numeric {
 
 impl Numeric {
     /// Parses a NumPy data type string (`"<i4"`, `"f8"`, `"uint16"`, ...).
-    pub(super) fn parse(dtype: &str) -> Result<Self, String> {
+    pub(crate) fn parse(dtype: &str) -> Result<Self, String> {
         let code = dtype.trim_start_matches(['<', '>', '|', '=']);
         Ok(match code {
             "i1" | "int8" => Self::I8,
@@ -49,7 +49,7 @@ impl Numeric {
     }
 
     /// Bytes per element.
-    pub(super) fn size(self) -> usize {
+    pub(crate) fn size(self) -> usize {
         match self {
             Self::I8 | Self::U8 => 1,
             Self::I16 | Self::U16 => 2,

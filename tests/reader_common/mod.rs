@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 pub(crate) mod blosc;
+pub(crate) mod filters;
 
 use std::sync::Arc;
 

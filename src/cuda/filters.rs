@@ -1,0 +1,169 @@
+//! The element filters of a codec chain ([`ElementFilters`]: byte swap,
+//! `delta`) undone in place on every decoded chunk of a wave, in one launch
+//! of the CUDA C kernel `kernels/filters.cu`.
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUstream;
+use cudarc::driver::{result, CudaContext};
+
+use super::memory::{cuda_err, ensure_device, DeviceBuffer};
+use super::ptx::PtxKernel;
+use super::{CudaEngine, DeviceRegion};
+use crate::error::Result;
+use crate::format::filters::{DeltaType, ElementFilters};
+
+const PTX: &str = include_str!("kernels/filters.ptx");
+const THREADS: u32 = 256;
+/// Bytes of a chunk of average size one thread block swaps before the grid
+/// stops growing.
+const BYTES_PER_BLOCK: usize = 16 << 10;
+const MAX_PARTS: usize = 65_535;
+
+/// The kernel's code of a running sum (`DELTA_*` in the source).
+fn delta_code(delta: Option<DeltaType>) -> u64 {
+    match delta {
+        None => 0,
+        Some(DeltaType::Int(_)) => 1,
+        Some(DeltaType::Float32) => 2,
+        Some(DeltaType::Float64) => 3,
+    }
+}
+
+/// The loaded kernel of one context, with the device memory its table of
+/// chunks goes through.
+#[derive(Debug)]
+pub(super) struct FilterKernel {
+    kernel: PtxKernel,
+    table: Option<DeviceBuffer>,
+}
+
+impl FilterKernel {
+    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
+        Ok(Self {
+            kernel: PtxKernel::load(ctx, PTX, "filter_elements")?,
+            table: None,
+        })
+    }
+
+    /// Enqueues `filters` over every chunk on `stream` as one launch.
+    ///
+    /// # Safety
+    /// Every chunk must be device-accessible memory, valid until the stream
+    /// reaches the launch, and no two chunks may overlap.
+    unsafe fn launch(
+        &mut self,
+        ctx: &Arc<CudaContext>,
+        filters: &ElementFilters,
+        chunks: &[DeviceRegion],
+        stream: CUstream,
+    ) -> Result<()> {
+        let chunks: Vec<&DeviceRegion> = chunks.iter().filter(|c| c.len > 0).collect();
+        if chunks.is_empty() || filters.is_none() {
+            return Ok(());
+        }
+        filters.assert_valid();
+        let n = chunks.len();
+        let mut words: Vec<u64> = chunks.iter().map(|c| c.ptr).collect();
+        words.extend(chunks.iter().map(|c| c.len as u64));
+        let table = ensure_device(ctx, &mut self.table, 8 * words.len())?.ptr();
+        // From pageable memory the driver copies `words` out before it
+        // returns; stream order keeps an earlier launch's table intact until
+        // it ran.
+        // SAFETY: the table buffer holds `words`.
+        unsafe { result::memcpy_htod_async(table, &words, stream) }.map_err(cuda_err("cuMemcpyHtoDAsync"))?;
+        // A running sum takes one thread per chunk: more blocks would idle.
+        let parts = match filters.delta {
+            Some(_) => 1,
+            None => (chunks.iter().map(|c| c.len).sum::<usize>() / n)
+                .div_ceil(BYTES_PER_BLOCK)
+                .clamp(1, MAX_PARTS) as u32,
+        };
+        let (mut table_at, mut count) = (table, n as u64);
+        let (mut swap, mut delta) = (filters.swap as u64, delta_code(filters.delta));
+        let mut width = filters.delta.map_or(filters.swap, DeltaType::size) as u64;
+        let mut params: [*mut c_void; 5] = [
+            (&mut table_at as *mut u64).cast(),
+            (&mut count as *mut u64).cast(),
+            (&mut swap as *mut u64).cast(),
+            (&mut delta as *mut u64).cast(),
+            (&mut width as *mut u64).cast(),
+        ];
+        let grid = u32::try_from(n).expect("fewer than 2^32 chunks per launch");
+        // SAFETY: five u64 parameters, as the kernel declares; the caller
+        // vouches for the memory.
+        unsafe {
+            self.kernel
+                .launch((grid, parts, 1), (THREADS, 1, 1), stream, &mut params)
+        }
+    }
+}
+
+impl CudaEngine {
+    /// Undoes `filters` in place on every chunk, in one kernel launch
+    /// (loaded at first use) on the engine's stream; returns when the chunks
+    /// are written.
+    ///
+    /// # Panics
+    /// Where `filters` are not ones the kernel undoes
+    /// ([`ElementFilters::assert_valid`]).
+    ///
+    /// # Safety
+    /// Every chunk must be device memory of this engine's context, used by
+    /// no other work until the call returns; no two chunks may overlap.
+    pub unsafe fn filter_chunks(&self, filters: &ElementFilters, chunks: &[DeviceRegion]) -> Result<()> {
+        // SAFETY: the caller's.
+        let launched = unsafe { self.enqueue_filters(filters, chunks) };
+        // Wait also after a failed launch: an earlier table upload may be queued.
+        let synced = self.sync();
+        launched.and(synced)
+    }
+
+    /// Enqueues [`Self::filter_chunks`]' launch on the engine's stream; the
+    /// caller synchronises it.
+    ///
+    /// # Safety
+    /// As [`Self::filter_chunks`], until the stream has run the launch.
+    pub(super) unsafe fn enqueue_filters(&self, filters: &ElementFilters, chunks: &[DeviceRegion]) -> Result<()> {
+        if filters.is_none() {
+            return Ok(());
+        }
+        let mut scratch = self.lock()?;
+        if scratch.filterer.is_none() {
+            scratch.filterer = Some(FilterKernel::load(&self.ctx)?);
+        }
+        let kernel = scratch.filterer.as_mut().expect("loaded above");
+        // SAFETY: the caller's.
+        unsafe { kernel.launch(&self.ctx, filters, chunks, self.cu_stream()) }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn delta_codes_match_the_kernel_source() {
+        let source = include_str!("kernels/filters.cu");
+        assert!(source.contains("enum { DELTA_NONE = 0, DELTA_INT = 1, DELTA_F32 = 2, DELTA_F64 = 3 };"));
+        assert_eq!(
+            [
+                None,
+                Some(DeltaType::Int(4)),
+                Some(DeltaType::Float32),
+                Some(DeltaType::Float64)
+            ]
+            .map(delta_code),
+            [0, 1, 2, 3]
+        );
+    }
+
+    #[test]
+    fn the_ptx_holds_the_entry_the_loader_names() {
+        assert!(PTX.contains(".visible .entry filter_elements("));
+        assert!(PTX.contains(".param .u64 filter_elements_param_4\n)"));
+        // Float sums are IEEE additions, denormals kept, as on the host.
+        assert!(PTX.contains("add.f32") && PTX.contains("add.f64") && !PTX.contains(".ftz"));
+    }
+}
