@@ -259,9 +259,8 @@ def blosc_path(case_id: str, store: str) -> str | None:
     bytes)."""
     if "blosclz" in case_id or "big-endian" in case_id:
         return None
-    # The reader reads v2 order F through zarrs chunk by chunk; shards' inner
-    # chunks come to the pipeline from zarr's shard reader.
-    if store == "memory" or "order-F" in case_id or "sharded" in case_id:
+    # Shards' inner chunks come to the pipeline from zarr's shard reader.
+    if store == "memory" or "sharded" in case_id:
         return "engine"
     return "reader"
 
@@ -458,7 +457,7 @@ def test_gpu_buffers_are_decoded_on_the_gpu(tmp_path, chain, store, paths):
             got = array[selection]
             assert isinstance(got, cp.ndarray)
             np.testing.assert_array_equal(cp.asnumpy(got), reference[selection])
-    by_reader = store == "local" and chain != "v2 zlib order F"
+    by_reader = store == "local"
     assert [kind for kind, _ in paths] == ["reader" if by_reader else "engine"] * len(selections)
 
 
