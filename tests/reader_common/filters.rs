@@ -127,12 +127,15 @@ fn cases() -> Vec<Case> {
         ));
         // zarrs fails on a transpose over delta (an indexer error): the
         // Python tests compare those chains with zarr-python.
-        cases.push(v3(
+        let mut delta_big_endian = v3(
             "delta, big endian, blosc",
             find(v3_name),
             CUBE,
             json!([delta(&dtype), big_bytes(), blosc(dtype.size)]),
-        ));
+        );
+        // Float deltas over big-endian bytes are left to zarrs (see chain.rs).
+        delta_big_endian.batched = !v3_name.starts_with("float");
+        cases.push(delta_big_endian);
         cases.push(v3(
             "transpose, big endian, blosc",
             find(v3_name),
