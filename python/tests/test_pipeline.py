@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from contextlib import nullcontext
 from pathlib import Path
 
 import numcodecs
@@ -506,3 +507,22 @@ def test_gpu_values_write_through_the_batched_encoder(tmp_path, store, paths):
     reference[5:20, 3] *= -1
     np.testing.assert_array_equal(zarr.open_array(target, mode="r")[...], reference)
     assert [p for p in paths if p[0] == "encode"] == [("encode", 6), ("encode", 2)]
+
+
+@pytest.mark.parametrize("gpu", [False, pytest.param(True, marks=pytest.mark.gpu)])
+@pytest.mark.parametrize("store", ["local", "memory"])
+def test_a_wrong_zlib_adler32_is_an_error(tmp_path, store, gpu):
+    # The reader (local) and the engine path (memory) both check the
+    # trailer, on the host and on the GPU.
+    partly_written(tmp_path / "a", "numcodecs.zlib", np.s_[:], fill_value=0, seed=9)
+    chunk = tmp_path / "a" / "c" / "1" / "0"
+    raw = bytearray(chunk.read_bytes())
+    raw[-1] ^= 0x01
+    chunk.write_bytes(bytes(raw))
+    source = in_store(tmp_path / "a", store)
+    if gpu:
+        cupy_or_skip()
+    with zarr.config.set(PIPELINE), zarr.config.enable_gpu() if gpu else nullcontext():
+        array = zarr.open_array(source, mode="r")
+        with pytest.raises(zarrs_nvcomp.DecodeError, match="c/1/0"):
+            array[...]

@@ -92,13 +92,16 @@ class ChainFraming:
         return body
 
     def check_decoded(self, chunk: np.ndarray, decoded: Any, key: str, codec: str) -> None:
-        """Checks the Adler-32 trailer of a zlib ``chunk`` against its host
-        ``decoded`` bytes (device results are not checked, as in the reader)."""
-        if not self.zlib or not isinstance(decoded, np.ndarray):
+        """Checks the Adler-32 trailer of a zlib ``chunk`` against its
+        ``decoded`` bytes. Device results (CuPy) are copied to the host for
+        it: nvCOMP's decoder does not check the trailer, and the CPU path
+        does."""
+        if not self.zlib:
             return
+        host = decoded if isinstance(decoded, np.ndarray) else decoded.get()
         tail = chunk[:-4] if self.crc32c else chunk
         stored = int.from_bytes(tail[-4:].tobytes(), "big")
-        computed = zlib.adler32(decoded)
+        computed = zlib.adler32(host)
         if stored != computed:
             raise DecodeError(
                 f"chunk {key} ({codec}): Adler-32 mismatch: stored {stored:#010x}, "
