@@ -37,11 +37,12 @@
 //!    copied to the host first, in one transfer).
 //! 4. The wave's chunks are stored with concurrent puts, at most
 //!    [`WriteOptions::max_concurrent_requests`] in flight, while the next
-//!    wave is gathered and encoded. Device data in waves of fewer than 1,024
-//!    chunks has four waves encoding at once, each on its own engine of the
-//!    device ([`CudaEngine::lanes`](crate::cuda::CudaEngine::lanes)): one
-//!    batch of few large chunks leaves most of the GPU idle. Chunks equal to the fill value are not
-//!    stored, and any stored one is deleted, unless
+//!    wave is gathered and encoded. Device data whose waves encode fewer
+//!    than 1,024 chunks (inner chunks, for sharded arrays) has four waves
+//!    encoding at once, each on its own engine of the device
+//!    ([`CudaEngine::lanes`](crate::cuda::CudaEngine::lanes)): one batch of
+//!    few large chunks leaves most of the GPU idle. Chunks equal to the fill
+//!    value are not stored, and any stored one is deleted, unless
 //!    [`WriteOptions::write_empty_chunks`].
 //!
 //! Errors about one chunk name its store key. A failed write may leave some
