@@ -31,8 +31,6 @@ async fn unbatched_filters_say_why() {
     assert_eq!(
         reasons,
         [
-            "numcodecs delta of floats over big-endian bytes",
-            "numcodecs delta of floats over big-endian bytes",
             "numcodecs.delta before transpose",
             "numcodecs delta stores <i4 as <i2: only astype equal to dtype is batched",
             "zarr v2 filter \"quantize\" has no batched decoder",

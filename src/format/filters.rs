@@ -9,7 +9,8 @@
 
 /// The element type whose running sum undoes numcodecs `delta` (`dtype`
 /// equal to `astype`): integers wrap, floats add in order from the first
-/// element, as `numpy.cumsum` does.
+/// element, as `numpy.cumsum` does, with the NaNs of x86's additions
+/// ([`Float`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeltaType {
     /// Integers of 1, 2, 4 or 8 bytes, signed or not (wrapping sums are the
@@ -36,8 +37,60 @@ impl DeltaType {
         match self {
             // The element's bytes are the low ones: the carry out is dropped when stored.
             Self::Int(_) => a.wrapping_add(b),
-            Self::Float32 => u64::from((f32::from_bits(a as u32) + f32::from_bits(b as u32)).to_bits()),
-            Self::Float64 => (f64::from_bits(a) + f64::from_bits(b)).to_bits(),
+            Self::Float32 => {
+                let sum = u64::from((f32::from_bits(a as u32) + f32::from_bits(b as u32)).to_bits());
+                Float::BINARY32.nan_of(sum, a, b)
+            }
+            Self::Float64 => Float::BINARY64.nan_of((f64::from_bits(a) + f64::from_bits(b)).to_bits(), a, b),
+        }
+    }
+}
+
+/// The bits of an IEEE 754 format that decide which NaN a sum is.
+///
+/// Where a sum is NaN, x86 (whose results zarrs and NumPy return there)
+/// gives the NaN operand, quieted (the first where both are), and otherwise
+/// (infinities of opposite signs) its default NaN, negative and quiet. GPUs
+/// return one canonical NaN instead (`0x7fffffff` in binary32), so both
+/// implementations spell the rule out: a chunk whose differences hold NaNs
+/// (as those of a zarr edge chunk padded with a NaN fill value do) then
+/// decodes to the same bits everywhere.
+#[derive(Debug, Clone, Copy)]
+struct Float {
+    /// The sign bit.
+    sign: u64,
+    /// The bits of positive infinity: larger magnitudes are NaNs.
+    infinity: u64,
+    /// The quiet bit of a NaN.
+    quiet: u64,
+}
+
+impl Float {
+    const BINARY32: Self = Self {
+        sign: 1 << 31,
+        infinity: 0x7f80_0000,
+        quiet: 1 << 22,
+    };
+    const BINARY64: Self = Self {
+        sign: 1 << 63,
+        infinity: 0x7ff0_0000_0000_0000,
+        quiet: 1 << 51,
+    };
+
+    fn is_nan(self, bits: u64) -> bool {
+        bits & (self.sign - 1) > self.infinity
+    }
+
+    /// `sum`, the sum of `a` and `b`, with x86's NaN where it is one.
+    fn nan_of(self, sum: u64, a: u64, b: u64) -> u64 {
+        if !self.is_nan(sum) {
+            sum
+        } else if self.is_nan(a) {
+            a | self.quiet
+        } else if self.is_nan(b) {
+            b | self.quiet
+        } else {
+            self.sign | self.infinity | self.quiet
         }
     }
 }
@@ -179,6 +232,43 @@ mod tests {
             .map(|b| f64::from_le_bytes(b.try_into().unwrap()))
             .collect();
         assert_eq!(sums, [0.1, 0.1 + 0.2, 0.1 + 0.2 + 0.3]);
+    }
+
+    #[test]
+    fn nan_sums_are_x86s_nans() {
+        let sum = |delta: DeltaType, values: &[u64]| {
+            let mut bytes: Vec<u8> = values
+                .iter()
+                .flat_map(|v| v.to_le_bytes()[..delta.size()].to_vec())
+                .collect();
+            ElementFilters {
+                swap: 1,
+                delta: Some(delta),
+            }
+            .apply(&mut bytes);
+            bytes.chunks(delta.size()).map(load).collect::<Vec<u64>>()
+        };
+        let one = u64::from(1.0f32.to_bits());
+        let inf = u64::from(f32::INFINITY.to_bits());
+        // A signalling NaN of payload 1 is kept, quieted; a later NaN does
+        // not replace it; infinities of opposite signs make the default NaN.
+        assert_eq!(
+            sum(DeltaType::Float32, &[one, 0x7f80_0001, one, 0xffc0_0002, 0]),
+            [one, 0x7fc0_0001, 0x7fc0_0001, 0x7fc0_0001, 0x7fc0_0001]
+        );
+        assert_eq!(
+            sum(DeltaType::Float32, &[inf, inf | 1 << 31, one]),
+            [inf, 0xffc0_0000, 0xffc0_0000]
+        );
+        let inf = f64::INFINITY.to_bits();
+        assert_eq!(
+            sum(DeltaType::Float64, &[inf, 0xfff0_0000_0000_0005, 2]),
+            [inf, 0xfff8_0000_0000_0005, 0xfff8_0000_0000_0005]
+        );
+        assert_eq!(
+            sum(DeltaType::Float64, &[inf | 1 << 63, inf]),
+            [inf | 1 << 63, 0xfff8_0000_0000_0000]
+        );
     }
 
     #[test]

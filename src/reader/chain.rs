@@ -32,7 +32,7 @@
 //! |---|---|---|
 //! | v3 `bytes` `endian: "big"`, v2 `>` data types | byte order | swapping each element (each half of a complex one) after decoding ([`super::byteswap`]) |
 //! | v3 `transpose` (any permutation, several composed), v2 `order: "F"` | dimension order | placing the chunk through the strides of its stored order ([`super::transpose`]) |
-//! | v3 `numcodecs.delta`, v2 `delta`, `astype` equal to `dtype` | differences | the running sum of the chunk after the swap ([`super::delta`]); a delta before a `transpose` falls back, and a v2 delta of another byte order than the data type, and a float delta over big-endian bytes |
+//! | v3 `numcodecs.delta`, v2 `delta`, `astype` equal to `dtype` | differences | the running sum of the chunk after the swap ([`super::delta`]); a delta before a `transpose` falls back, and a v2 delta of another byte order than the data type |
 //! | v3 `bitround` / `numcodecs.bitround`, v2 `bitround` | bit rounding | nothing: decoding is the identity |
 //!
 //! The byte swap and running sum ([`ElementFilters`]) are undone in place on
@@ -52,7 +52,7 @@ use zarrs::metadata::ArrayMetadata;
 use crate::algorithm::{Algorithm, DataType};
 use crate::format::blosc::BloscCodec;
 use crate::format::deflate;
-use crate::format::filters::{DeltaType, ElementFilters};
+use crate::format::filters::ElementFilters;
 
 use super::{byteswap, delta, transpose};
 
@@ -404,13 +404,6 @@ fn classify_v3(codecs: &[MetadataV3], elem: usize) -> Chain {
         "big" if elem > 1 => filters.elements.swap = elem,
         "big" => {}
         other => return Chain::Fallback(format!("bytes codec endian {other:?}")),
-    }
-    // On the H200, a GPU read of a float32 delta over big-endian bytes and
-    // blosc differed from zarrs' read (integer deltas over big-endian bytes,
-    // and float deltas over little-endian ones, matched); until that is
-    // understood, zarrs reads such chains.
-    if filters.elements.swap > 1 && matches!(filters.elements.delta, Some(DeltaType::Float32 | DeltaType::Float64)) {
-        return Chain::Fallback("numcodecs delta of floats over big-endian bytes".into());
     }
     let (compressor_meta, crc) = match rest {
         [c] => (c, false),

@@ -127,15 +127,20 @@ fn cases() -> Vec<Case> {
         ));
         // zarrs fails on a transpose over delta (an indexer error): the
         // Python tests compare those chains with zarr-python.
-        let mut delta_big_endian = v3(
+        // The edge chunks of CUBE are padded with the fill value: float32's
+        // NaN makes NaN sums, whose bits the device matches to the host's.
+        cases.push(v3(
             "delta, big endian, blosc",
             find(v3_name),
             CUBE,
             json!([delta(&dtype), big_bytes(), blosc(dtype.size)]),
-        );
-        // Float deltas over big-endian bytes are left to zarrs (see chain.rs).
-        delta_big_endian.batched = !v3_name.starts_with("float");
-        cases.push(delta_big_endian);
+        ));
+        cases.push(v3(
+            "delta over padded edge chunks",
+            find(v3_name),
+            CUBE,
+            json!([delta(&dtype), bytes_codec(), zstd()]),
+        ));
         cases.push(v3(
             "transpose, big endian, blosc",
             find(v3_name),

@@ -1,7 +1,7 @@
 // The element-wise filters of a zarr codec chain, undone in place on many
 // decoded chunks in one launch: the byte swap of big-endian elements, then
-// the running sum of numcodecs `delta`. The host's twin is
-// `ElementFilters::apply` (src/format/filters.rs).
+// the running sum of numcodecs `delta` (float sums with x86's NaNs). The
+// host's twin is `ElementFilters::apply` (src/format/filters.rs).
 //
 // Compiled to PTX by scripts/regenerate-ptx.sh (clang, no CUDA toolkit);
 // the PTX is committed next to this file and loaded by the driver at run
@@ -36,6 +36,19 @@ DEVICE void store(u8 *p, u64 width, u64 word) {
     for (u64 k = 0; k < width; k++) p[k] = (u8)(word >> (8 * k));
 }
 
+// `sum`, the float sum of `a` and `b` (bits of a format of sign bit `sign`,
+// infinity `inf` and quiet bit `quiet`), with the NaN x86 gives where it is
+// one: the NaN operand, quieted (the first where both are), else the
+// default NaN, negative and quiet. The GPU's additions return one canonical
+// NaN instead; the host's twin (`Float::nan_of`) spells out the same rule.
+DEVICE u64 x86_nan(u64 sum, u64 a, u64 b, u64 sign, u64 inf, u64 quiet) {
+    u64 magnitude = sign - 1;
+    if ((sum & magnitude) <= inf) return sum;
+    if ((a & magnitude) > inf) return a | quiet;
+    if ((b & magnitude) > inf) return b | quiet;
+    return sign | inf | quiet;
+}
+
 // `a + b`, elements in the low bytes of words; integer carries past the
 // element are dropped by `store`.
 DEVICE u64 add(u32 delta, u64 a, u64 b) {
@@ -46,7 +59,7 @@ DEVICE u64 add(u32 delta, u64 a, u64 b) {
         __builtin_memcpy(&fy, &y, 4);
         float sum = fx + fy;
         __builtin_memcpy(&x, &sum, 4);
-        return x;
+        return x86_nan(x, a, b, 1ull << 31, 0x7f800000ull, 1ull << 22);
     }
     if (delta == DELTA_F64) {
         double fx, fy;
@@ -55,7 +68,7 @@ DEVICE u64 add(u32 delta, u64 a, u64 b) {
         double sum = fx + fy;
         u64 bits;
         __builtin_memcpy(&bits, &sum, 8);
-        return bits;
+        return x86_nan(bits, a, b, 1ull << 63, 0x7ff0000000000000ull, 1ull << 51);
     }
     return a + b;
 }
@@ -98,3 +111,4 @@ KERNEL void filter_elements(const u64 *table, u64 count, u64 swap, u64 delta, u6
     for (u64 e = 0; e < count; e++) chunk_words(table, count, e, 0, 1, swap, (u32)delta, width);
 #endif
 }
+
