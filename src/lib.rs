@@ -84,4 +84,5 @@ pub use codec::{Backend, BackendKind, BatchCodec, ParseBackendError};
 pub use error::{Error, GpuUnavailable, Result, WorkerError};
 pub use format::blosc::{BloscCodec, Shuffle};
 pub use format::filters::{DeltaType, ElementFilters};
+pub use format::scale_offset::ScaleOffset;
 pub use limits::default_max_decoded_size;

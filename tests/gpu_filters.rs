@@ -2,7 +2,9 @@
 //! size and the running sum of every `delta` type, over many chunks of one
 //! launch (odd lengths, misaligned addresses, chunks large enough to span
 //! many thread blocks), equal the host's `ElementFilters::apply`, which the
-//! reader's CPU path uses and the reader tests check against zarrs.
+//! reader's CPU path uses and the reader tests check against zarrs; and
+//! `CudaEngine::scale_offset_chunks` (numcodecs `fixedscaleoffset`) equals
+//! the host's `ScaleOffset::apply` for every integer and float width.
 //!
 //! Ignored without a GPU; run with `cargo test --test gpu_filters -- --include-ignored`.
 
@@ -11,8 +13,8 @@ mod common;
 use std::sync::Arc;
 
 use cudarc::driver::DevicePtr;
-use zarrs_nvcomp::cuda::{CudaEngine, DeviceRegion};
-use zarrs_nvcomp::{DeltaType, ElementFilters};
+use zarrs_nvcomp::cuda::{CudaEngine, DeviceRegion, Widen};
+use zarrs_nvcomp::{DeltaType, ElementFilters, ScaleOffset};
 
 use common::Rng;
 
@@ -50,14 +52,8 @@ fn floats(n: usize, seed: u64, wide: bool, swapped: bool) -> Vec<u8> {
 fn check(filters: ElementFilters, lens: &[usize], make: impl Fn(usize, u64) -> Vec<u8>) {
     let engine = engine();
     let chunks: Vec<Vec<u8>> = lens.iter().enumerate().map(|(i, len)| make(*len, i as u64)).collect();
-    // Each chunk 3 bytes past a multiple of 16 after the previous one: misaligned.
-    let mut offsets = Vec::new();
-    let mut end = 3;
-    for c in &chunks {
-        offsets.push(end);
-        end = (end + c.len()).next_multiple_of(16) + 3;
-    }
-    let mut host = vec![0u8; end];
+    let offsets = misaligned_offsets(chunks.iter().map(Vec::len));
+    let mut host = vec![0u8; *offsets.last().expect("the end")];
     for (c, at) in chunks.iter().zip(&offsets) {
         host[*at..at + c.len()].copy_from_slice(c);
     }
@@ -130,4 +126,77 @@ fn running_sums_equal_the_hosts() {
             check(filters, &[delta.size() * 5_003, delta.size() * 3], bytes);
         }
     }
+}
+
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn scaled_integers_widen_as_on_the_host() {
+    let engine = engine();
+    let stream = engine.stream().clone();
+    for stored_size in [1, 2, 4, 8] {
+        for signed in [false, true] {
+            for (wide, scale, offset) in [
+                (false, 10.0, 0.1),
+                (true, 10.0, 1000.1),
+                (false, 3.5e-3, -7.0),
+                (true, 0.25, 3.0),
+            ] {
+                let filter = ScaleOffset {
+                    stored_size,
+                    signed,
+                    wide,
+                    scale,
+                    offset,
+                };
+                // Random integers of every value, 3 bytes past a boundary,
+                // one chunk large enough to span many thread blocks.
+                let lens = [stored_size * 300_007, 0, stored_size * 5, stored_size];
+                let chunks: Vec<Vec<u8>> = lens.iter().enumerate().map(|(i, len)| bytes(*len, i as u64)).collect();
+                let src_offsets = misaligned_offsets(chunks.iter().map(Vec::len));
+                let dst_offsets = misaligned_offsets(chunks.iter().map(|c| filter.decoded_len(c.len())));
+                let mut host = vec![0u8; *src_offsets.last().unwrap()];
+                for (c, at) in chunks.iter().zip(&src_offsets) {
+                    host[*at..at + c.len()].copy_from_slice(c);
+                }
+                let src = stream.clone_htod(&host).unwrap();
+                let dst = stream.clone_htod(&vec![0xa5u8; *dst_offsets.last().unwrap()]).unwrap();
+                let ((src_ptr, g1), (dst_ptr, g2)) = (src.device_ptr(&stream), dst.device_ptr(&stream));
+                drop((g1, g2));
+                let widen: Vec<Widen> = chunks
+                    .iter()
+                    .enumerate()
+                    .map(|(i, c)| Widen {
+                        src: DeviceRegion {
+                            ptr: src_ptr + src_offsets[i] as u64,
+                            len: c.len(),
+                        },
+                        dst: dst_ptr + dst_offsets[i] as u64,
+                    })
+                    .collect();
+                // SAFETY: sources in `src`, destinations in `dst`, alive and
+                // unused meanwhile; no destination overlaps another.
+                unsafe { engine.scale_offset_chunks(&filter, &widen) }.unwrap();
+                let got = stream.clone_dtoh(&dst).unwrap();
+                for (i, c) in chunks.iter().enumerate() {
+                    let mut want = vec![0u8; filter.decoded_len(c.len())];
+                    filter.apply(c, &mut want);
+                    let at = dst_offsets[i];
+                    assert!(got[at..at + want.len()] == want[..], "{filter:?}: chunk {i}");
+                }
+            }
+        }
+    }
+}
+
+/// Offsets of buffers of `lens` placed one after the other, each 3 bytes
+/// past a multiple of 16 (misaligned), and the end.
+fn misaligned_offsets(lens: impl Iterator<Item = usize>) -> Vec<usize> {
+    let mut offsets = Vec::new();
+    let mut end = 3;
+    for len in lens {
+        offsets.push(end);
+        end = (end + len).next_multiple_of(16) + 3;
+    }
+    offsets.push(end);
+    offsets
 }

@@ -1,8 +1,9 @@
 //! Filter chains read through the reader's batched path on the CPU exactly
 //! as zarrs reads them (see `reader_common::filters` for the cases):
-//! big-endian elements, `transpose`, numcodecs `delta`, `bitround`, zarr v2
-//! order F, over plain compressors, blosc and sharding; chains the batched
-//! path cannot undo report the reason and are read by zarrs.
+//! big-endian elements, `transpose`, numcodecs `delta`, `bitround`,
+//! numcodecs `fixedscaleoffset`, zarr v2 order F, over plain compressors,
+//! blosc and sharding; chains the batched path cannot undo report the reason
+//! and are read by zarrs.
 
 mod reader_common;
 
@@ -34,6 +35,8 @@ async fn unbatched_filters_say_why() {
             "numcodecs.delta before transpose",
             "numcodecs delta stores <i4 as <i2: only astype equal to dtype is batched",
             "zarr v2 filter \"quantize\" has no batched decoder",
+            "numcodecs fixedscaleoffset stores <f4 as <f4: only integer astypes are batched",
+            "numcodecs delta with fixedscaleoffset",
         ]
     );
 }

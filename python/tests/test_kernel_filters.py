@@ -1,18 +1,32 @@
-"""The element filter kernel's arithmetic (`src/cuda/kernels/filters.cu`),
-compiled for the host and checked against NumPy: the byte swap of
-big-endian elements, and numcodecs `delta`'s running sum (`numpy.cumsum`,
-integers wrapping, floats added in order), over chunks at misaligned
+"""The element filter kernels' arithmetic (`src/cuda/kernels/filters.cu`),
+compiled for the host and checked against NumPy and numcodecs: the byte
+swap of big-endian elements, numcodecs `delta`'s running sum
+(`numpy.cumsum`, integers wrapping, floats added in order), and numcodecs
+`fixedscaleoffset`'s integers widened to floats, over chunks at misaligned
 addresses. The GPU tests run the PTX generated from the same source."""
 
 from __future__ import annotations
 
 import ctypes
 
+import numcodecs
 import numpy as np
 import pytest
 from test_kernel_sources import build
 
 DELTA_NONE, DELTA_INT, DELTA_F32, DELTA_F64 = 0, 1, 2, 3
+
+
+def misaligned(chunks: list[bytes]) -> tuple[list[np.ndarray], list[int]]:
+    """`chunks` copied 3 bytes past an 8-byte boundary each: the buffers
+    (to keep alive) and the chunks' addresses."""
+    keep = [np.zeros(len(c) + 16, np.uint8) for c in chunks]
+    ptrs = []
+    for arr, c in zip(keep, chunks, strict=True):
+        at = (-arr.ctypes.data) % 8 + 3
+        arr[at : at + len(c)] = np.frombuffer(c, np.uint8)
+        ptrs.append(arr.ctypes.data + at)
+    return keep, ptrs
 
 
 @pytest.fixture(scope="module")
@@ -21,13 +35,7 @@ def filter_elements(tmp_path_factory):
     fn.argtypes = [ctypes.c_void_p, *[ctypes.c_uint64] * 4]
 
     def run(chunks: list[bytes], swap: int, delta: int, width: int) -> list[bytes]:
-        # Each chunk 3 bytes past an 8-byte boundary.
-        keep = [np.zeros(len(c) + 16, np.uint8) for c in chunks]
-        ptrs = []
-        for arr, c in zip(keep, chunks, strict=True):
-            at = (-arr.ctypes.data) % 8 + 3
-            arr[at : at + len(c)] = np.frombuffer(c, np.uint8)
-            ptrs.append(arr.ctypes.data + at)
+        _keep, ptrs = misaligned(chunks)
         table = np.array(ptrs + [len(c) for c in chunks], np.uint64)
         fn(table.ctypes.data, len(chunks), swap, delta, width)
         return [ctypes.string_at(p, len(c)) for p, c in zip(ptrs, chunks, strict=True)]
@@ -78,3 +86,46 @@ def test_running_sums_match_numpy_cumsum(filter_elements, dtype, order):
             want = np.cumsum(v, dtype=native)
         # Bit for bit: signed zeros, roundings and wrapped integers alike.
         assert g == want.tobytes()
+
+
+@pytest.fixture(scope="module")
+def scale_offset(tmp_path_factory):
+    fn = build(tmp_path_factory, "filters").scale_offset
+    fn.argtypes = [ctypes.c_void_p, *[ctypes.c_uint64] * 6]
+
+    def run(chunks: list[bytes], astype: np.dtype, wide: bool, scale, offset) -> list[bytes]:
+        width = 8 if wide else 4
+        n = [len(c) // astype.itemsize for c in chunks]
+        _src_keep, src = misaligned(chunks)
+        _dst_keep, dst = misaligned([bytes(k * width) for k in n])
+        table = np.array(src + dst + n, np.uint64)
+        bits = np.array([float(scale), float(offset)], np.float64).view(np.uint64)
+        signed = astype.kind == "i"
+        fn(
+            table.ctypes.data,
+            len(chunks),
+            astype.itemsize,
+            signed,
+            wide,
+            int(bits[0]),
+            int(bits[1]),
+        )
+        return [ctypes.string_at(p, k * width) for p, k in zip(dst, n, strict=True)]
+
+    return run
+
+
+@pytest.mark.parametrize("astype", ["u1", "i1", "u2", "i2", "u4", "i4", "u8", "i8"])
+@pytest.mark.parametrize("dtype", ["<f4", "<f8"])
+@pytest.mark.parametrize(("scale", "offset"), [(10, 1000.1), (0.25, -3), (3.5, 0.1), (1e-3, 7)])
+def test_fixedscaleoffset_matches_numcodecs(scale_offset, astype, dtype, scale, offset):
+    astype = np.dtype("<" + astype)
+    info = np.iinfo(astype)
+    rng = np.random.default_rng(3)
+    values = [rng.integers(info.min, info.max, n, astype, endpoint=True) for n in [4099, 1, 0]]
+    values[0][:2] = [info.min, info.max]
+    codec = numcodecs.FixedScaleOffset(offset=offset, scale=scale, dtype=dtype, astype=astype.str)
+    got = scale_offset([v.tobytes() for v in values], astype, dtype == "<f8", scale, offset)
+    for v, g in zip(values, got, strict=True):
+        # Bit for bit: NumPy's float64 arithmetic, rounded once to float32.
+        assert g == np.asarray(codec.decode(v.tobytes())).tobytes()

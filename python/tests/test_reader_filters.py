@@ -1,8 +1,10 @@
 """Arrays with cheap filters, written by zarr-python, read by the reader's
 batched path (CPU and GPU) exactly as zarr-python reads them, element by
 element: big-endian `bytes` and v2 data types, `transpose`, numcodecs
-`delta` (dtype equal to astype), `bitround`, zarr v2 order F, together and
-over blosc and sharding. Chains the batched path leaves to zarrs say why.
+`delta` (dtype equal to astype), `bitround`, numcodecs `fixedscaleoffset`
+(integer astype, float dtype: bit for bit as numcodecs computes it), zarr
+v2 order F, together and over blosc and sharding. Chains the batched path
+leaves to zarrs say why.
 """
 
 from __future__ import annotations
@@ -143,6 +145,55 @@ def _cases():
         {"zarr_format": 2, "order": "F", "compressors": numcodecs.Blosc(cname="lz4", shuffle=2)},
         True,
     )
+    # fixedscaleoffset of scales and offsets that float32 arithmetic would
+    # round differently from numcodecs' float64 (zarrs computes in float32).
+    # One-byte astypes are left out: zarrs cannot open the `|u1` numcodecs
+    # writes (see the README).
+    for case_id, dtype, (scale, offset, astype), kwargs in [
+        ("v3-fixedscaleoffset-u2", "float32", (10, 1000.1, "<u2"), {"chunks": (4, 5, 3)}),
+        (
+            "v3-fixedscaleoffset-i4-blosc",
+            "float64",
+            (3.5, -0.1, "<i4"),
+            {"compressors": zc.BloscCodec(cname="zstd", shuffle="shuffle")},
+        ),
+        (
+            "v3-transpose-fixedscaleoffset-i2",
+            "float32",
+            (7, 0.3, "<i2"),
+            {"chunks": (4, 5, 3), "filters_before": [zc.TransposeCodec(order=(2, 0, 1))]},
+        ),
+    ]:
+        filters = [*kwargs.pop("filters_before", [])]
+        filters.append(
+            zc3.FixedScaleOffset(
+                offset=offset, scale=scale, dtype=np.dtype(dtype).str, astype=astype
+            )
+        )
+        yield (
+            case_id,
+            scaled(dtype, scale, offset, astype, 11),
+            {**kwargs, "filters": filters},
+            True,
+        )
+    for case_id, dtype, (scale, offset, astype), kwargs in [
+        (
+            "v2-fixedscaleoffset-u2-blosc",
+            "float64",
+            (100, 0.1, "<u2"),
+            {"compressors": numcodecs.Blosc(cname="lz4", shuffle=1)},
+        ),
+        ("v2-order-F-fixedscaleoffset-u4", "float32", (10, 0.7, "<u4"), {"order": "F"}),
+    ]:
+        codec = numcodecs.FixedScaleOffset(
+            offset=offset, scale=scale, dtype=np.dtype(dtype).str, astype=astype
+        )
+        yield (
+            case_id,
+            scaled(dtype, scale, offset, astype, 12),
+            {"zarr_format": 2, "compressors": numcodecs.Zstd(), **kwargs, "filters": [codec]},
+            True,
+        )
     # Left to zarrs: a narrowing astype (zarr-python cannot read a delta
     # before a transpose, which the Rust tests cover).
     yield (
@@ -163,6 +214,15 @@ def _cases():
     )
 
 
+def scaled(dtype: str, scale: float, offset: float, astype: str, seed: int) -> np.ndarray:
+    """A cube of floats `offset + k / scale` with noise, for `k` within
+    `astype`'s range: what `fixedscaleoffset` rounds into it."""
+    info = np.iinfo(np.dtype(astype))
+    rng = np.random.default_rng(seed)
+    k = rng.uniform(info.min, info.max, (9, 10, 11))
+    return (offset + k / scale).astype(dtype)
+
+
 CASES = {case_id: (data, kwargs, batched) for case_id, data, kwargs, batched in _cases()}
 
 
@@ -178,7 +238,11 @@ def write(root, case_id: str):
     # zarr-python does not return the data written where a float delta
     # rounds, bitround drops bits, or a transpose over delta is sharded (its
     # read, which the reader matches, undoes its write otherwise).
-    lossy = "bitround" in case_id or ("delta" in case_id and data.dtype.kind == "f")
+    lossy = (
+        "bitround" in case_id
+        or "fixedscaleoffset" in case_id
+        or ("delta" in case_id and data.dtype.kind == "f")
+    )
     if not lossy and case_id != "v3-sharded-transpose-delta":
         np.testing.assert_array_equal(want, data)
     return path, want

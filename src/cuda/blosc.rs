@@ -4,8 +4,10 @@
 //! they are uploaded there with one copy, every block unshuffled by one
 //! launch of the unshuffle kernel (into the output where a chunk is one run
 //! of it, else into a second scratch), the chain's element filters undone on
-//! every chunk by one launch of the filter kernel, and the rest placed by
-//! one launch of the copy kernel, fill values included.
+//! every chunk by one launch of the filter kernel, a `fixedscaleoffset`'s
+//! integers widened into a third scratch of floats by one launch of its
+//! kernel, and the rest placed by one launch of the copy kernel, fill values
+//! included.
 //!
 //! A [`BloscBatch`] says all of this in offsets; it is planned on the host
 //! (`crate::reader`'s blosc planning), so its caller never handles device
@@ -22,11 +24,12 @@ use super::engine::Scratch;
 use super::memory::{ensure_pinned, DeviceBuffer};
 use super::staging::Inputs;
 use super::unshuffle::BlockUnshuffle;
-use super::{CudaEngine, DecodeOptions, DeviceRegion, Scatter};
+use super::{CudaEngine, DecodeOptions, DeviceRegion, Scatter, Widen};
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
 use crate::format::blosc::Shuffle;
 use crate::format::filters::ElementFilters;
+use crate::format::scale_offset::ScaleOffset;
 
 /// Streams of one algorithm, decoded by one nvCOMP batch into the scratch of
 /// shuffled bytes.
@@ -93,6 +96,26 @@ pub struct BloscBatch<'a> {
     /// Each decoded chunk, unshuffled, for the filters: where it starts, and
     /// its bytes.
     pub chunks: Vec<(BlockTarget, usize)>,
+    /// numcodecs `fixedscaleoffset`, after `filters`: the chunks' integers
+    /// in the unshuffled scratch widened into the scratch of floats (of
+    /// `widened_len` bytes), which the scatter then reads instead.
+    pub scale_offset: Option<ScaleOffset>,
+    /// Bytes of the scratch of floats.
+    pub widened_len: usize,
+    /// Each chunk widened: its integers in the unshuffled scratch, and where
+    /// its floats go in the scratch of floats.
+    pub widen: Vec<WidenPlace>,
+}
+
+/// A chunk's integers, widened into floats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WidenPlace {
+    /// Offset of the integers in the unshuffled scratch.
+    pub src: usize,
+    /// Bytes of the integers.
+    pub len: usize,
+    /// Offset of the floats in the scratch of floats.
+    pub dst: usize,
 }
 
 impl BloscBatch<'_> {
@@ -127,12 +150,25 @@ impl BloscBatch<'_> {
                 BlockTarget::Unshuffled(at) => within(at + len, self.unshuffled_len, "unshuffled chunk"),
             }
         }
-        assert_eq!(
-            self.scatter.decoded_lens,
-            [self.unshuffled_len],
-            "one unshuffled scratch"
+        let source_len = match &self.scale_offset {
+            Some(widen) => {
+                widen.assert_valid();
+                for w in &self.widen {
+                    within(w.src + w.len, self.unshuffled_len, "widened chunk");
+                    within(w.dst + widen.decoded_len(w.len), self.widened_len, "widened floats");
+                }
+                self.widened_len
+            }
+            None => {
+                assert!(self.widen.is_empty(), "blosc chunks widened without a fixedscaleoffset");
+                self.unshuffled_len
+            }
+        };
+        assert_eq!(self.scatter.decoded_lens, [source_len], "one scratch the rows read");
+        assert!(
+            self.scatter.filters.is_none() && self.scatter.scale_offset.is_none(),
+            "blosc filters apply chunk by chunk"
         );
-        assert!(self.scatter.filters.is_none(), "blosc filters apply chunk by chunk");
         self.filters.assert_valid();
         self.scatter.assert_within(dst_len);
     }
@@ -183,12 +219,14 @@ impl CudaEngine {
         self.lock().map(drop)?;
         let shuffled = self.alloc_output(batch.shuffled_len)?;
         let unshuffled = self.alloc_output(batch.unshuffled_len)?;
+        let widened = self.alloc_output(batch.widened_len)?;
         let mut fill_source = None;
+        let scratches = (&shuffled, &unshuffled, &widened);
         // SAFETY: the scratches live until the stream is synchronised below;
         // the caller vouches for `dst`.
-        let enqueued = unsafe { self.enqueue_blosc(batch, (&shuffled, &unshuffled), dst, options, &mut fill_source) };
+        let enqueued = unsafe { self.enqueue_blosc(batch, scratches, dst, options, &mut fill_source) };
         let synced = self.sync();
-        drop((shuffled, unshuffled, fill_source));
+        drop((shuffled, unshuffled, widened, fill_source));
         enqueued.and(synced)
     }
 
@@ -201,7 +239,7 @@ impl CudaEngine {
     unsafe fn enqueue_blosc(
         &self,
         batch: &BloscBatch<'_>,
-        (shuffled, unshuffled): (&DeviceBuffer, &DeviceBuffer),
+        (shuffled, unshuffled, widened): (&DeviceBuffer, &DeviceBuffer, &DeviceBuffer),
         dst: DeviceRegion,
         options: DecodeOptions,
         fill_source: &mut Option<cudarc::driver::CudaSlice<u8>>,
@@ -266,9 +304,31 @@ impl CudaEngine {
         // (asserted), disjoint by the plan, and stream order runs the
         // filters after the unshuffle.
         unsafe { self.enqueue_filters(&batch.filters, &chunks)? };
-        // SAFETY: the unshuffled scratch holds `unshuffled_len` bytes, live
-        // until the caller synchronises; rows asserted within it and `dst`.
-        unsafe { self.enqueue_scatter(&batch.scatter, |_| unshuffled.ptr(), dst, fill_source) }
+        let source = match &batch.scale_offset {
+            Some(widen) => {
+                let chunks: Vec<Widen> = batch
+                    .widen
+                    .iter()
+                    .map(|w| Widen {
+                        src: DeviceRegion {
+                            ptr: unshuffled.ptr() + w.src as u64,
+                            len: w.len,
+                        },
+                        dst: widened.ptr() + w.dst as u64,
+                    })
+                    .collect();
+                // SAFETY: integers in the unshuffled scratch, floats in the
+                // scratch of floats (asserted), disjoint by the plan, and
+                // stream order runs this after the filters.
+                unsafe { self.enqueue_scale_offset(widen, &chunks)? };
+                widened.ptr()
+            }
+            None => unshuffled.ptr(),
+        };
+        // SAFETY: the scratch the rows read holds `scatter.decoded_lens[0]`
+        // bytes, live until the caller synchronises; rows asserted within it
+        // and `dst`.
+        unsafe { self.enqueue_scatter(&batch.scatter, |_| source, dst, fill_source) }
     }
 
     /// Uploads the stored bytes, gathered in parallel into the engine's

@@ -18,6 +18,7 @@ use super::fill::FillKernel;
 use super::filters::FilterKernel;
 use super::isolation;
 use super::memory::{cuda_err, DeviceBuffer, MemoryPool, PinnedBuffer};
+use super::scale_offset::ScaleOffsetKernel;
 use super::unshuffle::UnshuffleKernel;
 use crate::error::{Error, GpuUnavailable, Result};
 use crate::profile::Profile;
@@ -66,6 +67,8 @@ pub(super) struct Scratch {
     pub(super) unshuffler: Option<UnshuffleKernel>,
     /// The element filter kernel (byte swap, `delta`), loaded at first use.
     pub(super) filterer: Option<FilterKernel>,
+    /// The `fixedscaleoffset` kernel, loaded at first use.
+    pub(super) widener: Option<ScaleOffsetKernel>,
     /// The process that decodes untrusted batches, once started.
     pub(super) worker: Option<isolation::Worker>,
     /// Checksums of decoded data (and nvCOMP's statuses for gzip's CRC-32).

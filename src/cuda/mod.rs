@@ -21,6 +21,7 @@
 //!   `unshuffle`: blosc's byte and bit unshuffle of many blocks at once;
 //!   `blosc`: a wave of blosc chunks decoded in batches and unshuffled;
 //!   `filters`: byte swap and `delta` undone on many decoded chunks at once;
+//!   `scale_offset`: numcodecs `fixedscaleoffset` widening many at once;
 //! - [`isolation`]: untrusted batches decoded in a worker process;
 //! - `device_batch`: [`DeviceBatch`], decoded or encoded buffers on the device.
 
@@ -44,15 +45,17 @@ mod framing;
 pub mod isolation;
 mod memory;
 mod ptx;
+mod scale_offset;
 mod scatter;
 mod staging;
 mod unshuffle;
 
-pub use blosc::{BlockPlace, BlockTarget, BloscBatch, StreamBatch};
+pub use blosc::{BlockPlace, BlockTarget, BloscBatch, StreamBatch, WidenPlace};
 pub(crate) use copies::Rows;
 pub use device_batch::DeviceBatch;
 pub use download::download_batch;
 pub use engine::CudaEngine;
+pub use scale_offset::Widen;
 pub use scatter::{RowCopy, Scatter};
 pub use unshuffle::BlockUnshuffle;
 

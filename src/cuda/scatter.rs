@@ -13,10 +13,11 @@ use cudarc::driver::{CudaSlice, DevicePtr};
 use super::checksums::ContentCheck;
 use super::copies::Rows;
 use super::memory::cuda_err;
-use super::{CudaEngine, DecodeOptions, DeviceRegion};
+use super::{CudaEngine, DecodeOptions, DeviceRegion, Widen};
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
 use crate::format::filters::ElementFilters;
+use crate::format::scale_offset::ScaleOffset;
 
 /// A strided copy between two buffers, in byte offsets relative to each: row
 /// `r` (of `rows`) is `width` bytes from `src_offset + r * src_pitch` of the
@@ -77,7 +78,7 @@ impl RowCopy {
 
 /// Where [`CudaEngine::decode_scatter`] places a decoded batch in one device
 /// buffer.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Scatter {
     /// The bytes each buffer must decode to, one entry per input.
     pub decoded_lens: Vec<usize>,
@@ -97,6 +98,10 @@ pub struct Scatter {
     /// Filters undone on every decoded buffer, whole and in place, after the
     /// checksums and before anything is placed.
     pub filters: ElementFilters,
+    /// numcodecs `fixedscaleoffset`, after `filters`: each decoded buffer's
+    /// integers widened into floats of a buffer of
+    /// [`ScaleOffset::decoded_len`] bytes, which the copies then read.
+    pub scale_offset: Option<ScaleOffset>,
 }
 
 impl Scatter {
@@ -118,14 +123,27 @@ impl Scatter {
         Some(source)
     }
 
+    /// The bytes the copies read of each buffer: its decoded bytes, or
+    /// their widened floats.
+    fn source_lens(&self) -> Vec<usize> {
+        match &self.scale_offset {
+            Some(widen) => self.decoded_lens.iter().map(|len| widen.decoded_len(*len)).collect(),
+            None => self.decoded_lens.clone(),
+        }
+    }
+
     /// Panics unless every row lies within its source and `dst_len`, every
-    /// copy names a buffer of the batch, and the filters are ones the kernel
-    /// undoes.
+    /// copy names a buffer of the batch, and the filters are ones the kernels
+    /// undo.
     pub(super) fn assert_within(&self, dst_len: usize) {
         self.filters.assert_valid();
+        if let Some(widen) = &self.scale_offset {
+            widen.assert_valid();
+        }
         let fill_len = self.fill_source().as_ref().map_or(0, Vec::len);
+        let source_lens = self.source_lens();
         for (buffer, rows) in &self.copies {
-            let len = *self.decoded_lens.get(*buffer).unwrap_or_else(|| {
+            let len = *source_lens.get(*buffer).unwrap_or_else(|| {
                 panic!(
                     "scatter copy from buffer {buffer} of a batch of {}",
                     self.decoded_lens.len()
@@ -143,7 +161,8 @@ impl CudaEngine {
     /// Decodes `inputs` (host buffers) with one nvCOMP batch call, checks
     /// that buffer `i` decoded to `scatter.decoded_lens[i]` bytes
     /// ([`Error::OutputSize`] naming it otherwise), undoes `scatter.filters`
-    /// on each decoded buffer, and copies the rows of
+    /// on each decoded buffer, widens it where `scatter.scale_offset` says
+    /// (into device memory of the call's own), and copies the rows of
     /// `scatter` into `dst`, decoded buffers and fill value alike, in one
     /// kernel launch. Returns when the copies are done: the decoded batch
     /// lives on the device until then, and `dst` is ready for other streams.
@@ -173,9 +192,11 @@ impl CudaEngine {
         crate::batch::check_batch_length(inputs.len(), scatter.decoded_lens.len())?;
         scatter.assert_within(dst.len);
         self.context().bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
-        // The decoded batch and the fill source stay alive until the stream
-        // is synchronised, also when enqueueing fails half-way.
+        // The decoded batch, its widened floats and the fill source stay
+        // alive until the stream is synchronised, also when enqueueing fails
+        // half-way.
         let mut decoded = None;
+        let mut widened = None;
         let mut fill_source = None;
         let enqueued = (|| -> Result<()> {
             if inputs.is_empty() {
@@ -210,12 +231,31 @@ impl CudaEngine {
             let buffers: Vec<DeviceRegion> = (0..inputs.len()).map(|i| batch.region(i)).collect();
             // SAFETY: as above; the decoded buffers do not overlap.
             unsafe { self.enqueue_filters(&scatter.filters, &buffers)? };
-            // SAFETY: the decoded batch is live until the stream is
-            // synchronised below; the caller vouches for `dst`.
-            unsafe { self.enqueue_scatter(scatter, |i| batch.region(i).ptr, dst, &mut fill_source) }
+            let Some(widen) = &scatter.scale_offset else {
+                // SAFETY: the decoded batch is live until the stream is
+                // synchronised below; the caller vouches for `dst`.
+                return unsafe { self.enqueue_scatter(scatter, |i| batch.region(i).ptr, dst, &mut fill_source) };
+            };
+            let offsets = crate::batch::offsets_of(scatter.source_lens());
+            let floats = widened.insert(self.alloc_output(*offsets.last().expect("one offset more than buffers"))?);
+            let chunks: Vec<Widen> = buffers
+                .iter()
+                .zip(&offsets)
+                .map(|(src, at)| Widen {
+                    src: *src,
+                    dst: floats.ptr() + *at as u64,
+                })
+                .collect();
+            // SAFETY: the decoded buffers as above; each one's floats fit
+            // its part of `floats`, live until the stream is synchronised.
+            unsafe { self.enqueue_scale_offset(widen, &chunks)? };
+            // SAFETY: `floats` holds every buffer's floats at its offset,
+            // live until the stream is synchronised below; the caller
+            // vouches for `dst`.
+            unsafe { self.enqueue_scatter(scatter, |i| floats.ptr() + offsets[i] as u64, dst, &mut fill_source) }
         })();
         let synced = self.sync();
-        drop((decoded, fill_source));
+        drop((decoded, widened, fill_source));
         enqueued.and(synced)
     }
 

@@ -15,6 +15,7 @@
 //! | [`ans`] | nvCOMP ANS | u32 LE decoded length leading each chunk |
 //! | [`blosc`] | Blosc 1 chunk | 16-byte header, block offsets, split streams: the items a batched decoder takes |
 //! | [`filters`] | decoded chunks | the byte swap and `delta` running sum undone on each decoded chunk (not framing: shared by both backends) |
+//! | [`scale_offset`] | decoded chunks | numcodecs `fixedscaleoffset`'s integers widened to floats (not framing: shared by both backends) |
 //! | [`shard_index`] | zarr `sharding_indexed` | the (offset, nbytes) index at the start or end of a shard, with its CRC-32C |
 //!
 //! nvCOMP's cascaded and bitcomp streams carry their own headers, which only
@@ -41,6 +42,7 @@ pub(crate) mod filters;
 pub(crate) mod gdeflate;
 pub(crate) mod gzip;
 pub(crate) mod lz4;
+pub(crate) mod scale_offset;
 pub(crate) mod shard_index;
 pub(crate) mod snappy;
 pub(crate) mod zstd;

@@ -8,7 +8,9 @@
 //!
 //! The chain's element filters ([`ElementFilters`]) are undone on each chunk
 //! once it is unshuffled, where it is (in the output, or in the scratch its
-//! rows are copied from).
+//! rows are copied from). A `fixedscaleoffset` ([`ScaleOffset`]) then
+//! widens each chunk, unshuffled in the scratch, into a scratch of floats
+//! that the rows are copied from.
 //!
 //! Each chunk's header decides: a chunk whose streams are blosclz (no GPU
 //! decoder), whatever the metadata says, is decoded whole on the host by
@@ -24,9 +26,11 @@ use super::ReadError;
 use crate::algorithm::{Algorithm, DataType};
 use crate::cuda::{
     BlockPlace, BlockTarget, BloscBatch, CudaEngine, DecodeOptions, DeviceRegion, RowCopy, Scatter, StreamBatch,
+    WidenPlace,
 };
 use crate::format::blosc::{self, BloscCodec, BloscItem, BloscLayout, Shuffle};
 use crate::format::filters::ElementFilters;
+use crate::format::scale_offset::ScaleOffset;
 use crate::format::{deflate, lz4};
 
 /// Alignment of each chunk in the scratches: the decoders' outputs of a
@@ -43,17 +47,18 @@ enum Chunk {
 }
 
 /// Decodes `wave` into `out` (device memory of `engine`), undoing `filters`
-/// on each chunk, the places of missing chunks filled with `fill` (written
-/// also where it is zero unless `zeroed`: the output starts zeroed).
+/// and `scale_offset` on each chunk, the places of missing chunks filled
+/// with `fill` (written also where it is zero unless `zeroed`: the output
+/// starts zeroed).
 pub(super) fn decode_on_device(
     engine: &CudaEngine,
     out: DeviceRegion,
     (fill, zeroed): (&[u8], bool),
-    (options, filters): (DecodeOptions, ElementFilters),
+    (options, filters, scale_offset): (DecodeOptions, ElementFilters, Option<ScaleOffset>),
     wave: &[WaveItem<'_>],
 ) -> Result<(), ReadError> {
     let chunks: Vec<Option<Chunk>> = wave.par_iter().map(prepare).collect::<Result<_, _>>()?;
-    let mut batch = plan_batch(wave, &chunks, (fill, zeroed));
+    let mut batch = plan_batch(wave, &chunks, (fill, zeroed), scale_offset);
     batch.filters = filters;
     // SAFETY: the output is device memory of `engine`, owned by the wave
     // decoder for the whole read or lent to it, untouched by anything else
@@ -122,13 +127,19 @@ fn algorithm(codec: BloscCodec) -> Algorithm {
 
 /// Plans the decode of a wave whose chunks `prepare` made `chunks`, into an
 /// output where missing chunks' places get `fill` (unless it is zero and
-/// the output `zeroed`).
-fn plan_batch<'a>(wave: &[WaveItem<'a>], chunks: &'a [Option<Chunk>], (fill, zeroed): (&[u8], bool)) -> BloscBatch<'a> {
+/// the output `zeroed`), each chunk widened by `scale_offset` where given.
+fn plan_batch<'a>(
+    wave: &[WaveItem<'a>],
+    chunks: &'a [Option<Chunk>],
+    (fill, zeroed): (&[u8], bool),
+    scale_offset: Option<ScaleOffset>,
+) -> BloscBatch<'a> {
     let mut batch = BloscBatch {
         scatter: Scatter {
             fill_value: fill.to_vec(),
             ..Scatter::default()
         },
+        scale_offset,
         ..BloscBatch::default()
     };
     for (owner, (item, chunk)) in wave.iter().zip(chunks).enumerate() {
@@ -147,13 +158,22 @@ fn plan_batch<'a>(wave: &[WaveItem<'a>], chunks: &'a [Option<Chunk>], (fill, zer
         };
         let len = item.decoded_len;
         let base = grow(&mut batch.shuffled_len, len);
-        let target = if item.is_whole_run() {
+        let target = if scale_offset.is_none() && item.is_whole_run() {
             BlockTarget::Output(item.place.dst_offset)
         } else {
             let at = grow(&mut batch.unshuffled_len, len);
+            // The rows read the chunk where it ends up: widened, or as it is.
+            let source = match scale_offset {
+                Some(widen) => {
+                    let dst = grow(&mut batch.widened_len, widen.decoded_len(len));
+                    batch.widen.push(WidenPlace { src: at, len, dst });
+                    dst
+                }
+                None => at,
+            };
             item.place.row_copies(|rows| {
                 let rows = RowCopy {
-                    src_offset: rows.src_offset + at,
+                    src_offset: rows.src_offset + source,
                     ..rows
                 };
                 batch.scatter.copies.push((0, rows));
@@ -185,7 +205,10 @@ fn plan_batch<'a>(wave: &[WaveItem<'a>], chunks: &'a [Option<Chunk>], (fill, zer
             }
         }
     }
-    batch.scatter.decoded_lens = vec![batch.unshuffled_len];
+    batch.scatter.decoded_lens = vec![match scale_offset {
+        Some(_) => batch.widened_len,
+        None => batch.unshuffled_len,
+    }];
     batch
 }
 

@@ -46,6 +46,18 @@ fn run_on_host(batch: &BloscBatch<'_>, out: &mut [u8]) {
         };
         batch.filters.apply(chunk);
     }
+    let mut widened = vec![0u8; batch.widened_len];
+    if let Some(widen) = &batch.scale_offset {
+        for w in &batch.widen {
+            let floats = &mut widened[w.dst..w.dst + widen.decoded_len(w.len)];
+            widen.apply(&unshuffled[w.src..w.src + w.len], floats);
+        }
+    }
+    let rows_source = if batch.scale_offset.is_some() {
+        &widened
+    } else {
+        &unshuffled
+    };
     // The fill value repeated over the longest row the fills read.
     let fill = batch
         .scatter
@@ -55,7 +67,7 @@ fn run_on_host(batch: &BloscBatch<'_>, out: &mut [u8]) {
         .scatter
         .copies
         .iter()
-        .map(|(_, r)| (&unshuffled, r))
+        .map(|(_, r)| (rows_source, r))
         .chain(batch.scatter.fills.iter().map(|r| (&fill, r)))
     {
         for r in 0..rows.rows {
@@ -111,19 +123,28 @@ fn places(chunks: usize, chunk_len: u64, elem: usize, skip: u64) -> Vec<BoxCopy>
 /// Plans and runs a wave of the `encoded` chunks, `None` missing, whose
 /// decoded bytes are `chunk_bytes` each; returns the output.
 fn read(encoded: &[Option<Vec<u8>>], chunk_bytes: usize, elem: usize, skip: u64, fill: &[u8]) -> Vec<u8> {
-    read_filtered(encoded, (chunk_bytes, elem), skip, fill, ElementFilters::default())
+    read_filtered(
+        encoded,
+        (chunk_bytes, elem),
+        skip,
+        fill,
+        (ElementFilters::default(), None),
+    )
 }
 
-/// [`read`], undoing `filters` on each chunk.
+/// [`read`], undoing `filters` and widening by `scale_offset` on each chunk
+/// (whose stored elements then are `elem` bytes).
 fn read_filtered(
     encoded: &[Option<Vec<u8>>],
     (chunk_bytes, elem): (usize, usize),
     skip: u64,
     fill: &[u8],
-    filters: ElementFilters,
+    (filters, scale_offset): (ElementFilters, Option<ScaleOffset>),
 ) -> Vec<u8> {
     let chunk_len = (chunk_bytes / elem) as u64;
-    let places = places(encoded.len(), chunk_len, elem, skip);
+    // Placed elements: the widened floats where a fixedscaleoffset widens them.
+    let placed = scale_offset.map_or(elem, |w| w.decoded_size());
+    let places = places(encoded.len(), chunk_len, placed, skip);
     let keys: Vec<String> = (0..encoded.len()).map(|c| format!("c/{c}")).collect();
     let wave: Vec<WaveItem<'_>> = encoded
         .iter()
@@ -138,9 +159,9 @@ fn read_filtered(
         })
         .collect();
     let chunks: Vec<Option<Chunk>> = wave.iter().map(prepare).collect::<Result<_, _>>().unwrap();
-    let mut batch = plan_batch(&wave, &chunks, (fill, true));
+    let mut batch = plan_batch(&wave, &chunks, (fill, true), scale_offset);
     batch.filters = filters;
-    let out_len = encoded.len() * chunk_bytes - skip as usize * elem;
+    let out_len = (encoded.len() * chunk_len as usize - skip as usize) * placed;
     batch.assert_within(out_len);
     let mut out = vec![0u8; out_len];
     run_on_host(&batch, &mut out);
@@ -200,10 +221,41 @@ fn filters_are_undone_on_each_chunk_where_it_is_unshuffled() {
     want.chunks_mut(chunk_bytes).for_each(|c| filters.apply(c));
     for skip in [0, 5] {
         // Skipping elements puts the first chunk in the scratch, the others in the output.
-        let got = read_filtered(&encoded, (chunk_bytes, elem), skip, &[0], filters);
+        let got = read_filtered(&encoded, (chunk_bytes, elem), skip, &[0], (filters, None));
         assert!(got == want[skip as usize * elem..], "skip {skip}");
     }
     assert_ne!(want, array);
+}
+
+#[test]
+fn scaled_integers_are_widened_after_the_swap() {
+    let (elem, chunk_bytes) = (2, 2 * 3_001);
+    let array = data(3 * chunk_bytes, 7);
+    let encoded: Vec<Option<Vec<u8>>> = array
+        .chunks(chunk_bytes)
+        .map(|c| Some(compress(c, BloscCompressor::LZ4, BloscShuffleMode::Shuffle, elem)))
+        .collect();
+    let filters = ElementFilters { swap: 2, delta: None };
+    let widen = ScaleOffset {
+        stored_size: 2,
+        signed: true,
+        wide: false,
+        scale: 10.0,
+        offset: 0.1,
+    };
+    let mut want = Vec::new();
+    for chunk in array.chunks(chunk_bytes) {
+        let mut stored = chunk.to_vec();
+        filters.apply(&mut stored);
+        let mut floats = vec![0; widen.decoded_len(stored.len())];
+        widen.apply(&stored, &mut floats);
+        want.extend(floats);
+    }
+    for skip in [0, 5] {
+        // Every chunk is widened into the scratch of floats, which the rows read.
+        let got = read_filtered(&encoded, (chunk_bytes, elem), skip, &[0; 4], (filters, Some(widen)));
+        assert!(got == want[skip as usize * 4..], "skip {skip}");
+    }
 }
 
 #[test]
@@ -247,7 +299,7 @@ fn batches_group_streams_by_algorithm_and_missing_chunks_get_the_fill() {
         })
         .unwrap(),
     ];
-    let batch = plan_batch(&[item, item], &chunks, (&[0], true));
+    let batch = plan_batch(&[item, item], &chunks, (&[0], true), None);
     let algorithms: Vec<Algorithm> = batch.batches.iter().map(|b| b.algorithm).collect();
     assert_eq!(algorithms, [algorithm(BloscCodec::Lz4), Algorithm::Zstd]);
     assert_eq!(batch.unshuffled_len, 0, "whole runs unshuffle into the output");

@@ -34,10 +34,12 @@
 //! | v3 `transpose` (any permutation, several composed), v2 `order: "F"` | dimension order | placing the chunk through the strides of its stored order ([`super::transpose`]) |
 //! | v3 `numcodecs.delta`, v2 `delta`, `astype` equal to `dtype` | differences | the running sum of the chunk after the swap ([`super::delta`]); a delta before a `transpose` falls back, and a v2 delta of another byte order than the data type |
 //! | v3 `bitround` / `numcodecs.bitround`, v2 `bitround` | bit rounding | nothing: decoding is the identity |
+//! | v3 `numcodecs.fixedscaleoffset`, v2 `fixedscaleoffset`, float `dtype`, integer `astype` | floats stored as scaled integers | widening each decoded chunk's integers (swapped first, as words of `astype`) into floats before placing it ([`super::scale_offset`]); with a delta it falls back, and in zarr v2 where the data type or `astype` is big endian |
 //!
 //! The byte swap and running sum ([`ElementFilters`]) are undone in place on
-//! each decoded chunk, by the CPU or by one kernel launch per wave on the
-//! GPU; numcodecs `fixedscaleoffset` and the other filters fall back.
+//! each decoded chunk, and `fixedscaleoffset` widened ([`ScaleOffset`]), by
+//! the CPU or by one kernel launch each per wave on the GPU; the other
+//! filters fall back.
 //!
 //! A trailing v3 `crc32c` is verified on the host and stripped. The Adler-32
 //! trailer of zlib streams is verified on both paths: on the CPU over the
@@ -53,8 +55,9 @@ use crate::algorithm::{Algorithm, DataType};
 use crate::format::blosc::BloscCodec;
 use crate::format::deflate;
 use crate::format::filters::ElementFilters;
+use crate::format::scale_offset::ScaleOffset;
 
-use super::{byteswap, delta, transpose};
+use super::{byteswap, delta, scale_offset, transpose};
 
 /// How to get the compressed stream out of one stored chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -113,11 +116,15 @@ impl Framing {
 }
 
 /// What a chain asks of each decoded chunk besides its compressor: element
-/// filters undone in place, and the order its dimensions are stored in.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// filters undone in place, integers widened into floats, and the order its
+/// dimensions are stored in.
+#[derive(Debug, Clone, Default, PartialEq)]
 pub(crate) struct Filters {
-    /// The byte swap and `delta` running sum.
+    /// The byte swap and `delta` running sum (the swap on words of the
+    /// stored integers where `scale_offset` widens them).
     pub elements: ElementFilters,
+    /// numcodecs `fixedscaleoffset`, undone after `elements`.
+    pub scale_offset: Option<ScaleOffset>,
     /// The chunk's dimensions in stored order (see [`super::transpose`]);
     /// `None`: C order.
     pub order: Option<Vec<usize>>,
@@ -126,7 +133,12 @@ pub(crate) struct Filters {
 impl Filters {
     /// Whether the chunk is stored as the array holds it.
     pub(crate) fn is_none(&self) -> bool {
-        self.elements.is_none() && self.order.is_none()
+        self.elements.is_none() && self.scale_offset.is_none() && self.order.is_none()
+    }
+
+    /// The bytes of a stored element, of an array of elements of `elem` bytes.
+    pub(crate) fn stored_size(&self, elem: usize) -> usize {
+        self.scale_offset.map_or(elem, |s| s.stored_size)
     }
 }
 
@@ -142,7 +154,7 @@ pub(crate) struct FastChain {
 }
 
 /// A blosc chain: chunks of c-blosc's format (see [`crate::format::blosc`]).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub(crate) struct BloscChain {
     /// The compressor the metadata names (each chunk's header may differ).
     pub cname: BloscCodec,
@@ -282,8 +294,21 @@ pub(crate) fn classify(metadata: &ArrayMetadata, elem: Option<usize>) -> Chain {
 }
 
 /// `chain`, its byte swap (of whole elements where the chain has one) made
-/// one of the words of `data_type`.
+/// one of the words of `data_type`; a `fixedscaleoffset` must widen into
+/// `data_type` (its swap is of the stored integers already).
 fn swap_words(chain: Chain, data_type: &str, elem: usize) -> Chain {
+    if let Some(widen) = chain.filters().and_then(|f| f.scale_offset) {
+        let float = if widen.wide {
+            ["float64", "f8"]
+        } else {
+            ["float32", "f4"]
+        };
+        let code = data_type.strip_prefix(['<', '|', '=']).unwrap_or(data_type);
+        if !float.contains(&code) {
+            return Chain::Fallback(format!("numcodecs fixedscaleoffset to floats of a {data_type} array"));
+        }
+        return chain;
+    }
     let Some(filters) = chain.filters().filter(|f| f.elements.swap > 1).cloned() else {
         return chain;
     };
@@ -329,6 +354,19 @@ fn classify_v2(meta: &ArrayMetadataV2, dtype: &str, elem: usize) -> Chain {
                     return Chain::Fallback(reason);
                 }
             }
+            "fixedscaleoffset" => {
+                let config = filter.configuration();
+                let astype_big = config
+                    .get("astype")
+                    .and_then(|d| d.as_str())
+                    .is_some_and(|d| d.starts_with('>'));
+                if big_endian || astype_big {
+                    return Chain::Fallback(format!("zarr v2 fixedscaleoffset of big-endian {dtype} or astype"));
+                }
+                if let Err(reason) = add_scale_offset(&mut filters, config, elem) {
+                    return Chain::Fallback(reason);
+                }
+            }
             // Decoding undoes nothing of bit rounding.
             "bitround" => {}
             other => return Chain::Fallback(format!("zarr v2 filter {other:?} has no batched decoder")),
@@ -350,7 +388,27 @@ fn add_delta(
     if filters.elements.delta.is_some() {
         return Err("more than one numcodecs delta".into());
     }
+    if filters.scale_offset.is_some() {
+        return Err("numcodecs delta with fixedscaleoffset".into());
+    }
     filters.elements.delta = Some(delta::delta_type(configuration, elem)?);
+    Ok(())
+}
+
+/// Adds numcodecs `fixedscaleoffset` of `configuration` to `filters`, or
+/// says why it is not batched.
+fn add_scale_offset(
+    filters: &mut Filters,
+    configuration: &serde_json::Map<String, serde_json::Value>,
+    elem: usize,
+) -> Result<(), String> {
+    if filters.scale_offset.is_some() {
+        return Err("more than one numcodecs fixedscaleoffset".into());
+    }
+    if filters.elements.delta.is_some() {
+        return Err("numcodecs delta with fixedscaleoffset".into());
+    }
+    filters.scale_offset = Some(scale_offset::scale_offset(configuration, elem)?);
     Ok(())
 }
 
@@ -382,6 +440,7 @@ fn classify_v3(codecs: &[MetadataV3], elem: usize) -> Chain {
                 .and_then(|order| transpose::compose(filters.order.take(), order))
                 .map(|order| filters.order = Some(order)),
             "numcodecs.delta" => add_delta(&mut filters, config(codec, &empty), elem),
+            "numcodecs.fixedscaleoffset" => add_scale_offset(&mut filters, config(codec, &empty), elem),
             // Decoding undoes nothing of bit rounding.
             "bitround" | "numcodecs.bitround" => Ok(()),
             other => Err(format!("codec {other:?} before the compressor")),
@@ -398,10 +457,12 @@ fn classify_v3(codecs: &[MetadataV3], elem: usize) -> Chain {
         .get("endian")
         .and_then(|e| e.as_str())
         .unwrap_or("little");
+    // The stored element: `swap_words` makes an array element the data
+    // type's word.
+    let stored = filters.stored_size(elem);
     match endian {
         "little" => {}
-        // The element; `swap_words` makes it the data type's word.
-        "big" if elem > 1 => filters.elements.swap = elem,
+        "big" if stored > 1 => filters.elements.swap = stored,
         "big" => {}
         other => return Chain::Fallback(format!("bytes codec endian {other:?}")),
     }
@@ -546,6 +607,7 @@ mod tests {
                     swap: 4,
                     delta: Some(crate::format::filters::DeltaType::Int(4)),
                 },
+                scale_offset: None,
                 order: Some(vec![1, 0, 2]),
             }
         );
@@ -571,6 +633,52 @@ mod tests {
     }
 
     #[test]
+    fn fixedscaleoffset_widens_after_swapping_its_integers() {
+        use serde_json::json;
+        let fso = |astype: &str| {
+            json!({"name": "numcodecs.fixedscaleoffset",
+                "configuration": {"scale": 10, "offset": 0.5, "dtype": "<f8", "astype": astype}})
+        };
+        let big = json!({"name": "bytes", "configuration": {"endian": "big"}});
+        let zstd = json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}});
+        let got = filters(classify(&v3("float64", json!([fso("<i2"), big, zstd])), Some(8)));
+        // The big-endian words are the stored integers, not the floats.
+        assert_eq!(got.elements, ElementFilters { swap: 2, delta: None });
+        assert_eq!(
+            got.scale_offset,
+            Some(ScaleOffset {
+                stored_size: 2,
+                signed: true,
+                wide: true,
+                scale: 10.0,
+                offset: 0.5,
+            })
+        );
+        assert!(
+            filters(classify(&v3("float64", json!([fso("|u1"), big, zstd])), Some(8)))
+                .elements
+                .is_none()
+        );
+        // Floats of another array's type, a delta besides, a float astype.
+        let reason = fallback(classify(&v3("int64", json!([fso("<i2"), big, zstd])), Some(8)));
+        assert!(reason.contains("int64"), "{reason}");
+        let delta = json!({"name": "numcodecs.delta", "configuration": {"dtype": "<f8"}});
+        let reason = fallback(classify(&v3("float64", json!([delta, fso("<i2"), big, zstd])), Some(8)));
+        assert!(reason.contains("delta with fixedscaleoffset"), "{reason}");
+        let reason = fallback(classify(&v3("float64", json!([fso("<f8"), big, zstd])), Some(8)));
+        assert!(reason.contains("integer astypes"), "{reason}");
+        // zarr v2: little endian only.
+        let v2_fso = |dtype: &str, astype: &str| json!([{"id": "fixedscaleoffset", "scale": 4, "offset": 1, "dtype": dtype, "astype": astype}]);
+        let got = filters(classify(&v2("<f4", v2_fso("<f4", "<u2"), "F"), Some(4)));
+        assert_eq!((got.elements.swap, got.order), (1, Some(vec![1, 0])));
+        assert_eq!(got.scale_offset.map(|s| (s.stored_size, s.wide)), Some((2, false)));
+        for (dtype, astype) in [(">f4", "<u2"), ("<f4", ">u2")] {
+            let reason = fallback(classify(&v2(dtype, v2_fso(dtype, astype), "C"), Some(4)));
+            assert!(reason.contains("big-endian"), "{reason}");
+        }
+    }
+
+    #[test]
     fn v2_filters_run_in_stored_order_after_the_swap() {
         use serde_json::json;
         let got = filters(classify(
@@ -588,6 +696,7 @@ mod tests {
                     swap: 8,
                     delta: Some(crate::format::filters::DeltaType::Float64),
                 },
+                scale_offset: None,
                 order: Some(vec![1, 0]),
             }
         );

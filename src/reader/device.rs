@@ -10,12 +10,12 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, DevicePtrMut, DriverError};
 use zarrs::array::DataType;
 
+use super::chain::Filters;
 use super::wave::{fill_is_zero, item_error, WaveCodec, WaveDecoder, WaveItem};
 use super::{ArrayData, ReadError};
 use crate::algorithm::Algorithm;
 use crate::cuda::{CudaEngine, DecodeOptions, DeviceRegion, RowCopy, Scatter};
 use crate::error::Error;
-use crate::format::filters::ElementFilters;
 
 /// A C-order array in device memory, owned together with the engine whose
 /// context it belongs to.
@@ -168,8 +168,9 @@ pub(crate) struct DeviceWaves {
     options: DecodeOptions,
     out: DeviceOutput,
     fill: Vec<u8>,
-    /// Undone on each decoded item before it is placed.
-    filters: ElementFilters,
+    /// The chain's filters: its element filters undone on each decoded
+    /// item, which its `fixedscaleoffset` then widens, before it is placed.
+    filters: Filters,
 }
 
 impl DeviceWaves {
@@ -181,13 +182,13 @@ impl DeviceWaves {
             options,
             out,
             fill,
-            filters: ElementFilters::default(),
+            filters: Filters::default(),
         }
     }
 
-    /// The decoder, undoing `filters` on each decoded item (one kernel launch
-    /// per wave) before it is placed.
-    pub(super) fn with_filters(self, filters: ElementFilters) -> Self {
+    /// The decoder, undoing the chain's `filters` on each decoded item (one
+    /// kernel launch per wave each) before it is placed.
+    pub(super) fn with_filters(self, filters: Filters) -> Self {
         Self { filters, ..self }
     }
 
@@ -207,7 +208,7 @@ impl WaveDecoder for DeviceWaves {
                 &out.engine,
                 out.region,
                 (&self.fill, out.owned.is_some()),
-                (self.options, self.filters),
+                (self.options, self.filters.elements, self.filters.scale_offset),
                 wave,
             ),
         }
@@ -221,7 +222,8 @@ impl DeviceWaves {
         let mut keys = Vec::with_capacity(wave.len());
         let mut scatter = Scatter {
             fill_value: self.fill.clone(),
-            filters: self.filters,
+            filters: self.filters.elements,
+            scale_offset: self.filters.scale_offset,
             ..Scatter::default()
         };
         for item in wave {

@@ -5,11 +5,11 @@
 use rayon::prelude::*;
 use zarrs::array::DataType;
 
+use super::chain::Filters;
 use super::plan::BoxCopy;
 use super::wave::{fill_is_zero, item_error, WaveCodec, WaveDecoder, WaveItem};
 use super::{ArrayData, ReadError, CPU_WAVE_BYTES_PER_THREAD};
 use crate::codec::{Backend, BatchCodec};
-use crate::format::filters::ElementFilters;
 
 /// Host memory that chunk tasks write in disjoint parts, in parallel: the
 /// read's own, or memory lent to it.
@@ -150,15 +150,18 @@ fn fill_pattern(row: &mut [u8], pattern: &[u8]) {
 /// else into a scratch buffer of its thread and copied from there. Memory
 /// stays bounded by one decoded item per thread, however large the wave
 /// decodes. The chain's element filters are undone on each decoded item
-/// where it was decoded, before it is placed. Blosc chunks are decoded whole
+/// where it was decoded, before it is placed; a `fixedscaleoffset` widens
+/// the decoded item from the scratch into the output, or into a second
+/// scratch buffer that is copied. Blosc chunks are decoded whole
 /// by c-blosc, after their structure is checked ([`crate::cpu::blosc`]).
 pub(crate) struct HostWaves {
     /// The codec of the streams; `None` for blosc chunks.
     codec: Option<BatchCodec>,
     out: HostOutput,
     fill: Vec<u8>,
-    /// Undone on each decoded item before it is placed.
-    filters: ElementFilters,
+    /// The chain's filters: its element filters undone on each decoded
+    /// item, which its `fixedscaleoffset` then widens, before it is placed.
+    filters: Filters,
 }
 
 impl HostWaves {
@@ -179,13 +182,13 @@ impl HostWaves {
             },
             out,
             fill,
-            filters: ElementFilters::default(),
+            filters: Filters::default(),
         })
     }
 
-    /// The decoder, undoing `filters` on each decoded item before it is
-    /// placed.
-    pub(super) fn with_filters(self, filters: ElementFilters) -> Self {
+    /// The decoder, undoing the chain's `filters` on each decoded item before
+    /// it is placed.
+    pub(super) fn with_filters(self, filters: Filters) -> Self {
         Self { filters, ..self }
     }
 
@@ -198,7 +201,7 @@ impl HostWaves {
     /// bytes' Adler-32 where the item has one, and undoes the filters.
     fn decode_into(&self, item: &WaveItem<'_>, stream: &[u8], target: &mut [u8]) -> Result<(), ReadError> {
         self.decode_only(item, stream, target)?;
-        self.filters.apply(target);
+        self.filters.elements.apply(target);
         Ok(())
     }
 
@@ -234,12 +237,31 @@ impl WaveDecoder for HostWaves {
 
     fn decode_wave(&self, wave: &[WaveItem<'_>]) -> Result<(), ReadError> {
         wave.par_iter()
-            .try_for_each_init(Vec::new, |scratch: &mut Vec<u8>, item| {
+            .try_for_each_init(Scratch::default, |scratch: &mut Scratch, item| {
                 let Some(stream) = item.stream else {
                     // SAFETY: the places of a read's items are disjoint.
                     unsafe { self.out.fill(item.place, &self.fill) };
                     return Ok(());
                 };
+                let Scratch {
+                    decoded: scratch,
+                    widened,
+                } = scratch;
+                if let Some(widen) = &self.filters.scale_offset {
+                    scratch.resize(item.decoded_len, 0);
+                    self.decode_into(item, stream, scratch)?;
+                    let len = widen.decoded_len(item.decoded_len);
+                    if item.is_whole_run_of(len) {
+                        // SAFETY: as above.
+                        widen.apply(scratch, unsafe { self.out.slice_mut(item.place.dst_offset, len) });
+                        return Ok(());
+                    }
+                    widened.resize(len, 0);
+                    widen.apply(scratch, widened);
+                    // SAFETY: as above.
+                    unsafe { self.out.copy_from(widened, item.place) };
+                    return Ok(());
+                }
                 if item.is_whole_run() {
                     // SAFETY: as above.
                     let target = unsafe { self.out.slice_mut(item.place.dst_offset, item.decoded_len) };
@@ -252,6 +274,14 @@ impl WaveDecoder for HostWaves {
                 Ok(())
             })
     }
+}
+
+/// One thread's buffers: an item's decoded bytes, and their widened floats
+/// where a `fixedscaleoffset` widens them.
+#[derive(Default)]
+struct Scratch {
+    decoded: Vec<u8>,
+    widened: Vec<u8>,
 }
 
 #[cfg(test)]

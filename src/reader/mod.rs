@@ -45,7 +45,8 @@
 //!    only the byte ranges of the inner chunks the selection needs, coalesced
 //!    (the inner chunks are the chunks of the plan). These chains may have
 //!    cheap filters (big-endian elements, `transpose`, v2 order F, numcodecs
-//!    `delta`, `bitround`), undone on each decoded chunk or in its placement.
+//!    `delta`, `bitround`, `fixedscaleoffset`), undone on each decoded chunk
+//!    or in its placement.
 //!    Every other chain (blosclz, other filters, nested sharding, ...) is read by
 //!    the ordinary zarrs pipeline, chunk by chunk, with the reason logged at
 //!    `info` level.
@@ -104,6 +105,7 @@ mod output;
 mod plan;
 mod progress;
 mod read;
+mod scale_offset;
 mod selection;
 mod shard;
 mod shard_fetch;

@@ -170,6 +170,12 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     let chunked = sharded.as_ref().map_or(array, |s| &s.inner);
     let stored = (elem, filters.order.as_deref());
     let mut plan = plan::plan_stored(chunked, &selection, stored, out_len, Some(max_decoded_size))?;
+    // The compressor's output holds the stored elements, which a
+    // `fixedscaleoffset` widens into the array's before they are placed.
+    let stored_size = filters.stored_size(elem);
+    plan.chunks
+        .iter_mut()
+        .for_each(|chunk| chunk.decoded_len = chunk.decoded_len / elem * stored_size);
     let shards = sharded.as_ref().map(|s| shard_fetch::group(array, s, &mut plan));
     let source = Source {
         array,
@@ -180,7 +186,7 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     match engine {
         None => {
             let out = target.into_host(&shape, out_len)?;
-            let host = HostWaves::new(codec, max_decoded_size, out, fill)?.with_filters(filters.elements);
+            let host = HostWaves::new(codec, max_decoded_size, out, fill)?.with_filters(filters);
             let decoder = Leased::new(host, lease);
             let decoder = source.read(plan, framing, options, decoder).await?;
             Ok(decoder.into_inner().into_output().into_data(shape, data_type))
@@ -191,7 +197,7 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
                 trusted: options.trusted_input,
             };
             let out = target.into_device(engine, &shape, out_len)?;
-            let device = DeviceWaves::new(codec, decode, out, fill).with_filters(filters.elements);
+            let device = DeviceWaves::new(codec, decode, out, fill).with_filters(filters);
             let decoder = Leased::new(device, lease);
             let decoder = source.read(plan, framing, options, decoder).await?;
             Ok(decoder.into_inner().into_output().into_data(shape, data_type))

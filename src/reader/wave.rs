@@ -60,7 +60,13 @@ impl WaveItem<'_> {
     /// Whether the decoded bytes are, whole, one run of the output: then they
     /// can be decoded in place.
     pub(super) fn is_whole_run(&self) -> bool {
-        self.place.outer.is_empty() && self.place.src_offset == 0 && self.place.width == self.decoded_len
+        self.is_whole_run_of(self.decoded_len)
+    }
+
+    /// Whether `len` bytes placed from the item (its decoded bytes widened,
+    /// where a filter widens them) are, whole, one run of the output.
+    pub(super) fn is_whole_run_of(&self, len: usize) -> bool {
+        self.place.outer.is_empty() && self.place.src_offset == 0 && self.place.width == len
     }
 }
 

@@ -1,10 +1,11 @@
 //! Arrays of filter chains written by zarrs, for the reader's filter tests:
 //! big-endian `bytes` and v2 data types of every multi-byte type,
 //! `transpose` (composed, 2-D and 3-D), numcodecs `delta` of integers and
-//! floats, `bitround`, zarr v2 `order: "F"`, together and over blosc and
-//! sharding; and chains whose filters the reader leaves to zarrs. zarrs, the
-//! reference here, fails on a transpose over delta (v3, or v2 order F): the
-//! Python tests compare those with zarr-python.
+//! floats, `bitround`, numcodecs `fixedscaleoffset`, zarr v2 `order: "F"`,
+//! together and over blosc and sharding; and chains whose filters the reader
+//! leaves to zarrs. zarrs, the reference here, fails on a transpose over
+//! delta (v3, or v2 order F): the Python tests compare those with
+//! zarr-python.
 
 use std::sync::Arc;
 
@@ -50,7 +51,8 @@ fn blosc(typesize: usize) -> Value {
 }
 
 /// One filter case: a description, the array's data type, its shape and
-/// chunk shape, its metadata, and whether the reader batches it.
+/// chunk shape, its metadata, whether the reader batches it, and its
+/// elements where they are not [`data`]'s (of a number of elements and a seed).
 struct Case {
     what: String,
     dtype: Dtype,
@@ -58,7 +60,11 @@ struct Case {
     chunks: &'static [u64],
     metadata: Value,
     batched: bool,
+    values: Option<Values>,
 }
+
+/// Makes the elements of an array: their number and a seed give the bytes.
+type Values = Box<dyn Fn(usize, u64) -> Vec<u8>>;
 
 fn v3(what: &str, dtype: Dtype, (shape, chunks): (&'static [u64], &'static [u64]), codecs: Value) -> Case {
     Case {
@@ -68,6 +74,7 @@ fn v3(what: &str, dtype: Dtype, (shape, chunks): (&'static [u64], &'static [u64]
         shape,
         chunks,
         batched: true,
+        values: None,
     }
 }
 
@@ -82,6 +89,7 @@ fn v2(what: &str, dtype: Dtype, filters: Value, compressor: Value, order: &str) 
         chunks,
         metadata,
         batched: true,
+        values: None,
     }
 }
 
@@ -224,7 +232,175 @@ fn cases() -> Vec<Case> {
     ];
     zarrs.iter_mut().for_each(|case| case.batched = false);
     cases.extend(zarrs);
+    cases.extend(scale_offset_cases());
     cases
+}
+
+/// numcodecs `fixedscaleoffset` of `scale` and `offset`, to `dtype` (`<f4`
+/// or `<f8`) from `astype`: its v2 filter, or its v3 codec's configuration.
+fn fixedscaleoffset(scale: f64, offset: f64, dtype: &str, astype: &str) -> Value {
+    json!({"scale": scale, "offset": offset, "dtype": dtype, "astype": astype})
+}
+
+/// Floats `offset + k / scale` of `size` bytes for pseudo-random integers
+/// `k` below `2^bits` (negative too where `signed`): values numcodecs'
+/// encoding stores exactly, whose decoding zarrs computes exactly as
+/// numcodecs does for scales that are powers of two (zarrs holds `scale`
+/// and `offset` as float32 and widens the integers through float32, so
+/// other cases differ; the Python tests compare those with numcodecs).
+fn scaled(size: usize, (scale, offset): (f64, f64), bits: u32, signed: bool) -> Values {
+    Box::new(move |elements, seed| {
+        let mut x = seed.wrapping_mul(0x9e37_79b9_7f4a_7c15) | 1;
+        (0..elements)
+            .flat_map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                let k = (x >> (64 - bits)) as i64;
+                let k = if signed { k - (1 << (bits - 1)) } else { k };
+                let x = offset + k as f64 / scale;
+                if size == 8 {
+                    x.to_le_bytes().to_vec()
+                } else {
+                    (x as f32).to_le_bytes().to_vec()
+                }
+            })
+            .collect()
+    })
+}
+
+/// `fixedscaleoffset` chains: integer types of every width under floats of
+/// both widths, little and big endian, v2 and v3, with transpose, blosc and
+/// sharding; and those left to zarrs. (zarrs opens no signed one-byte
+/// `astype`, nor `|u1`: the one-byte case is spelled `u1`.)
+fn scale_offset_cases() -> Vec<Case> {
+    let fso = |config: Value| json!({"name": "numcodecs.fixedscaleoffset", "configuration": config});
+    let v2_fso = |config: Value| {
+        let mut filter = config;
+        filter["id"] = json!("fixedscaleoffset");
+        json!([filter])
+    };
+    let mut cases = vec![
+        (
+            v3(
+                "fixedscaleoffset u2",
+                find("float32"),
+                CUBE,
+                json!([fso(fixedscaleoffset(4.0, -1.5, "<f4", "<u2")), bytes_codec(), zstd()]),
+            ),
+            scaled(4, (4.0, -1.5), 16, false),
+            -1.5 + 3.0 / 4.0,
+        ),
+        (
+            v3(
+                "fixedscaleoffset i2, transpose",
+                find("float32"),
+                PLANE,
+                json!([
+                    transpose(&[1, 0]),
+                    fso(fixedscaleoffset(0.5, 3.0, "<f4", "<i2")),
+                    bytes_codec(),
+                    zstd()
+                ]),
+            ),
+            scaled(4, (0.5, 3.0), 16, true),
+            3.0 + 3.0 / 0.5,
+        ),
+        (
+            v3(
+                "fixedscaleoffset i4, big endian, blosc",
+                find("float64"),
+                CUBE,
+                json!([fso(fixedscaleoffset(0.25, 7.0, "<f8", "<i4")), big_bytes(), blosc(4)]),
+            ),
+            scaled(8, (0.25, 7.0), 20, true),
+            7.0 + 3.0 / 0.25,
+        ),
+        (
+            v3(
+                "fixedscaleoffset u8, big endian",
+                find("float64"),
+                PLANE,
+                json!([fso(fixedscaleoffset(2.0, -100.0, "<f8", "<u8")), big_bytes(), zstd()]),
+            ),
+            scaled(8, (2.0, -100.0), 20, false),
+            -100.0 + 3.0 / 2.0,
+        ),
+        (
+            v3(
+                "sharded: fixedscaleoffset u2, big endian",
+                find("float64"),
+                PLANE,
+                json!([{"name": "sharding_indexed", "configuration": {
+                    "chunk_shape": [5, 7],
+                    "codecs": [fso(fixedscaleoffset(16.0, 0.5, "<f8", "<u2")), big_bytes(), zstd()],
+                    "index_codecs": [bytes_codec(), {"name": "crc32c"}], "index_location": "end"}}]),
+            ),
+            scaled(8, (16.0, 0.5), 16, false),
+            0.5 + 3.0 / 16.0,
+        ),
+        (
+            v2(
+                "fixedscaleoffset i2, blosc",
+                find("float64"),
+                v2_fso(fixedscaleoffset(8.0, -2.0, "<f8", "<i2")),
+                json!({"id": "blosc", "cname": "lz4", "clevel": 5, "shuffle": 1, "blocksize": 0}),
+                "C",
+            ),
+            scaled(8, (8.0, -2.0), 16, true),
+            -2.0 + 3.0 / 8.0,
+        ),
+        (
+            v2(
+                "fixedscaleoffset u1, order F",
+                find("float32"),
+                v2_fso(fixedscaleoffset(1.0, 0.25, "<f4", "u1")),
+                json!({"id": "zstd", "level": 1}),
+                "F",
+            ),
+            scaled(4, (1.0, 0.25), 8, false),
+            0.25 + 3.0 / 1.0,
+        ),
+    ];
+    // Left to zarrs: a float astype, and a delta besides.
+    let mut zarrs = vec![
+        (
+            v3(
+                "fixedscaleoffset f4 astype",
+                find("float32"),
+                PLANE,
+                json!([fso(fixedscaleoffset(4.0, 1.0, "<f4", "<f4")), bytes_codec(), zstd()]),
+            ),
+            scaled(4, (4.0, 1.0), 12, false),
+            1.0 + 3.0 / 4.0,
+        ),
+        (
+            v2(
+                "fixedscaleoffset with delta",
+                find("float32"),
+                json!([{"id": "delta", "dtype": "<f4"}, {"id": "fixedscaleoffset", "scale": 4.0, "offset": 1.0, "dtype": "<f4", "astype": "<u2"}]),
+                json!({"id": "zstd", "level": 1}),
+                "C",
+            ),
+            scaled(4, (4.0, 1.0), 12, false),
+            1.0 + 3.0 / 4.0,
+        ),
+    ];
+    zarrs.iter_mut().for_each(|(case, _, _)| case.batched = false);
+    cases.extend(zarrs);
+    // A fill value the filter stores exactly: zarrs' partial decoder gives
+    // a missing chunk's elements as the fill value encoded and decoded
+    // again (a NaN fill reads as `offset` there, as NaN in whole reads).
+    cases
+        .into_iter()
+        .map(|(mut case, values, fill)| {
+            case.metadata["fill_value"] = json!(fill);
+            Case {
+                values: Some(values),
+                ..case
+            }
+        })
+        .collect()
 }
 
 /// Every case written into `store`: the array, its description, and
@@ -232,7 +408,11 @@ fn cases() -> Vec<Case> {
 pub(crate) async fn filter_arrays(store: &Arc<dyn ObjectStore>) -> Vec<(Array<Store>, String, bool)> {
     let mut arrays = Vec::new();
     for (i, case) in cases().into_iter().enumerate() {
-        let array = write_array(store, &format!("filters/{i}"), &case.metadata, &case.dtype, i as u64).await;
+        let path = format!("filters/{i}");
+        let array = match &case.values {
+            Some(values) => write_array_with(store, &path, &case.metadata, |n| values(n, i as u64)).await,
+            None => write_array(store, &path, &case.metadata, &case.dtype, i as u64).await,
+        };
         assert_eq!(array.shape(), case.shape, "{}", case.what);
         let what = format!("{} {:?}/{:?}", case.what, case.shape, case.chunks);
         arrays.push((array, what, case.batched));

@@ -138,6 +138,16 @@ pub(crate) async fn write_array(
     dtype: &Dtype,
     seed: u64,
 ) -> Array<Store> {
+    write_array_with(store, path, metadata, |elements| data(dtype, elements, seed)).await
+}
+
+/// [`write_array`] of the elements `make(elements)` returns.
+pub(crate) async fn write_array_with(
+    store: &Arc<dyn ObjectStore>,
+    path: &str,
+    metadata: &Value,
+    make: impl FnOnce(usize) -> Vec<u8>,
+) -> Array<Store> {
     let name = if metadata["zarr_format"] == 2 {
         ".zarray"
     } else {
@@ -150,7 +160,7 @@ pub(crate) async fn write_array(
     let elements = shape.iter().product::<u64>() as usize;
     let all = ArraySubset::new_with_shape(shape.clone());
     array
-        .async_store_array_subset(&all, ArrayBytes::new_flen(data(dtype, elements, seed)))
+        .async_store_array_subset(&all, ArrayBytes::new_flen(make(elements)))
         .await
         .unwrap();
     let ones = vec![1u64; shape.len()];

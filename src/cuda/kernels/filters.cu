@@ -1,7 +1,9 @@
-// The element-wise filters of a zarr codec chain, undone in place on many
-// decoded chunks in one launch: the byte swap of big-endian elements, then
-// the running sum of numcodecs `delta` (float sums with x86's NaNs). The
-// host's twin is `ElementFilters::apply` (src/format/filters.rs).
+// The element-wise filters of a zarr codec chain, undone on many decoded
+// chunks in one launch: in place (`filter_elements`), the byte swap of
+// big-endian elements, then the running sum of numcodecs `delta` (float
+// sums with x86's NaNs), whose host twin is `ElementFilters::apply`
+// (src/format/filters.rs); and from the stored integers into floats of
+// another buffer (`scale_offset`), numcodecs `fixedscaleoffset`.
 //
 // Compiled to PTX by scripts/regenerate-ptx.sh (clang, no CUDA toolkit);
 // the PTX is committed next to this file and loaded by the driver at run
@@ -112,3 +114,55 @@ KERNEL void filter_elements(const u64 *table, u64 count, u64 swap, u64 delta, u6
 #endif
 }
 
+// numcodecs `fixedscaleoffset`: the stored integer `bits` (`stored` bytes,
+// sign-extended when `is_signed`) as float64, divided by `scale` and
+// `offset` added, as NumPy computes `enc / scale + offset`; the bits of that
+// float64, or of it rounded to float32 unless `wide`. The host's twin is
+// `ScaleOffset::apply` (src/format/scale_offset.rs).
+DEVICE u64 scale_offset_element(u64 bits, u64 stored, u32 is_signed, u32 wide, double scale, double offset) {
+    u32 shift = (u32)(64 - 8 * stored);
+    double value = is_signed ? (double)((long long)(bits << shift) >> shift) : (double)bits;
+    double decoded = value / scale + offset;
+    if (wide) {
+        u64 out;
+        __builtin_memcpy(&out, &decoded, 8);
+        return out;
+    }
+    float narrow = (float)decoded;
+    u32 out;
+    __builtin_memcpy(&out, &narrow, 4);
+    return out;
+}
+
+// `table` holds three arrays of `count` words: source addresses (stored
+// integers, little endian), destination addresses (the floats) and element
+// counts. Elements `first`, `first + step`, ... of entry `e`.
+DEVICE void entry_scale_offset(const u64 *table, u64 count, u64 e, u64 first, u64 step, u64 stored, u32 is_signed,
+                               u32 wide, double scale, double offset) {
+    const u8 *src = (const u8 *)table[e];
+    u8 *dst = (u8 *)table[count + e];
+    u64 n = table[2 * count + e], width = wide ? 8 : 4;
+    for (u64 i = first; i < n; i += step) {
+        u64 bits = load(src + i * stored, stored, 0);
+        store(dst + i * width, width, scale_offset_element(bits, stored, is_signed, wide, scale, offset));
+    }
+}
+
+// Widens every entry of `table` (see `entry_scale_offset`); `scale_bits` and
+// `offset_bits` are the bits of the float64 scale and offset.
+KERNEL void scale_offset(const u64 *table, u64 count, u64 stored, u64 is_signed, u64 wide, u64 scale_bits,
+                         u64 offset_bits) {
+    double scale, offset;
+    __builtin_memcpy(&scale, &scale_bits, 8);
+    __builtin_memcpy(&offset, &offset_bits, 8);
+#ifdef __CUDA__
+    u64 e = __nvvm_read_ptx_sreg_ctaid_x();
+    if (e >= count) return;
+    u64 step = (u64)__nvvm_read_ptx_sreg_nctaid_y() * __nvvm_read_ptx_sreg_ntid_x();
+    u64 first = (u64)__nvvm_read_ptx_sreg_ctaid_y() * __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x();
+    entry_scale_offset(table, count, e, first, step, stored, (u32)is_signed, (u32)wide, scale, offset);
+#else
+    for (u64 e = 0; e < count; e++)
+        entry_scale_offset(table, count, e, 0, 1, stored, (u32)is_signed, (u32)wide, scale, offset);
+#endif
+}
