@@ -84,10 +84,10 @@ class FakeDeviceBatch:
         self.is_packed = gap == 0
         self._items = items
 
-    @property
-    def ranges(self) -> list[tuple[int, int]]:
-        # Made at each read, as DeviceBatch.ranges is.
-        return [(i * self._step, i * self._step + ITEM) for i in range(self._items)]
+    def ranges_buffer(self) -> bytes:
+        # Made at each read, as DeviceBatch.ranges_buffer is.
+        starts = np.arange(self._items, dtype=np.uint64) * np.uint64(self._step)
+        return np.stack([starts, starts + np.uint64(ITEM)], axis=1).tobytes()
 
 
 def per_item(label: str, seconds: float, items: int) -> None:

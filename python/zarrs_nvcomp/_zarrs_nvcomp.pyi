@@ -143,6 +143,9 @@ class DeviceBatch:
     @property
     def ranges(self) -> list[tuple[int, int]]:
         """The ``(start, end)`` byte range of each buffer; in order, maybe with alignment gaps."""
+    def ranges_buffer(self) -> HostBatch:
+        """The ranges as one buffer of native ``uint64``, start then end of each
+        buffer (``numpy.frombuffer(...).reshape(-1, 2)``), without a Python int each."""
     @property
     def nbytes(self) -> int:
         """Size of the whole allocation in bytes."""
