@@ -254,15 +254,20 @@ def host_outputs(batch: Any) -> list[np.ndarray]:
 
 def to_host(obj: Any) -> np.ndarray:
     """Copies a device array to a host ``uint8`` array (CPU codec given device data)."""
-    cp = cupy_module()
-    if cp is None:
-        raise UnsupportedTypeError("decoding device arrays on the CPU backend needs CuPy")
     region = device_region(obj)
     if region.nbytes == 0:
         return np.empty(0, dtype=np.uint8)
-    memory = cp.cuda.UnownedMemory(region.ptr, region.nbytes, region.owner)
-    arr = cp.ndarray((region.nbytes,), cp.uint8, cp.cuda.MemoryPointer(memory, 0))
-    return cp.asnumpy(arr)
+    return cupy_module().asnumpy(device_bytes(region.ptr, region.nbytes, region.owner))
+
+
+def device_bytes(ptr: int, nbytes: int, owner: Any) -> Any:
+    """The ``nbytes`` device bytes at ``ptr``, which ``owner`` keeps alive, as
+    a 1-D ``uint8`` CuPy array (the CPU backend given device data)."""
+    cp = cupy_module()
+    if cp is None:
+        raise UnsupportedTypeError("device arrays on the CPU backend need CuPy")
+    memory = cp.cuda.UnownedMemory(ptr, nbytes, owner)
+    return cp.ndarray((nbytes,), cp.uint8, cp.cuda.MemoryPointer(memory, 0))
 
 
 def to_device(arrays: Sequence[Any]) -> list[Any]:
@@ -284,6 +289,45 @@ def item_sizes(sizes: Any) -> np.ndarray:
     if arr.dtype.kind == "i" and arr.min() < 0:
         raise InvalidArgumentError(f"sizes must not be negative; item {int(arr.argmin())} is")
     return np.ascontiguousarray(arr, dtype=np.uint64)
+
+
+def item_ranges(offsets: Any, count: int, nbytes: int) -> np.ndarray:
+    """Where the ``count`` items of a decode into one buffer of ``nbytes``
+    bytes go, as an ``(count, 2)`` ``uint64`` array of ``(start, end)``:
+    ``offsets`` is ``count + 1`` boundaries (item ``i`` at
+    ``offsets[i]:offsets[i + 1]``, back to back) or ``count`` ``(start, end)``
+    pairs (any order, gaps allowed). ``InvalidArgumentError`` naming the
+    item that ends before it starts or past the buffer's end; overlaps are
+    found where the regions are read (``check_disjoint``)."""
+    arr = np.asarray(offsets)
+    if arr.dtype.kind not in "iu" and arr.size > 0:
+        raise InvalidArgumentError(f"offsets must be integers, not {arr.dtype}")
+    if arr.ndim == 1 and arr.size == count + 1:
+        arr = np.stack([arr[:-1], arr[1:]], axis=1)
+    elif arr.shape != (count, 2):
+        raise InvalidArgumentError(
+            f"offsets of a batch of {count} buffers are {count + 1} boundaries or "
+            f"{count} (start, end) pairs, not an array of shape {arr.shape}"
+        )
+    if arr.dtype.kind == "i" and arr.size > 0 and arr.min() < 0:
+        item = int(np.flatnonzero((arr < 0).any(axis=1))[0])
+        raise InvalidArgumentError(f"offsets: item {item} starts or ends at a negative offset")
+    ranges = np.ascontiguousarray(arr, dtype=np.uint64).reshape(count, 2)
+    backwards = np.flatnonzero(ranges[:, 1] < ranges[:, 0])
+    if backwards.size:
+        i = int(backwards[0])
+        start, end = int(ranges[i, 0]), int(ranges[i, 1])
+        raise InvalidArgumentError(
+            f"offsets: item {i} ends at byte {end} before it starts at byte {start}"
+        )
+    beyond = np.flatnonzero(ranges[:, 1] > nbytes)
+    if beyond.size:
+        i = int(beyond[0])
+        raise InvalidArgumentError(
+            f"offsets: item {i} ends at byte {int(ranges[i, 1])}, past the end of out "
+            f"({nbytes} bytes)"
+        )
+    return ranges
 
 
 def packed_host(batch: Any) -> tuple[np.ndarray, np.ndarray]:

@@ -104,6 +104,12 @@ def read_device_regions(
     :class:`InvalidArgumentError` (not contiguous, masked, malformed),
     :class:`UnsupportedTypeError` (no interface)."""
 
+def device_regions_at(ptr: int, ranges: Buffer) -> DeviceRegions:
+    """The regions of items of one device buffer at ``ptr``: item ``i`` at bytes
+    ``ranges[2i]:ranges[2i + 1]`` (native ``uint64``), made without a Python
+    object per item. :class:`InvalidArgumentError` for an item that ends
+    before it starts."""
+
 def _set_gpu_worker_command(command: Sequence[str]) -> None:
     """Sets the command that starts the GPU decoding worker process."""
 
