@@ -45,14 +45,8 @@ from collections.abc import Callable
 
 import numpy as np
 from bench_data import best_of, field_f32
+from nvcomp_batch import NVCOMP_NAMES
 
-ALGORITHMS = {
-    "lz4": "LZ4",
-    "zstd": "Zstd",
-    "gdeflate": "GDeflate",
-    "snappy": "Snappy",
-    "ans": "ANS",
-}
 #: The modes of our codec measured, by their trusted_input.
 MODES = {"trusted": True, "default": False}
 #: The forms of a batch profiled: a list of CuPy arrays, one packed buffer.
@@ -217,7 +211,7 @@ def nvcomp_times(algorithm: str, args: argparse.Namespace) -> dict[str, float]:
         algorithm, True, args.size_mb, args.chunk_kib << 10
     )
     codec = nvc.Codec(
-        algorithm=ALGORITHMS[algorithm], bitstream_kind=nvc.BitstreamKind.RAW
+        algorithm=NVCOMP_NAMES[algorithm], bitstream_kind=nvc.BitstreamKind.RAW
     )
     encoded = codec.encode(as_batch(nvc, items))
     one = codec.encode(as_batch(nvc, items[:1]))
@@ -250,7 +244,7 @@ def main() -> None:
     parser.add_argument("--size-mb", type=int, default=1024, help="data size, MiB")
     parser.add_argument("--chunk-kib", type=int, default=64, help="buffer size, KiB")
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--algorithms", default=",".join(ALGORITHMS))
+    parser.add_argument("--algorithms", default=",".join(NVCOMP_NAMES))
     parser.add_argument(
         "--child",
         nargs=3,
