@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from conftest import CPU_ALGORITHMS, cuda_codec
+from conftest import CPU_ALGORITHMS, cuda_codec, cupy_or_skip
 
 from zarrs_nvcomp import InvalidArgumentError, NvCompBatchCodec
 
@@ -110,6 +110,17 @@ def test_device_buffer_plus_offsets(algorithm):
     whole = cp.zeros(int(bounds[-1]), dtype=cp.uint8)
     untrusted.decode_batch(encoded, out=whole, offsets=bounds)
     assert whole.get().tobytes() == b"".join(data)
+
+
+@pytest.mark.gpu
+def test_device_buffer_plus_offsets_on_the_cpu_backend():
+    """Device data given to a CPU codec goes through host memory into the
+    same ranges of the device buffer, with the same refusals."""
+    cp = cupy_or_skip()
+    codec = NvCompBatchCodec("zstd", device="cpu")
+    data = items()
+    encoded = [cp.asarray(np.frombuffer(e, dtype=np.uint8)) for e in codec.encode_batch(data)]
+    decode_and_check(codec, encoded, data, cp, lambda a: a.get().tobytes())
 
 
 @pytest.mark.gpu
