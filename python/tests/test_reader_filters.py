@@ -155,7 +155,7 @@ def _cases():
             "v3-fixedscaleoffset-i4-blosc",
             "float64",
             (3.5, -0.1, "<i4"),
-            {"compressors": zc.BloscCodec(cname="zstd", shuffle="shuffle")},
+            {"chunks": (4, 5, 3), "compressors": zc.BloscCodec(cname="zstd", shuffle="shuffle")},
         ),
         (
             "v3-transpose-fixedscaleoffset-i2",
@@ -181,9 +181,14 @@ def _cases():
             "v2-fixedscaleoffset-u2-blosc",
             "float64",
             (100, 0.1, "<u2"),
-            {"compressors": numcodecs.Blosc(cname="lz4", shuffle=1)},
+            {"chunks": (4, 5, 3), "compressors": numcodecs.Blosc(cname="lz4", shuffle=1)},
         ),
-        ("v2-order-F-fixedscaleoffset-u4", "float32", (10, 0.7, "<u4"), {"order": "F"}),
+        (
+            "v2-order-F-fixedscaleoffset-u4",
+            "float32",
+            (10, 0.7, "<u4"),
+            {"chunks": (4, 5, 3), "order": "F"},
+        ),
     ]:
         codec = numcodecs.FixedScaleOffset(
             offset=offset, scale=scale, dtype=np.dtype(dtype).str, astype=astype
