@@ -15,7 +15,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::checksums::ContentCheck;
+use super::checksums::Adler32Check;
 use super::copies::Copy;
 use super::decode::Dest;
 use super::engine::Scratch;
@@ -222,18 +222,17 @@ impl CudaEngine {
             )
             .map_err(|e| owned(e, &streams.owners))?;
             drop(s);
-            let sums: Vec<(u64, u64)> = streams
+            let checks: Vec<Adler32Check> = streams
                 .adler32
                 .iter()
-                .map(|&(k, _)| (regions[k].ptr, regions[k].len as u64))
-                .collect();
-            let checks: Vec<(usize, ContentCheck)> = streams
-                .adler32
-                .iter()
-                .map(|&(k, stored)| (streams.owners[k], ContentCheck::ZlibAdler32(stored)))
+                .map(|&(k, stored)| Adler32Check {
+                    index: streams.owners[k],
+                    buffer: regions[k],
+                    stored,
+                })
                 .collect();
             // SAFETY: the regions lie in the shuffled scratch, decoded above.
-            unsafe { self.verify_checksums(&sums, &checks)? };
+            unsafe { self.verify_adler32(&checks)? };
         }
         self.upload_stored(&batch.stored, shuffled.ptr())?;
         let address = |target: BlockTarget| match target {
