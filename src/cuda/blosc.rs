@@ -164,8 +164,10 @@ fn owned(err: Error, owners: &[usize]) -> Error {
 }
 
 impl CudaEngine {
-    /// Decodes `batch` into `dst` (see the [module documentation](self)) and
-    /// returns when every chunk is in place. An error about a stream names
+    /// Decodes `batch` into `dst` (its streams by one nvCOMP batch per
+    /// algorithm, its blocks unshuffled, its filters undone and its chunks
+    /// placed by one kernel launch each) and returns when every chunk is in
+    /// place. An error about a stream names
     /// its owner ([`StreamBatch::owners`]) as its index. On error, `dst`
     /// may hold some of the chunks.
     ///
