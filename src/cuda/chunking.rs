@@ -295,6 +295,21 @@ pub(crate) fn align_up(offset: usize, align: usize) -> usize {
     offset.div_ceil(align) * align
 }
 
+/// Buffers of `sizes` bytes back to back, each starting at a multiple of
+/// `align`: their ranges and the bytes they span.
+pub(crate) fn aligned_ranges(sizes: impl IntoIterator<Item = usize>, align: usize) -> (Vec<Range<usize>>, usize) {
+    let mut len = 0;
+    let ranges = sizes
+        .into_iter()
+        .map(|size| {
+            let start = align_up(len, align);
+            len = start + size;
+            start..len
+        })
+        .collect();
+    (ranges, len)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -509,5 +524,14 @@ mod tests {
             ])
         );
         assert_eq!(encode_route(&gd, 0, 0).unwrap(), EncodeRoute::Gpu(vec![]));
+    }
+
+    #[test]
+    fn aligned_ranges_start_each_buffer_at_a_multiple_of_the_alignment() {
+        let (ranges, len) = aligned_ranges([5, 0, 16, 1, 3], 16);
+        assert_eq!(ranges, [0..5, 16..16, 16..32, 32..33, 48..51]);
+        assert_eq!(len, 51);
+        assert_eq!(aligned_ranges([], 16), (vec![], 0));
+        assert_eq!(aligned_ranges([3, 3], 1), (vec![0..3, 3..6], 6));
     }
 }
