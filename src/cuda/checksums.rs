@@ -18,6 +18,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{result, CudaContext};
 
+use super::device_batch::DeviceBatch;
 use super::engine::CudaEngine;
 use super::memory::{cuda_err, ensure_device, upload_regions, DeviceBuffer, RegionTable};
 use super::ptx::PtxKernel;
@@ -191,5 +192,35 @@ impl CudaEngine {
             Some((&actual, c)) => Err(ContentCheck::ZlibAdler32(c.stored).mismatch(c.index, actual)),
             None => Ok(()),
         }
+    }
+
+    /// Checks that buffer `i` of `batch`, a batch this engine decoded from
+    /// the raw DEFLATE streams of zlib streams, has the Adler-32 `stored[i]`
+    /// of its stream's trailer: nvCOMP's decoder does not read the trailer,
+    /// and the CPU path checks it. The error ([`Error::Corrupt`]) names the
+    /// first buffer that differs, as the reader's GPU path words it;
+    /// [`Error::BatchLength`] where `stored` is not one per buffer. Waits
+    /// for the engine's stream.
+    ///
+    /// # Panics
+    /// Where another engine (another device) decoded `batch`.
+    pub fn check_adler32(&self, batch: &DeviceBatch, stored: &[u32]) -> Result<()> {
+        crate::batch::check_batch_length(batch.len(), stored.len())?;
+        assert!(
+            Arc::ptr_eq(&batch.stream, &self.stream),
+            "the batch was decoded by another engine"
+        );
+        let checks: Vec<Adler32Check> = stored
+            .iter()
+            .enumerate()
+            .map(|(index, &stored)| Adler32Check {
+                index,
+                buffer: batch.region(index),
+                stored,
+            })
+            .collect();
+        // SAFETY: the regions lie in `batch`'s allocation, memory of this
+        // engine's device, borrowed for the whole call.
+        unsafe { self.verify_adler32(&checks) }
     }
 }
