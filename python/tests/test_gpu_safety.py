@@ -95,8 +95,8 @@ def test_trusted_input_decodes_in_process_and_matches():
         np.testing.assert_array_equal(np.frombuffer(d, np.float32), c)
 
 
-# Raw deflate streams are inflated on the host up to 32 KiB of output first:
-# nvCOMP's decoder accepts distances reaching before the output's start.
+# Raw deflate streams are inflated whole on the host too: nvCOMP's decoder
+# accepts distances reaching before the output's start and undefined codes.
 @pytest.mark.parametrize("algorithm", ["zstd", "gzip", "deflate", "gdeflate", "snappy", "lz4"])
 def test_corrupt_buffer_error_names_the_buffer(algorithm):
     cpu = NvCompBatchCodec(algorithm, device="cpu")
@@ -185,7 +185,7 @@ def test_a_wrong_zlib_adler32_is_an_error_on_both_paths(tmp_path, device):
     ids=lambda p: p.stem,
 )
 def test_deflate_streams_in_device_memory_are_checked_too(case_file):
-    # The host's window check reads device inputs through a copy.
+    # The host's check reads device inputs through a copy.
     cp = cupy_or_skip()
     case = json.loads(case_file.read_text())
     batch = [cp.asarray(np.frombuffer(base64.b64decode(b), np.uint8)) for b in case["batch"]]

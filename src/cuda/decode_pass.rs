@@ -101,9 +101,8 @@ impl CudaEngine {
             && match inputs {
                 Inputs::Host(_) => chunking::checked_on_host(algorithm),
                 // Raw DEFLATE in device memory is read back whole for the
-                // check (how much input 32 KiB of output takes is not
-                // bounded); Zstandard frames are not, whose trees are a
-                // small part of them.
+                // check, which inflates it whole; Zstandard frames are not,
+                // whose trees are a small part of them.
                 Inputs::Device(_) => chunking::inflates(algorithm),
             };
         let copied = if guarded {

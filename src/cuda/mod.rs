@@ -66,10 +66,10 @@ pub struct DecodeOptions {
     /// checksum): then nvCOMP decodes in this process. Otherwise a worker
     /// process does (see [`isolation`]), so that a corrupt buffer cannot hang
     /// the process or leave its CUDA context unusable, and deflate and gzip
-    /// buffers are also inflated on the host up to 32 KiB of output (device
-    /// buffers are copied there), the part where nvCOMP accepts matches the
-    /// CPU decoder rejects; Zstandard frames in host memory have the Huffman
-    /// trees of their literals checked there.
+    /// buffers are also inflated whole on the host (device buffers are
+    /// copied there), since nvCOMP accepts matches and codes the CPU decoder
+    /// rejects; Zstandard frames in host memory have the Huffman trees of
+    /// their literals checked there.
     pub trusted: bool,
 }
 
