@@ -1,4 +1,14 @@
-"""Shared by the benchmarks: a `BatchArray` for nvCOMP's own Python API."""
+"""Shared by the benchmarks: nvCOMP's own Python API, its names of the
+algorithms and a `BatchArray` of device arrays."""
+
+#: nvidia.nvcomp's names of the algorithms the benchmarks compare, by ours.
+NVCOMP_NAMES = {
+    "lz4": "LZ4",
+    "zstd": "Zstd",
+    "gdeflate": "GDeflate",
+    "snappy": "Snappy",
+    "ans": "ANS",
+}
 
 
 def as_batch(nvcomp, sources):

@@ -14,15 +14,7 @@ import time
 from pathlib import Path
 
 import numpy as np
-from nvcomp_batch import as_batch
-
-ALGORITHMS = {
-    "lz4": "LZ4",
-    "zstd": "Zstd",
-    "gdeflate": "GDeflate",
-    "snappy": "Snappy",
-    "ans": "ANS",
-}
+from nvcomp_batch import NVCOMP_NAMES, as_batch
 
 
 def best(reps, fn):
@@ -68,7 +60,7 @@ def main(dump: Path) -> None:
             nvcomp, [blob[aligned_at[i] : aligned_at[i] + sizes[i]] for i in range(n)]
         )
         codec = nvcomp.Codec(
-            algorithm=ALGORITHMS[name], bitstream_kind=nvcomp.BitstreamKind.RAW
+            algorithm=NVCOMP_NAMES[name], bitstream_kind=nvcomp.BitstreamKind.RAW
         )
 
         def run(codec=codec, batch=batch):

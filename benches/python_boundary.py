@@ -37,17 +37,10 @@ from collections.abc import Callable
 import numpy as np
 import zarrs_nvcomp
 from bench_data import best_of, field_f32
-from nvcomp_batch import as_batch
+from nvcomp_batch import NVCOMP_NAMES, as_batch
 from zarrs_nvcomp import NvCompBatchCodec, _buffers
 from zarrs_nvcomp._zarrs_nvcomp import read_device_regions
 
-NVCOMP_NAMES = {
-    "lz4": "LZ4",
-    "zstd": "Zstd",
-    "gdeflate": "GDeflate",
-    "snappy": "Snappy",
-    "ans": "ANS",
-}
 CHUNK_SIZES = {"64KiB": 64 << 10, "1MiB": 1 << 20}
 #: The made-up device address of the boundary parts' buffers.
 FAKE_BASE = 0x7F0000000000
@@ -84,10 +77,10 @@ class FakeDeviceBatch:
         self.is_packed = gap == 0
         self._items = items
 
-    @property
-    def ranges(self) -> list[tuple[int, int]]:
-        # Made at each read, as DeviceBatch.ranges is.
-        return [(i * self._step, i * self._step + ITEM) for i in range(self._items)]
+    def ranges_buffer(self) -> bytes:
+        # Made at each read, as DeviceBatch.ranges_buffer is.
+        starts = np.arange(self._items, dtype=np.uint64) * np.uint64(self._step)
+        return np.stack([starts, starts + np.uint64(ITEM)], axis=1).tobytes()
 
 
 def per_item(label: str, seconds: float, items: int) -> None:

@@ -3,7 +3,7 @@ level 1, with zarrs_nvcomp.write_chunks_parallel and with zarrs-python and
 zarr-python; and to S3 (moto on loopback) next to plain concurrent PUTs of
 the same objects.
 
-    python benches/write_bench.py [--size-mb 1024] [--repeats 3] [--dir DIR] [--no-s3]
+    python benches/write_bench.py [--size-mb 1024] [--repeats 3] [--dir DIR] [--no-s3] [--new-arrays]
 
 Cases (GB/s of uncompressed data, best of --repeats after a warm-up, the
 writers taking turns):
@@ -19,6 +19,13 @@ writers taking turns):
   ``device="cpu"``, zarrs-python, zarr-python.
 - S3: ours (CPU path) against boto3 PUTs of the objects ours wrote, from a
   thread pool, which do not encode.
+
+By default each writer overwrites its array (created in the warm-up); with
+``--new-arrays`` every call of every writer writes a new array (or, for the
+plain writes, new files) next to the last, as a program storing its results
+does, and the file system does not see files replaced (which on ext4 starts
+their writeback at once: ``auto_da_alloc``). The old arrays stay until the
+end, so their dirty pages weigh on the later writes.
 
 zarrs-python is optional (``pip install zarrs``); rows without it say so.
 """
@@ -40,6 +47,16 @@ from read_bench import interleaved_best_of, moto_server, zarrs_python_available
 from zarrs_nvcomp.reader import cupy_module
 
 COLUMNS = 4096
+NEW_ARRAYS = False  # --new-arrays
+
+
+def array_paths(path: Path):
+    """The path of each call's array: ``path`` every time, or with
+    ``--new-arrays`` a new one per call."""
+    calls = 0
+    while True:
+        yield path.with_name(f"{path.name}-{calls}") if NEW_ARRAYS else path
+        calls += 1
 
 
 def zarr_array(path: Path, data_shape, chunks, compressors, shards=None):
@@ -65,15 +82,20 @@ def zarr_writer(
     writes overwrite chunks, as ours do."""
     config = {"codec_pipeline.path": pipeline} if pipeline else {}
     made = []
+    paths = array_paths(path)
 
     def write(data):
         with zarr.config.set(config):
-            if not made:
-                made.append(
+            if not made or NEW_ARRAYS:
+                made[:] = [
                     zarr_array(
-                        path, data_shape, chunks, zarr.codecs.ZstdCodec(level=1), shards
+                        next(paths),
+                        data_shape,
+                        chunks,
+                        zarr.codecs.ZstdCodec(level=1),
+                        shards,
                     )
-                )
+                ]
             made[0][...] = data if to_host is None else to_host(data)
 
     return write
@@ -86,12 +108,13 @@ def zarr_gpu_writer(path: Path, data_shape, chunks):
     from zarrs_nvcomp.zarr3 import NvCompBatchZarrCodec
 
     made = []
+    paths = array_paths(path)
 
     def write(data):
         with zarr.config.enable_gpu(), zarrs_nvcomp.set_zarr_batch_size(None):
-            if not made:
+            if not made or NEW_ARRAYS:
                 codec = NvCompBatchZarrCodec(algorithm="zstd", device="cuda")
-                made.append(zarr_array(path, data_shape, chunks, codec))
+                made[:] = [zarr_array(next(paths), data_shape, chunks, codec)]
             made[0][...] = data
             cupy_module().cuda.get_current_stream().synchronize()
 
@@ -102,18 +125,19 @@ def ours(path: Path, data_shape, chunks, shards, device: str):
     """A function that writes the data with write_chunks_parallel; the array
     is created on the first call."""
     made = []
+    paths = array_paths(path)
 
     def write(data):
-        if not made:
-            made.append(
+        if not made or NEW_ARRAYS:
+            made[:] = [
                 zarrs_nvcomp.create_array(
-                    str(path),
+                    str(next(paths)),
                     shape=data_shape,
                     dtype="float32",
                     chunks=chunks,
                     shards=shards,
                 )
-            )
+            ]
         zarrs_nvcomp.write_chunks_parallel(made[0], data, device=device)
         if device.startswith("cuda"):
             cupy_module().cuda.get_current_stream().synchronize()
@@ -128,19 +152,22 @@ def plain_file_writes(source: Path, target: Path, threads: int = 32):
     one, as object_store does: what the file system gives for the same files
     without encoding."""
     files: list[tuple[Path, bytes]] = []
+    targets = array_paths(target)
 
     def write(_data):
         if not files:
-            chunks = (p for p in (source / "c").rglob("*") if p.is_file())
-            files.extend((p.relative_to(source), p.read_bytes()) for p in chunks)
-            for rel, _ in files:
-                (target / rel).parent.mkdir(parents=True, exist_ok=True)
+            source_now = source.with_name(f"{source.name}-0") if NEW_ARRAYS else source
+            chunks = (p for p in (source_now / "c").rglob("*") if p.is_file())
+            files.extend((p.relative_to(source_now), p.read_bytes()) for p in chunks)
+        root = next(targets)
+        for folder in {rel.parent for rel, _ in files}:
+            (root / folder).mkdir(parents=True, exist_ok=True)
 
         def put(file):
             rel, body = file
-            staged = target / f"{rel}.staged"
+            staged = root / f"{rel}.staged"
             staged.write_bytes(body)
-            staged.replace(target / rel)
+            staged.replace(root / rel)
 
         with ThreadPoolExecutor(threads) as pool:
             list(pool.map(put, files))
@@ -159,7 +186,31 @@ def table(title: str, nbytes: int, repeats: int, writers: dict, data) -> None:
         print(f"  {name:<34} {nbytes / t / 1e9:7.2f} GB/s  {ratio}")
 
 
+def describe_file_system(path: Path) -> str:
+    """The file system holding ``path`` (type and mount point, from
+    /proc/mounts) and the kernel's dirty-page limits, which decide how fast
+    writes without fsync return."""
+    try:
+        mounts = [
+            line.split()[:3] for line in Path("/proc/mounts").read_text().splitlines()
+        ]
+        resolved = str(path.resolve())
+        _, mount, kind = max(
+            (m for m in mounts if resolved.startswith(m[1])), key=lambda m: len(m[1])
+        )
+        limits = {
+            name: Path(f"/proc/sys/vm/{name}").read_text().strip()
+            for name in ("dirty_ratio", "dirty_background_ratio", "dirty_bytes")
+        }
+    except (OSError, ValueError):
+        return "file system: unknown"
+    return f"file system: {kind} at {mount}; " + ", ".join(
+        f"{k}={v}" for k, v in limits.items()
+    )
+
+
 def run_local(root: Path, size_mb: int, repeats: int) -> None:
+    print(describe_file_system(root))
     data = field_f32(size_mb << 20)
     shape = data.shape
     chunk_rows, inner_rows, shard_rows = (
@@ -184,20 +235,24 @@ def run_local(root: Path, size_mb: int, repeats: int) -> None:
             f"GPU cases skipped: {'CuPy is not installed' if cp is None else gpu_reason}"
         )
     for layout, (chunks, shards) in layouts.items():
+        # Each layout in its own folder: the plain writes copy what ours
+        # stored there, and nothing of the other layout.
+        base = root / ("sharded" if shards else "chunked")
+        base.mkdir()
         # zarrs-python reads the 64 KiB inner chunks as (4, 4096): same bytes.
         if cp is not None and gpu_reason is None:
             on_gpu = cp.asarray(data)
             writers = {
                 "ours, GPU": ours(
-                    root / "gpu-ours.zarr", shape, chunks, shards, "cuda"
+                    base / "gpu-ours.zarr", shape, chunks, shards, "cuda"
                 ),
                 "plain file writes of ours' files": plain_file_writes(
-                    root / "gpu-ours.zarr", root / "gpu-plain"
+                    base / "gpu-ours.zarr", base / "gpu-plain"
                 ),
             }
             if zarrs_pipeline:
                 writers["zarrs-python (incl. copy to host)"] = zarr_writer(
-                    root / "gpu-zarrs.zarr",
+                    base / "gpu-zarrs.zarr",
                     shape,
                     chunks,
                     shards,
@@ -206,25 +261,25 @@ def run_local(root: Path, size_mb: int, repeats: int) -> None:
                 )
             if shards is None:
                 writers["zarr-python (incl. copy to host)"] = zarr_writer(
-                    root / "gpu-zarr.zarr", shape, chunks, shards, None, cp.asnumpy
+                    base / "gpu-zarr.zarr", shape, chunks, shards, None, cp.asnumpy
                 )
                 writers["zarr-python GPU, nvcomp_batch codec"] = zarr_gpu_writer(
-                    root / "gpu-zarr-nvcomp.zarr", shape, chunks
+                    base / "gpu-zarr-nvcomp.zarr", shape, chunks
                 )
             table(
                 f"CuPy -> local disk, {layout}", data.nbytes, repeats, writers, on_gpu
             )
             del on_gpu
         writers = {
-            "ours, CPU": ours(root / "cpu-ours.zarr", shape, chunks, shards, "cpu")
+            "ours, CPU": ours(base / "cpu-ours.zarr", shape, chunks, shards, "cpu")
         }
         if zarrs_pipeline:
             writers["zarrs-python"] = zarr_writer(
-                root / "cpu-zarrs.zarr", shape, chunks, shards, zarrs_pipeline
+                base / "cpu-zarrs.zarr", shape, chunks, shards, zarrs_pipeline
             )
         if shards is None:
             writers["zarr-python"] = zarr_writer(
-                root / "cpu-zarr.zarr", shape, chunks, shards, None
+                base / "cpu-zarr.zarr", shape, chunks, shards, None
             )
         table(f"NumPy -> local disk, {layout}", data.nbytes, repeats, writers, data)
 
@@ -301,7 +356,12 @@ def main() -> None:
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--threads", type=int, default=32, help="boto3 PUT threads")
     parser.add_argument("--no-s3", action="store_true")
+    parser.add_argument(
+        "--new-arrays", action="store_true", help="every write to a new array"
+    )
     args = parser.parse_args()
+    global NEW_ARRAYS
+    NEW_ARRAYS = args.new_arrays
     start = time.perf_counter()
     with tempfile.TemporaryDirectory(prefix="zarrs-nvcomp-write-", dir=args.dir) as tmp:
         root = Path(tmp)

@@ -3,7 +3,7 @@
 #   bash .gpu/on-device bash scripts/gpu_check.sh STEP...
 # Steps: rust (the Rust GPU test binaries in .gpu/bin, or packed in
 # .gpu/rust-bins.tar.xz), tests (pytest -m gpu),
-# boundary, choice, write, write-tmpfs, xarray, untrusted, sharded, blosc, dask, fuzz.
+# boundary, choice, write, write-new, write-tmpfs, xarray, untrusted, sharded, blosc, dask, fuzz.
 # Each step has its own time limit; the full log goes to $OUT/gpu_check.log
 # (one file: few come back from a run), each step's tail to stdout.
 set -u
@@ -32,6 +32,7 @@ for step in "$@"; do
     choice) TAIL=60 run device_choice 300 python3 benches/device_choice.py --max-mb 1024 --budget 0.1 ;;
     # boto3 and moto are not carried: the S3 part runs on the development machine.
     write) TAIL=40 run write_bench 300 python3 benches/write_bench.py --size-mb 1024 --repeats 2 --no-s3 ;;
+    write-new) TAIL=40 run write_bench_new 400 python3 benches/write_bench.py --size-mb 1024 --repeats 2 --no-s3 --new-arrays ;;
     write-tmpfs) TAIL=40 run write_bench_tmpfs 300 python3 benches/write_bench.py --size-mb 1024 --repeats 3 --no-s3 --dir /dev/shm ;;
     xarray) run xarray_bench 240 python3 benches/xarray_bench.py --size-mb 1024 --repeats 3 ;;
     untrusted) run untrusted_read_bench 240 python3 benches/untrusted_read_bench.py --size-mb 1024 --repeats 3 ;;

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 
 use crate::cuda_array::{CudaArray, DeviceMemory};
+use crate::host_batch::HostBatch;
 
 /// Device buffers in one device allocation, freed when this object and every
 /// view of it have gone.
@@ -44,6 +45,15 @@ impl DeviceBatch {
     #[getter]
     fn ranges(&self) -> Vec<(usize, usize)> {
         self.batch.ranges().iter().map(|r| (r.start, r.end)).collect()
+    }
+
+    /// The ranges as one buffer of native-endian `u64`s, each buffer's start
+    /// then end (`numpy.frombuffer(..., numpy.uint64).reshape(-1, 2)`): a
+    /// list of tuples ([`Self::ranges`]) costs a Python int per bound, which
+    /// for thousands of buffers is much of a call's cost.
+    fn ranges_buffer(&self) -> HostBatch {
+        let bounds: Vec<usize> = self.batch.ranges().iter().flat_map(|r| [r.start, r.end]).collect();
+        HostBatch::offsets_array(&bounds)
     }
 
     /// Size of the whole allocation in bytes.

@@ -7,6 +7,7 @@
 //! fields; other objects from their `__cuda_array_interface__` (version 3),
 //! whose producer streams are collected for the caller to wait on.
 
+use pyo3::buffer::PyBuffer;
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple, PyType};
@@ -97,6 +98,45 @@ pub(crate) fn read_device_regions(
         regions,
         streams,
         read_cupy_fields,
+    })
+}
+
+/// The regions of items of one device buffer at address `ptr`: item `i`
+/// spans bytes `ranges[2i]..ranges[2i + 1]` of it (`ranges`: native `u64`s),
+/// for a decode into one preallocated buffer (`decode_batch(out=...,
+/// offsets=...)`). Made here, without a Python object per item; the caller
+/// has checked the ranges against the buffer's size, and the engine checks
+/// that they overlap neither each other nor an input.
+#[pyfunction]
+pub(crate) fn device_regions_at(py: Python<'_>, ptr: u64, ranges: PyBuffer<u64>) -> PyResult<DeviceRegions> {
+    let bounds = ranges.to_vec(py)?;
+    if bounds.len() % 2 != 0 {
+        return Err(invalid_argument(format!(
+            "ranges hold a start and an end per item, not {} numbers",
+            bounds.len()
+        )));
+    }
+    let regions = bounds
+        .chunks_exact(2)
+        .enumerate()
+        .map(|(i, r)| {
+            let len = r[1].checked_sub(r[0]).ok_or_else(|| {
+                invalid_argument(format!("item {i} ends at byte {} before it starts at {}", r[1], r[0]))
+            })?;
+            let at = ptr
+                .checked_add(r[0])
+                .filter(|at| at.checked_add(len).is_some())
+                .ok_or_else(|| invalid_argument(format!("item {i} lies beyond the address space")))?;
+            Ok(DeviceRegion {
+                ptr: at,
+                len: len as usize,
+            })
+        })
+        .collect::<PyResult<_>>()?;
+    Ok(DeviceRegions {
+        regions,
+        streams: Vec::new(),
+        read_cupy_fields: false,
     })
 }
 

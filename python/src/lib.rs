@@ -73,6 +73,7 @@ fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<cuda_array::CudaArray>()?;
     m.add_class::<device_inputs::DeviceRegions>()?;
     m.add_function(wrap_pyfunction!(device_inputs::read_device_regions, m)?)?;
+    m.add_function(wrap_pyfunction!(device_inputs::device_regions_at, m)?)?;
     m.add_function(wrap_pyfunction!(device_views::split_device, m)?)?;
     m.add_function(wrap_pyfunction!(parse_device, m)?)?;
     m.add_function(wrap_pyfunction!(config::normalize_config, m)?)?;

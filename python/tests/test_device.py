@@ -9,7 +9,7 @@ import pytest
 from conftest import ALL_ALGORITHMS, CPU_ALGORITHMS, cuda_codec, cupy_or_skip
 
 import zarrs_nvcomp
-from zarrs_nvcomp import NvCompBatchCodec
+from zarrs_nvcomp import NvCompBatchCodec, _buffers
 
 pytestmark = pytest.mark.gpu
 
@@ -200,3 +200,17 @@ def test_device_views_of_a_packed_result_match_the_list_form():
     assert [v.device for v in views] == [0] * len(host)
     for h, v in zip(host, views, strict=True):
         np.testing.assert_array_equal(cp.asnumpy(cp.asarray(v)).view(np.float32), h)
+
+
+@pytest.mark.parametrize("algorithm", ["lz4", "ans"])
+def test_batch_ranges_read_from_one_buffer_match_the_ranges(algorithm):
+    """``_buffers.batch_ranges`` (one uint64 buffer) gives what ``ranges`` (a
+    list of tuples) does, for encoded results (alignment gaps) and decoded ones."""
+    cp, codec = cuda_codec(algorithm)
+    regions = _buffers.device_regions([cp.asarray(c) for c in chunks()], "input")[0]
+    encoded = codec._engine.encode_device(regions)
+    decoded = codec._engine.decode_device(_buffers.device_regions(encoded.arrays(), "input")[0])
+    for batch in (encoded, decoded):
+        ranges = _buffers.batch_ranges(batch)
+        assert ranges.dtype == np.uint64 and ranges.shape == (len(batch), 2)
+        assert ranges.tolist() == [list(r) for r in batch.ranges]

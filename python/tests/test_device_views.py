@@ -161,6 +161,9 @@ class FakeBatch:
         ends = [0] + [end for _, end in ranges[:-1]]
         self.is_packed = [start for start, _ in ranges] == ends
 
+    def ranges_buffer(self) -> bytes:
+        return np.asarray(self.ranges, dtype=np.uint64).tobytes()
+
 
 @pytest.mark.parametrize(
     "ranges",

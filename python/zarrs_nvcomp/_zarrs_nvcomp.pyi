@@ -104,6 +104,12 @@ def read_device_regions(
     :class:`InvalidArgumentError` (not contiguous, masked, malformed),
     :class:`UnsupportedTypeError` (no interface)."""
 
+def device_regions_at(ptr: int, ranges: Buffer) -> DeviceRegions:
+    """The regions of items of one device buffer at ``ptr``: item ``i`` at bytes
+    ``ranges[2i]:ranges[2i + 1]`` (native ``uint64``), made without a Python
+    object per item. :class:`InvalidArgumentError` for an item that ends
+    before it starts."""
+
 def _set_gpu_worker_command(command: Sequence[str]) -> None:
     """Sets the command that starts the GPU decoding worker process."""
 
@@ -143,6 +149,9 @@ class DeviceBatch:
     @property
     def ranges(self) -> list[tuple[int, int]]:
         """The ``(start, end)`` byte range of each buffer; in order, maybe with alignment gaps."""
+    def ranges_buffer(self) -> HostBatch:
+        """The ranges as one buffer of native ``uint64``, start then end of each
+        buffer (``numpy.frombuffer(...).reshape(-1, 2)``), without a Python int each."""
     @property
     def nbytes(self) -> int:
         """Size of the whole allocation in bytes."""

@@ -15,6 +15,7 @@ from zarrs_nvcomp._zarrs_nvcomp import (
     Engine,
     InvalidArgumentError,
     check_disjoint,
+    device_regions_at,
     has_cpu_implementation,
     normalize_config,
 )
@@ -240,8 +241,13 @@ class NvCompBatchCodec(Codec):
         return engine.encode(views).to_bytes_list()
 
     def decode_batch(
-        self, bufs: Sequence[Any], out: Sequence[Any] | None = None, *, stream: Any = None
-    ) -> list[Any]:
+        self,
+        bufs: Sequence[Any],
+        out: Any = None,
+        *,
+        offsets: Any = None,
+        stream: Any = None,
+    ) -> Any:
         """Decompresses every buffer of ``bufs`` in one engine call.
 
         Without ``out``: host inputs give ``uint8`` NumPy arrays (views of one
@@ -249,11 +255,25 @@ class NvCompBatchCodec(Codec):
         input, each exactly the decoded size, all on the inputs' side, none
         sharing memory with another buffer, as they are written in parallel:
         ``ValueError`` otherwise): fills them and returns them; ``None`` entries
-        of ``out`` are allocated, as without ``out``. ``stream``: see the class
-        documentation.
+        of ``out`` are allocated, as without ``out``.
+
+        With ``offsets``, ``out`` is one preallocated contiguous buffer (host
+        or device, the inputs' side) and ``offsets`` says where each decoded
+        buffer goes in its bytes: ``len(bufs) + 1`` boundaries (buffer ``i``
+        at ``offsets[i]:offsets[i + 1]``, back to back, as ``numpy.cumsum`` of
+        the sizes with a leading 0 gives them) or ``len(bufs)`` ``(start,
+        end)`` pairs (any order, gaps allowed). Each range must be exactly its
+        buffer's decoded size and lie within ``out``; ranges must not overlap
+        one another or an input (``ValueError`` naming the buffers). Fills
+        ``out`` and returns it (for device buffers without a Python object per
+        buffer).
+
+        ``stream``: see the class documentation.
         """
         bufs = list(bufs)
         handle = self._stream(stream)
+        if offsets is not None:
+            return self._decode_into_one(bufs, out, offsets, handle)
         if out is not None:
             out = list(out)
             if len(out) != len(bufs):
@@ -281,16 +301,60 @@ class NvCompBatchCodec(Codec):
             out_regions, _out_alive = _buffers.device_regions(out, "output", handle)
             self._engine.decode_device_into(regions, out_regions)
             return out
+        if out is None:
+            return self._decode_host(bufs, None)
+        outs = [_buffers.host_view(o, writable=True, what=f"output {i}") for i, o in enumerate(out)]
+        self._decode_host(bufs, outs)
+        return out
+
+    def _decode_host(self, bufs: list[Any], outs: list[np.ndarray] | None) -> Any:
+        """Host buffers decoded on the engine ``device`` picks: into new
+        arrays, returned, or into the writable ``outs``."""
         views = [_buffers.host_view(b, what=f"input {i}") for i, b in enumerate(bufs)]
         engine = self._host_engine(
             len(views),
             sum(v.nbytes for v in views),
             _device_choice.decode_thresholds(self.algorithm),
         )
-        if out is None:
+        if outs is None:
             return _buffers.host_outputs(engine.decode(views))
-        outs = [_buffers.host_view(o, writable=True, what=f"output {i}") for i, o in enumerate(out)]
         engine.decode_into(views, outs)
+        return None
+
+    def _decode_into_one(self, bufs: list[Any], out: Any, offsets: Any, handle: int | None) -> Any:
+        """``decode_batch`` into one buffer ``out`` at ``offsets`` (see there)."""
+        if out is None or isinstance(out, list | tuple):
+            raise InvalidArgumentError(
+                "offsets= needs out= to be one buffer, not "
+                + ("None" if out is None else f"a {type(out).__name__}")
+            )
+        on_device = _buffers.is_device(out)
+        if bufs and _buffers.classify(bufs, "inputs") != on_device:
+            raise InvalidArgumentError(
+                "inputs and out must be on the same side (both host or both device)"
+            )
+        if on_device:
+            out_region, _out_alive = _buffers.device_regions([out], "out", handle)
+            ((ptr, nbytes),) = out_region.regions
+        else:
+            whole = _buffers.host_view(out, writable=True, what="out")
+            nbytes = whole.nbytes
+        ranges = _buffers.item_ranges(offsets, len(bufs), nbytes)
+        if not bufs:
+            return out
+        self._check_buffer_sizes(bufs, on_device)
+        if not on_device:
+            self._decode_host(bufs, [whole[a:b] for a, b in ranges.tolist()])
+            return out
+        self.last_backend = self._engine.backend
+        if self._engine.device_ordinal is None:
+            # Device data on the CPU backend: through host memory, into CuPy
+            # views of out's bytes.
+            flat = _buffers.device_bytes(ptr, nbytes, _out_alive[0])
+            self._decode_device_on_cpu(bufs, [flat[a:b] for a, b in ranges.tolist()])
+            return out
+        regions, _alive = _buffers.device_regions(bufs, "input", handle)
+        self._engine.decode_device_into(regions, device_regions_at(ptr, ranges))
         return out
 
     # --- packed batches ---------------------------------------------------

@@ -64,24 +64,33 @@ pub(crate) fn framing_bytes(algorithm: &Algorithm) -> (usize, usize) {
 /// The outcome of [`decode_pieces`].
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Pieces {
-    /// The nvCOMP chunks of the buffer (none when it decodes to nothing).
-    Ready(Vec<DecodePiece>),
-    /// The framing needs the first `n` bytes of the buffer.
+    /// The nvCOMP chunks of the buffer were appended (none when it decodes
+    /// to nothing).
+    Ready,
+    /// The framing needs the first `n` bytes of the buffer; nothing was appended.
     NeedHead(usize),
 }
 
-/// The nvCOMP chunks of buffer `index`.
-pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: BufferEnds<'_>, max: u64) -> Result<Pieces> {
+/// Appends the nvCOMP chunks of buffer `index` to `out`: into one vector
+/// for the whole batch, as a batch of thousands of buffers would otherwise
+/// allocate (and free) a vector per buffer. On an error, `out` may hold
+/// some of the buffer's pieces.
+pub(crate) fn decode_pieces(
+    algorithm: &Algorithm,
+    index: usize,
+    f: BufferEnds<'_>,
+    max: u64,
+    out: &mut Vec<DecodePiece>,
+) -> Result<Pieces> {
     let corrupt = corrupt(index);
-    let whole = |decoded: Option<usize>| {
-        vec![DecodePiece {
-            buffer: index,
-            input: 0..f.len,
-            decoded,
-            check: None,
-        }]
+    let start = out.len();
+    let whole = |decoded: Option<usize>| DecodePiece {
+        buffer: index,
+        input: 0..f.len,
+        decoded,
+        check: None,
     };
-    let pieces = match *algorithm {
+    match *algorithm {
         Algorithm::Lz4 { has_header: true, .. } => {
             let (size, block) = lz4::split_header(f.head).map_err(&corrupt)?;
             // nvCOMP's LZ4 decoder does not validate its input: host blocks
@@ -90,19 +99,19 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: BufferEnds<'
                 declared(index, size as u64, max)?;
                 lz4::validate_block(block, size).map_err(&corrupt)?;
             }
-            vec![DecodePiece {
+            out.push(DecodePiece {
                 buffer: index,
                 input: lz4::HEADER_LEN..f.len,
                 decoded: Some(declared(index, size as u64, max)?),
                 check: None,
-            }]
+            });
         }
         // nvCOMP's Snappy and Zstandard decoders do not validate their input, so
         // host buffers are walked first; device buffers get nvCOMP's size query
         // and are decoded as one frame.
         Algorithm::Snappy if f.is_whole() => {
             let size = snappy::validate(f.head).map_err(corrupt)?;
-            whole(Some(declared(index, size as u64, max)?))
+            out.push(whole(Some(declared(index, size as u64, max)?)));
         }
         // Concatenated frames (as libzstd and numcodecs write and read them)
         // become one piece each, decoded back to back; skippable frames none.
@@ -119,52 +128,70 @@ pub(crate) fn decode_pieces(algorithm: &Algorithm, index: usize, f: BufferEnds<'
                 .filter_map(|fr| fr.content_size)
                 .fold(0u64, u64::saturating_add);
             declared(index, total, max)?;
-            frames
-                .into_iter()
-                .map(|fr| DecodePiece {
-                    buffer: index,
-                    input: fr.range,
-                    decoded: fr.content_size.map(|s| s as usize),
-                    check: fr.checksum.map(ContentCheck::ZstdXxh64),
-                })
-                .collect()
+            out.extend(frames.into_iter().map(|fr| DecodePiece {
+                buffer: index,
+                input: fr.range,
+                decoded: fr.content_size.map(|s| s as usize),
+                check: fr.checksum.map(ContentCheck::ZstdXxh64),
+            }));
         }
-        Algorithm::Snappy | Algorithm::Zstd => whole(None),
+        Algorithm::Snappy | Algorithm::Zstd => out.push(whole(None)),
         Algorithm::Gzip { .. } => {
             let trailer = gzip::trailer(f).map_err(corrupt)?;
-            vec![DecodePiece {
+            out.push(DecodePiece {
                 buffer: index,
                 input: 0..f.len,
                 decoded: Some(declared(index, trailer.isize.into(), max)?),
                 check: Some(ContentCheck::GzipCrc32(trailer.crc32)),
-            }]
+            });
         }
-        Algorithm::Gdeflate { has_header: true, .. } => return gdeflate_pieces(index, f, max),
+        Algorithm::Gdeflate { has_header: true, .. } => return gdeflate_pieces(index, f, max, out),
         // nvCOMP's ANS chunks start with their decoded size (see
         // `format::ans`); the engine falls back to nvCOMP's size query when a
         // decode with it fails.
         Algorithm::Ans { .. } if f.len >= ans::HEADER_LEN => match ans::declared_len(f.head) {
-            Some(size) => whole(Some(declared(index, size.into(), max)?)),
-            None => whole(None),
+            Some(size) => out.push(whole(Some(declared(index, size.into(), max)?))),
+            None => out.push(whole(None)),
         },
         Algorithm::Lz4 { has_header: false, .. }
         | Algorithm::Deflate { .. }
         | Algorithm::Gdeflate { has_header: false, .. }
         | Algorithm::Cascaded { .. }
         | Algorithm::Bitcomp { .. }
-        | Algorithm::Ans { .. } => whole(None),
-    };
-    if pieces.iter().any(|p| p.decoded == Some(0)) {
-        if !f.is_whole() {
-            return Ok(Pieces::NeedHead(f.len));
-        }
-        for piece in pieces.iter().filter(|p| p.decoded == Some(0)) {
-            cpu::check_decodes_to_nothing(&piece_algorithm(algorithm), &f.head[piece.input.clone()], index)?;
+        | Algorithm::Ans { .. } => out.push(whole(None)),
+    }
+    drop_empty_pieces(algorithm, index, f, start, out)
+}
+
+/// Checks that the pieces `out[start..]` of buffer `index` that declare a
+/// decoded size of 0 decode to nothing, and removes them; a buffer held only
+/// in part (device framing) is asked for whole first.
+fn drop_empty_pieces(
+    algorithm: &Algorithm,
+    index: usize,
+    f: BufferEnds<'_>,
+    start: usize,
+    out: &mut Vec<DecodePiece>,
+) -> Result<Pieces> {
+    if out[start..].iter().all(|p| p.decoded != Some(0)) {
+        return Ok(Pieces::Ready);
+    }
+    if !f.is_whole() {
+        out.truncate(start);
+        return Ok(Pieces::NeedHead(f.len));
+    }
+    for piece in out[start..].iter().filter(|p| p.decoded == Some(0)) {
+        cpu::check_decodes_to_nothing(&piece_algorithm(algorithm), &f.head[piece.input.clone()], index)?;
+    }
+    let mut kept = start;
+    for k in start..out.len() {
+        if out[k].decoded != Some(0) {
+            out.swap(kept, k);
+            kept += 1;
         }
     }
-    Ok(Pieces::Ready(
-        pieces.into_iter().filter(|p| p.decoded != Some(0)).collect(),
-    ))
+    out.truncate(kept);
+    Ok(Pieces::Ready)
 }
 
 /// The algorithm that reads one piece on its own: pieces of LZ4 buffers with
@@ -184,9 +211,9 @@ fn piece_algorithm(algorithm: &Algorithm) -> Algorithm {
     }
 }
 
-/// One piece per page; the decoded length is checked against `max` before
-/// the page table is read.
-fn gdeflate_pieces(index: usize, f: BufferEnds<'_>, max: u64) -> Result<Pieces> {
+/// One piece per page, appended to `out`; the decoded length is checked
+/// against `max` before the page table is read.
+fn gdeflate_pieces(index: usize, f: BufferEnds<'_>, max: u64, out: &mut Vec<DecodePiece>) -> Result<Pieces> {
     let corrupt = corrupt(index);
     let (decoded_len, _) = gdeflate::sizes(f.head).map_err(&corrupt)?;
     let decoded_len = declared(index, decoded_len, max)?;
@@ -195,30 +222,17 @@ fn gdeflate_pieces(index: usize, f: BufferEnds<'_>, max: u64) -> Result<Pieces> 
         return Ok(Pieces::NeedHead(header_len));
     }
     let table = gdeflate::page_table(f).map_err(corrupt)?;
-    let pieces = table
-        .pages
-        .into_iter()
-        .enumerate()
-        .map(|(page, input)| DecodePiece {
-            buffer: index,
-            input,
-            decoded: Some(gdeflate::page_decoded_len(decoded_len, page)),
-            check: None,
-        })
-        .collect();
-    Ok(Pieces::Ready(pieces))
-}
-
-/// The nvCOMP chunks of buffer `index`, held whole on the host.
-pub(crate) fn decode_pieces_of(algorithm: &Algorithm, index: usize, buf: &[u8], max: u64) -> Result<Vec<DecodePiece>> {
-    match decode_pieces(algorithm, index, BufferEnds::of(buf), max)? {
-        Pieces::Ready(pieces) => Ok(pieces),
-        Pieces::NeedHead(_) => unreachable!("the whole buffer is its head"),
-    }
+    out.extend(table.pages.into_iter().enumerate().map(|(page, input)| DecodePiece {
+        buffer: index,
+        input,
+        decoded: Some(gdeflate::page_decoded_len(decoded_len, page)),
+        check: None,
+    }));
+    Ok(Pieces::Ready)
 }
 
 /// Whether nvCOMP inflates raw DEFLATE streams of `algorithm` (deflate, and
-/// gzip's members), whose first 32 KiB of output it does not validate.
+/// gzip's members), whose codes and distances it does not validate.
 pub(crate) fn inflates(algorithm: &Algorithm) -> bool {
     matches!(algorithm, Algorithm::Deflate { .. } | Algorithm::Gzip { .. })
 }
@@ -233,9 +247,9 @@ pub(crate) fn checked_on_host(algorithm: &Algorithm) -> bool {
 /// in parallel over `bufs`; the error names the first buffer that fails.
 ///
 /// nvCOMP's deflate decoder accepts matches reaching before the start of
-/// the output, which the CPU decoder rejects ("distance too far back"): only
-/// the first [`deflate::WINDOW`] bytes of output can hold one, so each
-/// stream is inflated that far ([`deflate::check_window`], the CPU backend's
+/// the output and codes DEFLATE does not define, anywhere in a stream, which
+/// the CPU decoder rejects: each stream is inflated whole on the host, into
+/// a window-sized buffer ([`deflate::check_stream`], the CPU backend's
 /// reason). Its Zstandard decoder does not check the Huffman tree of the
 /// literals, which libzstd does ([`format::zstd::check_literal_trees`]).
 pub(crate) fn check_on_host(algorithm: &Algorithm, bufs: &[&[u8]]) -> Result<()> {
@@ -243,10 +257,10 @@ pub(crate) fn check_on_host(algorithm: &Algorithm, bufs: &[&[u8]]) -> Result<()>
         match algorithm {
             Algorithm::Gzip { .. } => {
                 let start = gzip::header_len(buf)?;
-                deflate::check_window(&buf[start..buf.len() - gzip::TRAILER_LEN])
+                deflate::check_stream(&buf[start..buf.len() - gzip::TRAILER_LEN])
             }
             Algorithm::Zstd => format::zstd::check_literal_trees(buf).map_err(|e| format!("bad Zstandard frame: {e}")),
-            _ => deflate::check_window(buf),
+            _ => deflate::check_stream(buf),
         }
     };
     let failed = bufs
@@ -320,6 +334,48 @@ mod tests {
         has_header: true,
     };
 
+    /// The pieces of one buffer held whole.
+    fn pieces_of(algorithm: &Algorithm, index: usize, buf: &[u8], max: u64) -> Result<Vec<DecodePiece>> {
+        let mut out = Vec::new();
+        let ready = decode_pieces(algorithm, index, BufferEnds::of(buf), max, &mut out)?;
+        assert_eq!(ready, Pieces::Ready, "the whole buffer is its head");
+        Ok(out)
+    }
+
+    #[test]
+    fn pieces_are_appended_after_those_of_earlier_buffers() {
+        let sized = zstd::bulk::compress(&[5u8; 300], 1).unwrap();
+        let empty = zstd::bulk::compress(&[], 1).unwrap();
+        let first = pieces_of(&Algorithm::Zstd, 0, &sized, 1 << 20).unwrap();
+        let mut out = first.clone();
+        // An empty frame between two sized ones is dropped, the order kept.
+        let buf = [&sized[..], &empty, &sized].concat();
+        decode_pieces(&Algorithm::Zstd, 1, BufferEnds::of(&buf), 1 << 20, &mut out).unwrap();
+        let ranges: Vec<(usize, Range<usize>)> = out.iter().map(|p| (p.buffer, p.input.clone())).collect();
+        let second = sized.len() + empty.len();
+        assert_eq!(
+            ranges,
+            [(0, 0..sized.len()), (1, 0..sized.len()), (1, second..buf.len())]
+        );
+        // A device buffer whose framing needs the whole buffer appends nothing.
+        let gzip = Algorithm::Gzip { algorithm: 0 };
+        let mut zeroed = crate::cpu::deflate::gzip_encode(&[7u8; 50], 6, 0).unwrap();
+        let n = zeroed.len();
+        zeroed[n - gzip::TRAILER_LEN..].fill(0);
+        let ends = BufferEnds {
+            head: &zeroed[..gzip::MAGIC_LEN],
+            tail: &zeroed[n - gzip::TRAILER_LEN..],
+            len: n,
+        };
+        let before = out.len();
+        assert_eq!(
+            decode_pieces(&gzip, 2, ends, 1 << 20, &mut out).unwrap(),
+            Pieces::NeedHead(n)
+        );
+        assert_eq!(out.len(), before);
+        assert_eq!(out[..first.len()], first[..]);
+    }
+
     #[test]
     fn zstd_frames_become_pieces_and_skippable_frames_none() {
         let sized = zstd::bulk::compress(&[5u8; 3000], 1).unwrap();
@@ -331,7 +387,7 @@ mod tests {
         let skippable = [&0x184D_2A50u32.to_le_bytes()[..], &2u32.to_le_bytes(), b"hi"].concat();
         let buf = [&sized[..], &skippable, &empty, &streamed].concat();
         let at = sized.len() + skippable.len() + empty.len();
-        let pieces = decode_pieces_of(&Algorithm::Zstd, 2, &buf, 1 << 20).unwrap();
+        let pieces = pieces_of(&Algorithm::Zstd, 2, &buf, 1 << 20).unwrap();
         let piece = |input: Range<usize>, decoded| DecodePiece {
             buffer: 2,
             input,
@@ -346,7 +402,7 @@ mod tests {
         // The limit applies to the declared sizes together.
         let twice = [&sized[..], &sized].concat();
         assert!(matches!(
-            decode_pieces_of(&Algorithm::Zstd, 2, &twice, 5999),
+            pieces_of(&Algorithm::Zstd, 2, &twice, 5999),
             Err(Error::DecodedSizeTooLarge {
                 index: 2,
                 size: 6000,
@@ -354,7 +410,7 @@ mod tests {
             })
         ));
         assert!(matches!(
-            decode_pieces_of(&Algorithm::Zstd, 2, &buf[..buf.len() - 1], 1 << 20),
+            pieces_of(&Algorithm::Zstd, 2, &buf[..buf.len() - 1], 1 << 20),
             Err(Error::Corrupt { index: 2, .. })
         ));
     }
@@ -366,14 +422,14 @@ mod tests {
         let mut frame = vec![0x28, 0xB5, 0x2F, 0xFD, 0xA0];
         frame.extend((1u32 << 30).to_le_bytes());
         frame.extend([0x23, 0x03, 0x00, 0x55]);
-        let err = decode_pieces_of(&Algorithm::Zstd, 4, &frame, 1 << 31).unwrap_err();
+        let err = pieces_of(&Algorithm::Zstd, 4, &frame, 1 << 31).unwrap_err();
         assert!(
             matches!(&err, Error::Corrupt { index: 4, reason } if reason.contains("declares 1073741824 bytes")),
             "{err}"
         );
         frame[5..9].copy_from_slice(&100u32.to_le_bytes());
         assert_eq!(
-            decode_pieces_of(&Algorithm::Zstd, 4, &frame, 1 << 31).unwrap()[0].decoded,
+            pieces_of(&Algorithm::Zstd, 4, &frame, 1 << 31).unwrap()[0].decoded,
             Some(100)
         );
     }
@@ -382,7 +438,7 @@ mod tests {
     fn lz4_header_becomes_the_decoded_size_and_is_skipped() {
         let block = lz4_flex::block::compress(&[7u8; 16]);
         let buf = [&16u32.to_le_bytes()[..], &block].concat();
-        let pieces = decode_pieces_of(&LZ4, 3, &buf, 1 << 20).unwrap();
+        let pieces = pieces_of(&LZ4, 3, &buf, 1 << 20).unwrap();
         assert_eq!(
             pieces,
             vec![DecodePiece {
@@ -395,33 +451,33 @@ mod tests {
         // A block that does not decode to its declared size never reaches nvCOMP.
         let wrong = [&17u32.to_le_bytes()[..], &block].concat();
         assert!(matches!(
-            decode_pieces_of(&LZ4, 3, &wrong, 1 << 20),
+            pieces_of(&LZ4, 3, &wrong, 1 << 20),
             Err(Error::Corrupt { index: 3, .. })
         ));
         assert!(matches!(
-            decode_pieces_of(&LZ4, 3, &buf[..2], 1 << 20),
+            pieces_of(&LZ4, 3, &buf[..2], 1 << 20),
             Err(Error::Corrupt { index: 3, .. })
         ));
         let huge = [0xff, 0xff, 0xff, 0xff, 0];
         assert!(matches!(
-            decode_pieces_of(&LZ4, 1, &huge, 1 << 20),
+            pieces_of(&LZ4, 1, &huge, 1 << 20),
             Err(Error::DecodedSizeTooLarge { index: 1, .. })
         ));
-        assert!(decode_pieces_of(&LZ4, 0, &[0, 0, 0, 0, 0], 10).unwrap().is_empty());
+        assert!(pieces_of(&LZ4, 0, &[0, 0, 0, 0, 0], 10).unwrap().is_empty());
     }
 
     #[test]
     fn a_buffer_declaring_nothing_must_decode_to_nothing() {
         let gzip = Algorithm::Gzip { algorithm: 0 };
         let empty = crate::cpu::deflate::gzip_encode(&[], 6, 0).unwrap();
-        assert!(decode_pieces_of(&gzip, 0, &empty, 1 << 20).unwrap().is_empty());
+        assert!(pieces_of(&gzip, 0, &empty, 1 << 20).unwrap().is_empty());
         // A zeroed trailer (size 0, CRC-32 0) in front of a real body: the
         // fuzz corpus's gzip-zero_range case, which the GPU once returned empty.
         let mut zeroed = crate::cpu::deflate::gzip_encode(&[7u8; 5000], 6, 0).unwrap();
         let n = zeroed.len();
         zeroed[n - gzip::TRAILER_LEN..].fill(0);
         assert!(matches!(
-            decode_pieces_of(&gzip, 2, &zeroed, 1 << 20),
+            pieces_of(&gzip, 2, &zeroed, 1 << 20),
             Err(Error::Corrupt { index: 2, .. })
         ));
         // Device buffers hand over their ends only: the whole buffer is asked for.
@@ -430,12 +486,15 @@ mod tests {
             tail: &zeroed[n - gzip::TRAILER_LEN..],
             len: n,
         };
-        assert_eq!(decode_pieces(&gzip, 2, ends, 1 << 20).unwrap(), Pieces::NeedHead(n));
+        assert_eq!(
+            decode_pieces(&gzip, 2, ends, 1 << 20, &mut Vec::new()).unwrap(),
+            Pieces::NeedHead(n)
+        );
         // An LZ4 size header of 0 before a block that holds bytes.
         let block = lz4_flex::block::compress(&[3u8; 100]);
         let lying = [&0u32.to_le_bytes()[..], &block].concat();
         assert!(matches!(
-            decode_pieces_of(&LZ4, 1, &lying, 1 << 20),
+            pieces_of(&LZ4, 1, &lying, 1 << 20),
             Err(Error::Corrupt { index: 1, .. })
         ));
     }
@@ -447,16 +506,19 @@ mod tests {
             has_header: true,
         };
         let buf = gdeflate::write(gdeflate::PAGE_SIZE + 5, [&b"abc"[..], b"de"].into_iter());
-        let pieces = decode_pieces_of(&alg, 0, &buf, 1 << 30).unwrap();
+        let pieces = pieces_of(&alg, 0, &buf, 1 << 30).unwrap();
         let head = &buf[..20];
         let partial = BufferEnds {
             head,
             tail: &buf[buf.len() - 4..],
             len: buf.len(),
         };
-        assert_eq!(decode_pieces(&alg, 0, partial, 1 << 30).unwrap(), Pieces::NeedHead(32));
+        assert_eq!(
+            decode_pieces(&alg, 0, partial, 1 << 30, &mut Vec::new()).unwrap(),
+            Pieces::NeedHead(32)
+        );
         assert!(!partial.is_whole());
-        assert!(decode_pieces_of(&alg, 0, &buf[..buf.len() - 1], 1 << 30).is_err());
+        assert!(pieces_of(&alg, 0, &buf[..buf.len() - 1], 1 << 30).is_err());
         assert_eq!(pieces.len(), 2);
         assert_eq!(&buf[pieces[0].input.clone()], b"abc");
         assert_eq!(pieces[0].decoded, Some(gdeflate::PAGE_SIZE));

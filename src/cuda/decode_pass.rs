@@ -100,9 +100,9 @@ impl CudaEngine {
         query_sizes: bool,
     ) -> Result<Decoded> {
         let guarded = !options.trusted && chunking::checked_on_host(algorithm);
-        // Device inputs are copied whole: how much input 32 KiB of DEFLATE
-        // output takes is not bounded, and each Zstandard block's literals
-        // start with a tree that only walking the frame's blocks finds.
+        // Device inputs are copied whole: raw DEFLATE is inflated whole, and
+        // each Zstandard block's literals start with a tree that only
+        // walking the frame's blocks finds.
         let copies = match inputs {
             // SAFETY: the callers that pass device regions vouch for them.
             Inputs::Device(regions) if guarded => Some(unsafe { self.copy_to_host(s, regions)? }),

@@ -22,6 +22,9 @@ use crate::format::BufferEnds;
 /// Buffer `.0` needs its first `.1` bytes to be framed.
 type HeadRequest = (usize, usize);
 
+/// The pieces of a batch's buffers, and the buffers whose framing needs a longer head.
+type Framed = (Vec<DecodePiece>, Vec<HeadRequest>);
+
 impl CudaEngine {
     /// The nvCOMP chunks of every input, in buffer order; sizes above `max`
     /// are errors.
@@ -34,12 +37,10 @@ impl CudaEngine {
     ) -> Result<Vec<DecodePiece>> {
         match inputs {
             Inputs::Host(bufs) => {
-                let per_buffer: Vec<Vec<DecodePiece>> = bufs
-                    .par_iter()
-                    .enumerate()
-                    .map(|(i, b)| chunking::decode_pieces_of(algorithm, i, b, max))
-                    .collect::<Result<_>>()?;
-                Ok(per_buffer.into_iter().flatten().collect())
+                let (pieces, _) = frame_all(bufs.len(), |i, out| {
+                    chunking::decode_pieces(algorithm, i, BufferEnds::of(bufs[i]), max, out)
+                })?;
+                Ok(pieces)
             }
             Inputs::Device(regions) => self.device_pieces(s, algorithm, regions, max),
         }
@@ -84,7 +85,7 @@ impl CudaEngine {
         heads: &[usize],
         tails: &[usize],
         max: u64,
-    ) -> Result<(Vec<DecodePiece>, Vec<HeadRequest>)> {
+    ) -> Result<Framed> {
         let count = regions.len();
         // Entry i copies buffer i's head, entry count + i its tail.
         let srcs = regions
@@ -113,19 +114,99 @@ impl CudaEngine {
             self.sync()?;
         }
         let bytes = s.pinned_in.as_ref().map(PinnedBuffer::as_slice).unwrap_or_default();
-        let mut pieces = Vec::new();
-        let mut needs = Vec::new();
-        for (i, r) in regions.iter().enumerate() {
+        frame_all(count, |i, out| {
             let framing = BufferEnds {
                 head: &bytes[offs[i]..offs[i] + heads[i]],
                 tail: &bytes[offs[count + i]..offs[count + i] + tails[i]],
-                len: r.len,
+                len: regions[i].len,
             };
-            match chunking::decode_pieces(algorithm, i, framing, max)? {
-                Pieces::Ready(p) => pieces.extend(p),
-                Pieces::NeedHead(n) => needs.push((i, n)),
+            chunking::decode_pieces(algorithm, i, framing, max, out)
+        })
+    }
+}
+
+/// Buffers framed by one task: fewer are not worth waking a thread for.
+const FRAMED_PER_TASK: usize = 2048;
+
+/// The pieces of buffers `0..count` in order, each appended by
+/// `frame(i, out)`, and the buffers that need a longer head; in parallel
+/// for large batches, with one vector per task rather than per buffer. An
+/// error is that of the first buffer that fails, as in order.
+fn frame_all(count: usize, frame: impl Fn(usize, &mut Vec<DecodePiece>) -> Result<Pieces> + Sync) -> Result<Framed> {
+    let frame_range = |range: std::ops::Range<usize>| -> Result<Framed> {
+        let mut pieces = Vec::with_capacity(range.len());
+        let mut needs = Vec::new();
+        for i in range {
+            if let Pieces::NeedHead(n) = frame(i, &mut pieces)? {
+                needs.push((i, n));
             }
         }
         Ok((pieces, needs))
+    };
+    if count <= FRAMED_PER_TASK {
+        return frame_range(0..count);
+    }
+    // Each task stops at its first error; the first error in buffer order
+    // is then that of the first failing buffer.
+    let parts: Vec<Result<Framed>> = (0..count.div_ceil(FRAMED_PER_TASK))
+        .into_par_iter()
+        .map(|task| frame_range(task * FRAMED_PER_TASK..((task + 1) * FRAMED_PER_TASK).min(count)))
+        .collect();
+    let mut pieces = Vec::with_capacity(count);
+    let mut needs = Vec::new();
+    for part in parts {
+        let (p, n) = part?;
+        pieces.extend(p);
+        needs.extend(n);
+    }
+    Ok((pieces, needs))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::error::Error;
+
+    /// Buffer `i` is one piece of `i` bytes, or asks for a head when `i` is
+    /// a multiple of 1000, or fails when it is in `bad`.
+    fn frame_with_failures(bad: &[usize]) -> impl Fn(usize, &mut Vec<DecodePiece>) -> Result<Pieces> + Sync + '_ {
+        move |i, out| {
+            if bad.contains(&i) {
+                return Err(Error::Corrupt {
+                    index: i,
+                    reason: "bad".into(),
+                });
+            }
+            if i % 1000 == 0 {
+                return Ok(Pieces::NeedHead(i + 1));
+            }
+            out.push(DecodePiece {
+                buffer: i,
+                input: 0..i,
+                decoded: Some(i),
+                check: None,
+            });
+            Ok(Pieces::Ready)
+        }
+    }
+
+    #[test]
+    fn framing_keeps_buffer_order_and_names_the_first_failure_in_any_batch_size() {
+        for count in [0, 5, FRAMED_PER_TASK, 3 * FRAMED_PER_TASK + 7] {
+            let (pieces, needs) = frame_all(count, frame_with_failures(&[])).unwrap();
+            let buffers: Vec<usize> = pieces.iter().map(|p| p.buffer).collect();
+            let expected: Vec<usize> = (0..count).filter(|i| i % 1000 != 0).collect();
+            assert_eq!(buffers, expected, "{count} buffers");
+            let asked: Vec<HeadRequest> = (0..count).step_by(1000).map(|i| (i, i + 1)).collect();
+            assert_eq!(needs, asked, "{count} buffers");
+        }
+        // Failures in several tasks: the first in buffer order is reported.
+        let count = 3 * FRAMED_PER_TASK + 7;
+        let bad = [count - 1, FRAMED_PER_TASK + 3, 2 * FRAMED_PER_TASK + 1];
+        let err = frame_all(count, frame_with_failures(&bad)).unwrap_err();
+        assert!(
+            matches!(err, Error::Corrupt { index, .. } if index == FRAMED_PER_TASK + 3),
+            "{err}"
+        );
     }
 }

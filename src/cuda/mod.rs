@@ -68,10 +68,10 @@ pub struct DecodeOptions {
     /// checksum): then nvCOMP decodes in this process. Otherwise a worker
     /// process does (see [`isolation`]), so that a corrupt buffer cannot hang
     /// the process or leave its CUDA context unusable, and deflate and gzip
-    /// buffers are also inflated on the host up to 32 KiB of output, the
-    /// part where nvCOMP accepts matches the CPU decoder rejects, and
-    /// Zstandard frames have the Huffman trees of their literals checked
-    /// there (buffers in device memory are copied to the host for both).
+    /// buffers are also inflated whole on the host, since nvCOMP accepts
+    /// matches and codes the CPU decoder rejects, and Zstandard frames have
+    /// the Huffman trees of their literals checked there (buffers in device
+    /// memory are copied to the host for both).
     pub trusted: bool,
 }
 
