@@ -28,6 +28,7 @@ $(VENV)/.ready: scripts/setup.sh python/requirements-dev.txt
 lint: setup
 	cargo fmt --all --check
 	cargo clippy --workspace --all-targets -- -D warnings
+	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
 	$(PY) -m ruff check $(wildcard python benches examples)
 	$(PY) -m ruff format --check $(wildcard python benches examples)
 

@@ -4,7 +4,7 @@
 //! rayon's pool and of the reader's tokio runtime are gone, and a job handed
 //! to them waits forever. The child counts forks ([`generation`], bumped by a
 //! `pthread_atfork` handler), and the per-process state of this crate
-//! ([`PerProcess`]: the child's thread pool, the reader's runtime) is built
+//! (`PerProcess`: the child's thread pool, the reader's runtime) is built
 //! afresh in a process whose generation differs from the one it was built in.
 //! CUDA cannot be used in a child at all once the parent has initialised it
 //! (see [`crate::GpuUnavailable::Forked`]).

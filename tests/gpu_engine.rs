@@ -274,31 +274,77 @@ fn deflate_matches_before_the_output_are_reported() {
         assert_eq!(err.to_string(), cpu_err.to_string(), "{name}");
         // The same batch packed back to back in device memory.
         let engine: &Arc<CudaEngine> = codec.cuda().unwrap();
-        let packed = batch.concat();
-        let mut memory = engine.alloc(packed.len()).unwrap();
-        // On the engine's stream, after the zeroing `alloc` enqueued there.
-        engine.stream().memcpy_htod(&packed, &mut memory).unwrap();
-        engine.stream().synchronize().unwrap();
-        let (base, _guard) = cudarc::driver::DevicePtr::device_ptr(&memory, engine.stream());
-        let starts = batch.iter().scan(0, |at, b| {
-            *at += b.len();
-            Some(*at - b.len())
-        });
-        let regions: Vec<DeviceRegion> = starts
-            .zip(&batch)
-            .map(|(start, b)| DeviceRegion {
-                ptr: base + start as u64,
-                len: b.len(),
-            })
-            .collect();
         let alg: Algorithm = name.parse().unwrap();
         // SAFETY: the regions are live device memory of this engine.
-        let err = unsafe { engine.decode_device(&alg, &regions, 1 << 30) }.unwrap_err();
+        let err = on_device(engine, &batch, |regions| unsafe {
+            engine.decode_device(&alg, regions, 1 << 30)
+        })
+        .unwrap_err();
         assert!(
             matches!(err, Error::Corrupt { index: 1, .. }),
             "{name}, device inputs: {err}"
         );
     }
+}
+
+/// Runs `f` on `batch` packed back to back in new device memory of
+/// `engine`: the regions of its buffers.
+fn on_device<T>(engine: &Arc<CudaEngine>, batch: &[Vec<u8>], f: impl FnOnce(&[DeviceRegion]) -> T) -> T {
+    let packed = batch.concat();
+    let mut memory = engine.alloc(packed.len().max(1)).unwrap();
+    // On the engine's stream, after the zeroing `alloc` enqueued there.
+    engine
+        .stream()
+        .memcpy_htod(&packed, &mut memory.slice_mut(..packed.len()))
+        .unwrap();
+    engine.stream().synchronize().unwrap();
+    let (base, _guard) = cudarc::driver::DevicePtr::device_ptr(&memory, engine.stream());
+    let starts = batch.iter().scan(0, |at, b| {
+        *at += b.len();
+        Some(*at - b.len())
+    });
+    let regions: Vec<DeviceRegion> = starts
+        .zip(batch)
+        .map(|(start, b)| DeviceRegion {
+            ptr: base + start as u64,
+            len: b.len(),
+        })
+        .collect();
+    f(&regions)
+}
+
+/// nvCOMP's Zstandard decoder does not check the Huffman tree of a block's
+/// literals: untrusted frames have it checked on the host, those in device
+/// memory through a copy, so that the fuzz corpus' frame nvCOMP accepted is
+/// rejected as the CPU rejects it, naming the buffer, and valid frames
+/// still decode.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn zstd_literal_trees_in_device_memory_are_checked() {
+    let (_, batch, valid) = common::corpus::gpu_corpus("zstd")
+        .into_iter()
+        .find(|(name, ..)| name == "zstd-bitflip-9c0f9a540e7c.json")
+        .expect("the corpus holds the case");
+    let codec = gpu("zstd");
+    let engine: &Arc<CudaEngine> = codec.cuda().unwrap();
+    let cpu_err = cpu("zstd").decode_batch(&refs(&batch)).unwrap_err();
+    assert!(matches!(cpu_err, Error::Corrupt { index: 1, .. }), "{cpu_err}");
+    // SAFETY: the regions are live device memory of this engine.
+    let err = on_device(engine, &batch, |regions| unsafe {
+        engine.decode_device(&Algorithm::Zstd, regions, 1 << 30)
+    })
+    .unwrap_err();
+    assert!(
+        matches!(&err, Error::Corrupt { index: 1, reason } if reason.contains("Huffman tree")),
+        "{err}"
+    );
+    let expected = cpu("zstd").decode_batch(&refs(&valid)).unwrap().to_vecs();
+    // SAFETY: as above.
+    let decoded = on_device(engine, &valid, |regions| unsafe {
+        engine.decode_device(&Algorithm::Zstd, regions, 1 << 30)
+    })
+    .unwrap();
+    assert_eq!(decoded.to_host().unwrap().to_vecs(), expected);
 }
 
 #[test]

@@ -2,23 +2,23 @@
 //!
 //! The Python package (`zarrs_nvcomp`) turns numcodecs/zarr inputs into flat
 //! byte buffers (host: the buffer protocol; device: `(pointer, length)` pairs)
-//! and calls [`engine::Engine`]; results come back as one allocation per
-//! batch ([`host_batch::HostBatch`], [`device_batch::DeviceBatch`]) plus
+//! and calls `engine::Engine`; results come back as one allocation per
+//! batch (`host_batch::HostBatch`, `device_batch::DeviceBatch`) plus
 //! offsets, which Python slices without copying. One module per job:
 //!
-//! - [`errors`]: the exception classes and the mapping of Rust errors to them;
-//! - [`config`]: codec configurations as Python dicts;
-//! - [`engine`]: the codec binding; [`signals`]: Ctrl-C during long calls;
-//! - [`host_inputs`], [`host_batch`], [`pool`]: host buffers in and out, and
+//! - `errors`: the exception classes and the mapping of Rust errors to them;
+//! - `config`: codec configurations as Python dicts;
+//! - `engine`: the codec binding; `signals`: Ctrl-C during long calls;
+//! - `host_inputs`, `host_batch`, `pool`: host buffers in and out, and
 //!   the recycling of result allocations;
-//! - [`device_inputs`]: device buffers in; [`device_batch`], [`cuda_array`],
-//!   [`dlpack`]: device results; [`device_views`]: a device buffer split
+//! - `device_inputs`: device buffers in; `device_batch`, `cuda_array`,
+//!   `dlpack`: device results; `device_views`: a device buffer split
 //!   into views;
-//! - [`reader`], [`dtype`]: the chunk-parallel reader; [`writer`]: the
-//!   chunk-parallel writer; [`pipeline`]: decoding
+//! - `reader`, `dtype`: the chunk-parallel reader; `writer`: the
+//!   chunk-parallel writer; `pipeline`: decoding
 //!   for zarr's codec pipeline;
-//! - [`library`]: nvCOMP's location, GPU availability, the GPU worker;
-//! - [`logging`]: Rust log records in Python's `logging`.
+//! - `library`: nvCOMP's location, GPU availability, the GPU worker;
+//! - `logging`: Rust log records in Python's `logging`.
 
 use pyo3::prelude::*;
 use zarrs_nvcomp::Algorithm;

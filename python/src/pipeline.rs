@@ -6,6 +6,7 @@
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 
+use zarrs_nvcomp::batch::check_batch_length;
 use zarrs_nvcomp::reader::{decode_blosc_chunks_into, ReadOptions, StoredChunk};
 
 use crate::device_batch::DeviceBatch;
@@ -17,12 +18,17 @@ use crate::reader::lent_output;
 /// Decompresses host buffers on the engine's GPU into one device allocation
 /// (one pinned staging copy, one upload), without a round trip through host
 /// memory for the results. Untrusted input is decoded by the worker process,
-/// as for every other GPU decode of the engine.
+/// as for every other GPU decode of the engine. With `adler32` (one per
+/// input: the trailers of zlib streams whose raw DEFLATE streams are the
+/// inputs), each decoded buffer's Adler-32 is checked on the device, and a
+/// mismatch is a `DecodeError` naming the buffer.
 #[pyfunction]
+#[pyo3(signature = (engine, inputs, adler32=None))]
 fn decode_host_to_device(
     py: Python<'_>,
     engine: PyRef<'_, Engine>,
     inputs: Vec<PyBuffer<u8>>,
+    adler32: Option<Vec<u32>>,
 ) -> PyResult<DeviceBatch> {
     let cuda = engine.cuda()?.clone();
     let algorithm = *engine.codec().algorithm();
@@ -32,7 +38,14 @@ fn decode_host_to_device(
         .detach(|| {
             // SAFETY: `inputs` holds the buffers for the whole call.
             let slices = unsafe { host.slices() };
-            cuda.decode_batch_to_device(&algorithm, &slices, options)
+            if let Some(stored) = &adler32 {
+                check_batch_length(slices.len(), stored.len())?;
+            }
+            let batch = cuda.decode_batch_to_device(&algorithm, &slices, options)?;
+            if let Some(stored) = &adler32 {
+                cuda.check_adler32(&batch, stored)?;
+            }
+            Ok(batch)
         })
         .map_err(engine_error)?;
     drop(inputs);

@@ -145,9 +145,9 @@ def paths(monkeypatch):
     decode, encode = _engine_batch.engine_decode, _engine_batch.engine_encode
     read_with_reader = NvcompCodecPipeline._read_with_reader
 
-    def counting_decode(chain, bodies, keys, on_device, sizes):
+    def counting_decode(chain, bodies, keys, on_device, sizes, adler32=None):
         calls.append(("engine", len(bodies)))
-        return decode(chain, bodies, keys, on_device, sizes)
+        return decode(chain, bodies, keys, on_device, sizes, adler32)
 
     def recording_reader(self, request, out):
         done = read_with_reader(self, request, out)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import base64
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -47,15 +48,18 @@ def corrupt_like_the_report(raw: bytes) -> bytes:
     return bytes(b)
 
 
-def run_isolated(code: str, timeout: float = 120) -> subprocess.CompletedProcess:
-    """Runs `code` in a fresh interpreter, so that a hang fails the test
-    instead of stalling the suite."""
+def run_isolated(
+    code: str, timeout: float = 120, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
+    """Runs `code` in a fresh interpreter (environment `env`, else this
+    one's), so that a hang fails the test instead of stalling the suite."""
     return subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
+        env=env,
     )
 
 
@@ -95,8 +99,8 @@ def test_trusted_input_decodes_in_process_and_matches():
         np.testing.assert_array_equal(np.frombuffer(d, np.float32), c)
 
 
-# Raw deflate streams are inflated on the host up to 32 KiB of output first:
-# nvCOMP's decoder accepts distances reaching before the output's start.
+# Raw deflate streams are inflated whole on the host too: nvCOMP's decoder
+# accepts distances reaching before the output's start and undefined codes.
 @pytest.mark.parametrize("algorithm", ["zstd", "gzip", "deflate", "gdeflate", "snappy", "lz4"])
 def test_corrupt_buffer_error_names_the_buffer(algorithm):
     cpu = NvCompBatchCodec(algorithm, device="cpu")
@@ -179,21 +183,61 @@ def test_a_wrong_zlib_adler32_is_an_error_on_both_paths(tmp_path, device):
         zarrs_nvcomp.read_chunks_parallel(str(path), device=device)
 
 
-@pytest.mark.parametrize(
-    "case_file",
-    [p for p in corpus_cases() if p.name.startswith("deflate-")],
-    ids=lambda p: p.stem,
-)
-def test_deflate_streams_in_device_memory_are_checked_too(case_file):
-    # The host's window check reads device inputs through a copy.
+def device_checked_cases():
+    """Corpus cases the host checks untrusted streams from device memory
+    too: raw DEFLATE, and Zstandard (Huffman trees of literals; cases that
+    fail the worker are blamed from a copy), known gaps left out."""
+    return [
+        p
+        for p in corpus_cases()
+        if p.name.startswith(("deflate-", "zstd-")) and "known_gap" not in json.loads(p.read_text())
+    ]
+
+
+def on_device(cp, encoded: list[str]) -> list:
+    return [cp.asarray(np.frombuffer(base64.b64decode(b), np.uint8)) for b in encoded]
+
+
+@pytest.mark.parametrize("case_file", device_checked_cases(), ids=lambda p: p.stem)
+def test_streams_in_device_memory_are_checked_too(case_file, monkeypatch):
+    # The host's checks read device inputs through one batched copy.
+    monkeypatch.setenv("ZARRS_NVCOMP_GPU_TIMEOUT", "10")
     cp = cupy_or_skip()
     case = json.loads(case_file.read_text())
-    batch = [cp.asarray(np.frombuffer(base64.b64decode(b), np.uint8)) for b in case["batch"]]
+    algorithm = case["algorithm"]
+    cpu = NvCompBatchCodec(algorithm, device="cpu")
     with pytest.raises(DecodeError, match="buffer 1"):
-        NvCompBatchCodec("deflate", device="cuda").decode_batch(batch)
-    valid = [cp.asarray(np.frombuffer(base64.b64decode(b), np.uint8)) for b in case["valid"]]
-    decoded = NvCompBatchCodec("deflate", device="cuda").decode_batch(valid)
-    cpu = NvCompBatchCodec("deflate", device="cpu")
+        cpu.decode_batch([base64.b64decode(b) for b in case["batch"]])
+    with pytest.raises(DecodeError, match="buffer 1"):
+        NvCompBatchCodec(algorithm, device="cuda").decode_batch(on_device(cp, case["batch"]))
+    decoded = NvCompBatchCodec(algorithm, device="cuda").decode_batch(on_device(cp, case["valid"]))
     expected = cpu.decode_batch([base64.b64decode(b) for b in case["valid"]])
     for d, e in zip(decoded, expected, strict=True):
         assert cp.asnumpy(d).tobytes() == bytes(memoryview(e))
+
+
+@pytest.mark.parametrize("algorithm", ["zstd", "deflate"])
+def test_trusted_device_inputs_skip_the_host_check(algorithm):
+    # The profile line names the host check where it runs: untrusted device
+    # inputs are copied and checked, trusted ones are not.
+    cupy_or_skip()
+    proc = run_isolated(
+        f"""
+        import sys
+        import cupy as cp, numpy as np
+        from zarrs_nvcomp import NvCompBatchCodec
+        data = [np.arange(i * 1000, (i + 2) * 1000, dtype=np.float32) for i in range(3)]
+        encoded = NvCompBatchCodec({algorithm!r}, device="cpu").encode_batch(data)
+        device = [cp.asarray(np.frombuffer(memoryview(e), np.uint8)) for e in encoded]
+        for trusted in (False, True):
+            print("MODE trusted" if trusted else "MODE untrusted", file=sys.stderr, flush=True)
+            codec = NvCompBatchCodec({algorithm!r}, device="cuda", trusted_input=trusted)
+            out = codec.decode_batch(device)
+            assert all(cp.asnumpy(o).tobytes() == d.tobytes() for o, d in zip(out, data))
+        """,
+        env={**os.environ, "ZARRS_NVCOMP_PROFILE": "1"},
+    )
+    assert proc.returncode == 0, proc.stderr
+    untrusted, trusted = proc.stderr.split("MODE untrusted")[1].split("MODE trusted")
+    assert "profile (ms since start)" in untrusted and "host check" in untrusted, untrusted
+    assert "profile (ms since start)" in trusted and "host check" not in trusted, trusted

@@ -91,21 +91,26 @@ class ChainFraming:
             body += _crc32c(np.frombuffer(body, dtype=np.uint8)).to_bytes(4, "little")
         return body
 
-    def check_decoded(self, chunk: np.ndarray, decoded: Any, key: str, codec: str) -> None:
-        """Checks the Adler-32 trailer of a zlib ``chunk`` against its
-        ``decoded`` bytes. Device results (CuPy) are copied to the host for
-        it: nvCOMP's decoder does not check the trailer, and the CPU path
-        does."""
+    def adler32(self, chunk: np.ndarray) -> int | None:
+        """The Adler-32 trailer of a zlib ``chunk`` (whose :meth:`body` was
+        taken), None for other chunks."""
         if not self.zlib:
-            return
-        host = decoded if isinstance(decoded, np.ndarray) else decoded.get()
+            return None
         tail = chunk[:-4] if self.crc32c else chunk
-        stored = int.from_bytes(tail[-4:].tobytes(), "big")
-        computed = zlib.adler32(host)
+        return int.from_bytes(tail[-4:].tobytes(), "big")
+
+    def check_decoded(self, chunk: np.ndarray, decoded: np.ndarray, key: str, codec: str) -> None:
+        """Checks the Adler-32 trailer of a zlib ``chunk`` against its host
+        ``decoded`` bytes, in the words of the engine's check of device
+        results (``decode_host_to_device``'s ``adler32``)."""
+        stored = self.adler32(chunk)
+        if stored is None:
+            return
+        computed = zlib.adler32(decoded)
         if stored != computed:
             raise DecodeError(
-                f"chunk {key} ({codec}): Adler-32 mismatch: stored {stored:#010x}, "
-                f"computed {computed:#010x}"
+                f"chunk {key} ({codec}) of the batch cannot be decoded: zlib Adler-32 "
+                f"mismatch: stored {stored:#010x}, decoded data has {computed:#010x}"
             )
 
 

@@ -44,7 +44,10 @@ def decode_stored(
         chain.framing.body(chunk, key, chain.codec) for chunk, key in zip(raw, keys, strict=True)
     ]
     sizes = [math.prod(spec.shape) * dtype.itemsize for spec in specs]
-    decoded = engine_decode(chain, bodies, keys, on_device, sizes)
+    # zlib trailers: checked on the device by the engine's GPU decode,
+    # on the host here after a CPU decode.
+    adler32 = [chain.framing.adler32(chunk) for chunk in raw] if chain.framing.zlib else None
+    decoded = engine_decode(chain, bodies, keys, on_device, sizes, adler32)
     chunks = []
     for spec, chunk, key, data, expected in zip(specs, raw, keys, decoded, sizes, strict=True):
         if data.nbytes != expected:
@@ -52,7 +55,8 @@ def decode_stored(
                 f"chunk {key} ({chain.codec}) decodes to {data.nbytes} bytes, "
                 f"its shape {spec.shape} needs {expected} bytes"
             )
-        chain.framing.check_decoded(chunk, data, key, chain.codec)
+        if not on_device:
+            chain.framing.check_decoded(chunk, data, key, chain.codec)
         order = spec.order if chain.v2 else "C"
         chunks.append(data.view(dtype).reshape(spec.shape, order=order))
     return chunks
@@ -79,19 +83,21 @@ def engine_decode(
     keys: list[str],
     on_device: bool,
     sizes: list[int],
+    adler32: list[int] | None = None,
 ) -> list[Any]:
     """Decodes ``bodies`` (host memory), which decode to ``sizes`` bytes, in
     one call: into one device allocation on the current CUDA device, or into
     host memory on the CPU. Blosc chunks are decoded by the reader's blosc
     decoder, which checks their sizes; the engine's results are checked by
-    the caller."""
+    the caller, but for ``adler32`` (the Adler-32 each body's decoded bytes
+    must have), which the GPU checks on the device."""
     if chain.config_json is None:
         return _blosc_decode([f"{key} ({chain.codec})" for key in keys], bodies, sizes, on_device)
     try:
         if on_device:
             cp = _buffers.cupy_module()
             engine = _engine(chain.config_json, f"cuda:{cp.cuda.Device().id}")
-            return _buffers.device_outputs(decode_host_to_device(engine, bodies))
+            return _buffers.device_outputs(decode_host_to_device(engine, bodies, adler32))
         return _buffers.host_outputs(_engine(chain.config_json, "cpu").decode(bodies))
     except DecodeError as e:
         raise DecodeError(_name_chunks(str(e), keys, chain.codec)) from None

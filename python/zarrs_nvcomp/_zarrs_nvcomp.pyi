@@ -219,8 +219,12 @@ class Engine:
     def decode_device_into(self, inputs: DeviceRegions, outputs: DeviceRegions) -> None:
         """Decompresses device buffers into as many disjoint device buffers."""
 
-def decode_host_to_device(engine: Engine, inputs: Sequence[Buffer]) -> DeviceBatch:
-    """Decompresses host buffers on the engine's GPU into one device allocation."""
+def decode_host_to_device(
+    engine: Engine, inputs: Sequence[Buffer], adler32: Sequence[int] | None = None
+) -> DeviceBatch:
+    """Decompresses host buffers on the engine's GPU into one device
+    allocation; with ``adler32`` (one per input: zlib trailers), checks each
+    decoded buffer's Adler-32 on the device."""
 
 def decode_blosc_into(
     inputs: Sequence[Buffer],

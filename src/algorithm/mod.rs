@@ -1,5 +1,6 @@
 //! Algorithms and their options, as zarr metadata stores them:
-//! `{"algorithm": "lz4", "options": {...}}` (read and written in [`config`]).
+//! `{"algorithm": "lz4", "options": {...}}` (read by [`Algorithm::from_config`], written by
+//! [`Algorithm::to_config`]).
 //!
 //! Option names are nvCOMP's: LZ4 `data_type` and `has_header`; deflate, gzip and
 //! gdeflate `algorithm` (0-5, nvCOMP's speed/ratio trade-off); gdeflate

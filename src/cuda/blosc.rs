@@ -17,7 +17,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::checksums::ContentCheck;
+use super::checksums::Adler32Check;
 use super::copies::Copy;
 use super::decode::Dest;
 use super::engine::Scratch;
@@ -200,8 +200,10 @@ fn owned(err: Error, owners: &[usize]) -> Error {
 }
 
 impl CudaEngine {
-    /// Decodes `batch` into `dst` (see the [module documentation](self)) and
-    /// returns when every chunk is in place. An error about a stream names
+    /// Decodes `batch` into `dst` (its streams by one nvCOMP batch per
+    /// algorithm, its blocks unshuffled, its filters undone and its chunks
+    /// placed by one kernel launch each) and returns when every chunk is in
+    /// place. An error about a stream names
     /// its owner ([`StreamBatch::owners`]) as its index. On error, `dst`
     /// may hold some of the chunks.
     ///
@@ -260,18 +262,17 @@ impl CudaEngine {
             )
             .map_err(|e| owned(e, &streams.owners))?;
             drop(s);
-            let sums: Vec<(u64, u64)> = streams
+            let checks: Vec<Adler32Check> = streams
                 .adler32
                 .iter()
-                .map(|&(k, _)| (regions[k].ptr, regions[k].len as u64))
-                .collect();
-            let checks: Vec<(usize, ContentCheck)> = streams
-                .adler32
-                .iter()
-                .map(|&(k, stored)| (streams.owners[k], ContentCheck::ZlibAdler32(stored)))
+                .map(|&(k, stored)| Adler32Check {
+                    index: streams.owners[k],
+                    buffer: regions[k],
+                    stored,
+                })
                 .collect();
             // SAFETY: the regions lie in the shuffled scratch, decoded above.
-            unsafe { self.verify_checksums(&sums, &checks)? };
+            unsafe { self.verify_adler32(&checks)? };
         }
         self.upload_stored(&batch.stored, shuffled.ptr())?;
         let address = |target: BlockTarget| match target {

@@ -18,9 +18,11 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{result, CudaContext};
 
+use super::device_batch::DeviceBatch;
 use super::engine::CudaEngine;
-use super::memory::{cuda_err, ensure_device, DeviceBuffer};
+use super::memory::{cuda_err, ensure_device, upload_regions, DeviceBuffer, RegionTable};
 use super::ptx::PtxKernel;
+use super::DeviceRegion;
 use crate::error::{Error, Result};
 
 const PTX: &str = include_str!("kernels/checksums.ptx");
@@ -95,25 +97,18 @@ impl ChecksumKernel {
     }
 
     /// Enqueues the checksums `kind` (see [`ContentCheck::kernel_kind`]) of
-    /// `count` buffers whose addresses and lengths are the device arrays
-    /// `ptrs` and `lens` (`u64` each); buffer `k`'s to word `k` of `sums`.
+    /// the buffers of the device table `table`; buffer `k`'s to word `k` of
+    /// `sums`.
     ///
     /// # Safety
-    /// The arrays and every buffer they name must be device-accessible until
-    /// the stream has run the kernel; `sums` must hold `count` words.
-    pub(crate) unsafe fn enqueue(
-        &self,
-        ptrs: u64,
-        lens: u64,
-        count: usize,
-        kind: u64,
-        sums: u64,
-        stream: CUstream,
-    ) -> Result<()> {
+    /// The table and every buffer it names must be device-accessible until
+    /// the stream has run the kernel; `sums` must hold `table.n` words.
+    pub(crate) unsafe fn enqueue(&self, table: RegionTable, kind: u64, sums: u64, stream: CUstream) -> Result<()> {
+        let count = table.n;
         if count == 0 {
             return Ok(());
         }
-        let (mut ptrs, mut lens, mut n, mut kind, mut sums) = (ptrs, lens, count as u64, kind, sums);
+        let (mut ptrs, mut lens, mut n, mut kind, mut sums) = (table.ptrs, table.lens, count as u64, kind, sums);
         let mut params: [*mut c_void; 5] = [
             (&mut ptrs as *mut u64).cast(),
             (&mut lens as *mut u64).cast(),
@@ -133,68 +128,99 @@ impl ChecksumKernel {
         unsafe { self.kernel.launch((blocks, 1, 1), (THREADS, 1, 1), stream, &mut params) }
     }
 
-    /// As [`Self::enqueue`], for `(address, length)` pairs on the host: they
-    /// are uploaded to the kernel's table first.
+    /// As [`Self::enqueue`], for buffers named on the host: they are
+    /// uploaded to the kernel's table first.
     ///
     /// # Safety
-    /// As [`Self::enqueue`].
+    /// As [`Self::enqueue`]; the stream must be the only one the kernel's
+    /// table is used on.
     pub(crate) unsafe fn enqueue_buffers(
         &mut self,
         ctx: &Arc<CudaContext>,
-        buffers: &[(u64, u64)],
+        buffers: &[DeviceRegion],
         kind: u64,
         sums: u64,
         stream: CUstream,
     ) -> Result<()> {
-        let n = buffers.len();
-        if n == 0 {
+        if buffers.is_empty() {
             return Ok(());
         }
-        let words: Vec<u64> = buffers.iter().map(|b| b.0).chain(buffers.iter().map(|b| b.1)).collect();
-        let table = ensure_device(ctx, &mut self.table, 8 * words.len())?.ptr();
-        // The driver copies pageable `words` out before it returns; stream
-        // order keeps an earlier launch's table intact until it ran.
-        // SAFETY: the table buffer holds `words`.
-        unsafe { result::memcpy_htod_async(table, &words, stream) }.map_err(cuda_err("cuMemcpyHtoDAsync"))?;
-        // SAFETY: the table holds the addresses then the lengths; the caller
-        // vouches for the buffers.
-        unsafe { self.enqueue(table, table + 8 * n as u64, n, kind, sums, stream) }
+        // SAFETY: the caller's.
+        let table = unsafe { upload_regions(ctx, &mut self.table, buffers, stream)? };
+        // SAFETY: the caller vouches for the buffers.
+        unsafe { self.enqueue(table, kind, sums, stream) }
     }
 }
 
+/// A decoded buffer whose Adler-32 (a zlib trailer's) is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Adler32Check {
+    /// The position that names the buffer in the error.
+    pub index: usize,
+    /// The decoded bytes.
+    pub buffer: DeviceRegion,
+    /// The Adler-32 they must have.
+    pub stored: u32,
+}
+
 impl CudaEngine {
-    /// Checks that `buffers` (device `(address, length)` pairs, all of the
-    /// same kind of check) sum to what `checks` says: `checks[k]` is
-    /// `(index, check)` for `buffers[k]`, `index` naming it in the error.
-    /// Waits for the engine's stream.
+    /// Checks that every buffer of `checks` has its stored Adler-32, in one
+    /// launch of the checksum kernel; the error ([`ContentCheck::mismatch`])
+    /// names the first that does not. Waits for the engine's stream.
     ///
     /// # Safety
     /// The buffers must be device memory of this engine, live and not
     /// written by other work until the call returns.
-    pub(super) unsafe fn verify_checksums(
-        &self,
-        buffers: &[(u64, u64)],
-        checks: &[(usize, ContentCheck)],
-    ) -> Result<()> {
-        let Some(&(_, first)) = checks.first() else {
+    pub(super) unsafe fn verify_adler32(&self, checks: &[Adler32Check]) -> Result<()> {
+        let n = checks.len();
+        if n == 0 {
             return Ok(());
-        };
-        let kind = first.kernel_kind().expect("gzip's CRC-32 goes through nvCOMP's kernel");
-        let n = buffers.len();
+        }
+        let buffers: Vec<DeviceRegion> = checks.iter().map(|c| c.buffer).collect();
         let mut s = self.lock()?;
         let sums = ensure_device(&self.ctx, &mut s.checks, 4 * n)?.ptr();
         let summer = self.summer(&mut s)?;
         // SAFETY: the caller vouches for the buffers; `sums` holds `n` words.
-        unsafe { summer.enqueue_buffers(&self.ctx, buffers, kind, sums, self.cu_stream())? };
-        self.sync()?;
+        let enqueued = unsafe { summer.enqueue_buffers(&self.ctx, &buffers, KIND_ADLER32, sums, self.cu_stream()) };
+        // Wait also after a failed launch: the table upload may be queued.
+        let synced = self.sync();
+        enqueued.and(synced)?;
         let mut words = vec![0u32; n];
         // SAFETY: `n` words written by the finished kernel.
         unsafe { result::memcpy_dtoh_sync(&mut words, sums) }.map_err(cuda_err("cuMemcpyDtoH"))?;
-        for (&actual, &(index, check)) in words.iter().zip(checks) {
-            if actual != check.stored() {
-                return Err(check.mismatch(index, actual));
-            }
+        match words.iter().zip(checks).find(|(&actual, c)| actual != c.stored) {
+            Some((&actual, c)) => Err(ContentCheck::ZlibAdler32(c.stored).mismatch(c.index, actual)),
+            None => Ok(()),
         }
-        Ok(())
+    }
+
+    /// Checks that buffer `i` of `batch`, a batch this engine decoded from
+    /// the raw DEFLATE streams of zlib streams, has the Adler-32 `stored[i]`
+    /// of its stream's trailer: nvCOMP's decoder does not read the trailer,
+    /// and the CPU path checks it. The error ([`Error::Corrupt`]) names the
+    /// first buffer that differs, as the reader's GPU path words it;
+    /// [`Error::BatchLength`] where `stored` is not one per buffer. Waits
+    /// for the engine's stream.
+    ///
+    /// # Panics
+    /// Where another engine (another device) decoded `batch`.
+    pub fn check_adler32(&self, batch: &DeviceBatch, stored: &[u32]) -> Result<()> {
+        crate::batch::check_batch_length(batch.len(), stored.len())?;
+        assert!(
+            Arc::ptr_eq(&batch.stream, &self.stream),
+            "the batch was decoded by another engine"
+        );
+        let checks: Vec<Adler32Check> = stored
+            .iter()
+            .enumerate()
+            .map(|(index, &stored)| Adler32Check {
+                index,
+                buffer: batch.region(index),
+                stored,
+            })
+            .collect();
+        // SAFETY: the regions lie in `batch`'s allocation, memory of this
+        // engine's device, borrowed for the whole call.
+        unsafe { self.verify_adler32(&checks) }
     }
 }

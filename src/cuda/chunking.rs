@@ -232,7 +232,7 @@ fn gdeflate_pieces(index: usize, f: BufferEnds<'_>, max: u64, out: &mut Vec<Deco
 }
 
 /// Whether nvCOMP inflates raw DEFLATE streams of `algorithm` (deflate, and
-/// gzip's members), whose first 32 KiB of output it does not validate.
+/// gzip's members), whose codes and distances it does not validate.
 pub(crate) fn inflates(algorithm: &Algorithm) -> bool {
     matches!(algorithm, Algorithm::Deflate { .. } | Algorithm::Gzip { .. })
 }
@@ -247,9 +247,9 @@ pub(crate) fn checked_on_host(algorithm: &Algorithm) -> bool {
 /// in parallel over `bufs`; the error names the first buffer that fails.
 ///
 /// nvCOMP's deflate decoder accepts matches reaching before the start of
-/// the output, which the CPU decoder rejects ("distance too far back"): only
-/// the first [`deflate::WINDOW`] bytes of output can hold one, so each
-/// stream is inflated that far ([`deflate::check_window`], the CPU backend's
+/// the output and codes DEFLATE does not define, anywhere in a stream, which
+/// the CPU decoder rejects: each stream is inflated whole on the host, into
+/// a window-sized buffer ([`deflate::check_stream`], the CPU backend's
 /// reason). Its Zstandard decoder does not check the Huffman tree of the
 /// literals, which libzstd does ([`format::zstd::check_literal_trees`]).
 pub(crate) fn check_on_host(algorithm: &Algorithm, bufs: &[&[u8]]) -> Result<()> {
@@ -257,10 +257,10 @@ pub(crate) fn check_on_host(algorithm: &Algorithm, bufs: &[&[u8]]) -> Result<()>
         match algorithm {
             Algorithm::Gzip { .. } => {
                 let start = gzip::header_len(buf)?;
-                deflate::check_window(&buf[start..buf.len() - gzip::TRAILER_LEN])
+                deflate::check_stream(&buf[start..buf.len() - gzip::TRAILER_LEN])
             }
             Algorithm::Zstd => format::zstd::check_literal_trees(buf).map_err(|e| format!("bad Zstandard frame: {e}")),
-            _ => deflate::check_window(buf),
+            _ => deflate::check_stream(buf),
         }
     };
     let failed = bufs
@@ -307,6 +307,21 @@ pub(crate) fn encode_route(algorithm: &Algorithm, index: usize, len: usize) -> R
 /// Rounds `offset` up to a multiple of `align`.
 pub(crate) fn align_up(offset: usize, align: usize) -> usize {
     offset.div_ceil(align) * align
+}
+
+/// Buffers of `sizes` bytes back to back, each starting at a multiple of
+/// `align`: their ranges and the bytes they span.
+pub(crate) fn aligned_ranges(sizes: impl IntoIterator<Item = usize>, align: usize) -> (Vec<Range<usize>>, usize) {
+    let mut len = 0;
+    let ranges = sizes
+        .into_iter()
+        .map(|size| {
+            let start = align_up(len, align);
+            len = start + size;
+            start..len
+        })
+        .collect();
+    (ranges, len)
 }
 
 #[cfg(test)]
@@ -571,5 +586,14 @@ mod tests {
             ])
         );
         assert_eq!(encode_route(&gd, 0, 0).unwrap(), EncodeRoute::Gpu(vec![]));
+    }
+
+    #[test]
+    fn aligned_ranges_start_each_buffer_at_a_multiple_of_the_alignment() {
+        let (ranges, len) = aligned_ranges([5, 0, 16, 1, 3], 16);
+        assert_eq!(ranges, [0..5, 16..16, 16..32, 32..33, 48..51]);
+        assert_eq!(len, 51);
+        assert_eq!(aligned_ranges([], 16), (vec![], 0));
+        assert_eq!(aligned_ranges([3, 3], 1), (vec![0..3, 3..6], 6));
     }
 }

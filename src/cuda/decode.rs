@@ -18,6 +18,7 @@ use rayon::prelude::*;
 
 use super::device_batch::DeviceBatch;
 use super::engine::{CudaEngine, Scratch};
+use super::host_copies::host_views;
 use super::memory::DeviceBuffer;
 use super::staging::Inputs;
 use super::{DecodeOptions, DeviceRegion};
@@ -222,27 +223,33 @@ impl CudaEngine {
             {
                 self.decode_pass(s, algorithm, inputs, options, &mut dest, true)
             }
-            Err(e @ Error::Worker { .. }) => Err(self.blame(algorithm, inputs, options.max_decoded_size, e)),
+            Err(e @ Error::Worker { .. }) => Err(self.blame(s, algorithm, inputs, options.max_decoded_size, e)),
             other => other,
         }
     }
 
     /// The error of a batch the worker failed on: the first buffer the CPU
     /// decoder rejects, where the algorithm has one, with the worker's error.
-    fn blame(&self, algorithm: &Algorithm, inputs: Inputs<'_>, max: u64, worker: Error) -> Error {
+    fn blame(&self, s: &mut Scratch, algorithm: &Algorithm, inputs: Inputs<'_>, max: u64, worker: Error) -> Error {
         if !algorithm.has_cpu_implementation() {
             return worker;
         }
         // Device buffers are copied to the host; host buffers are used as they are.
-        // SAFETY: the caller vouched for the regions.
-        let Ok(copied) = (unsafe { inputs.device_copies() }) else {
-            return worker;
+        let copies = match inputs {
+            // SAFETY: the caller vouched for the regions.
+            Inputs::Device(regions) => match unsafe { self.copy_to_host(s, regions) } {
+                Ok(copies) => Some(copies),
+                Err(_) => return worker,
+            },
+            Inputs::Host(_) => None,
         };
-        let host = inputs.host_views(&copied);
-        let rejected = host
+        let rejected = host_views(inputs, copies.as_ref())
             .par_iter()
             .enumerate()
             .find_map_first(|(i, b)| cpu::decode_batch(algorithm, &[*b], max).err().map(|e| (i, e)));
+        if let Some(copies) = copies {
+            copies.give_back(s);
+        }
         match rejected {
             Some((index, Error::Corrupt { reason, .. })) => Error::Corrupt {
                 index,

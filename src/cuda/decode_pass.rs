@@ -14,12 +14,12 @@
 //!    the decoded bytes copied where nvCOMP could not write them;
 //! 6. **results**: per-chunk statuses and sizes (and host data, group by
 //!    group) copied to pinned memory;
-//! 7. **host check**: untrusted raw DEFLATE streams (deflate, gzip; device
-//!    buffers copied to the host before phase 1) and Zstandard frames (host
-//!    buffers) checked on the host where nvCOMP does not check them, by
-//!    other threads while phases 1 to 6 run, waited for
-//!    here ([`chunking::check_on_host`]); then the results checked
-//!    ([`super::decode_results`]);
+//! 7. **host check**: untrusted raw DEFLATE streams (deflate, gzip) and
+//!    Zstandard frames checked on the host where nvCOMP does not check
+//!    them (device buffers copied to the host before phase 1,
+//!    [`super::host_copies`]), by other threads while phases 1 to 6 run,
+//!    waited for here ([`chunking::check_on_host`]); then the results
+//!    checked ([`super::decode_results`]);
 //! 8. **delivered**: host data handed over as each group arrives.
 //!
 //! Untrusted batches are decoded by the worker, from and into this engine's
@@ -34,8 +34,9 @@ use super::copies::Copy;
 use super::decode::{Decoded, Dest};
 use super::decode_results::InFlight;
 use super::engine::{CudaEngine, Scratch};
+use super::host_copies::host_views;
 use super::isolation::{self, Request, Shared};
-use super::memory::{cuda_err, ensure_device, ensure_pinned, DeviceBuffer, PinnedBuffer};
+use super::memory::{ensure_device, ensure_pinned, DeviceBuffer, PinnedBuffer};
 use super::staging::{results_bytes, scatter_into, transfer_groups, InputArea, Inputs, Staging, Table};
 use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
@@ -85,9 +86,10 @@ impl CudaEngine {
     /// from nvCOMP's size query, none from the framing.
     ///
     /// Untrusted streams are checked on the host where nvCOMP does not check
-    /// them ([`chunking::check_on_host`]; device deflate buffers are copied
-    /// there first), by other threads while this one stages and decodes
-    /// them; the check's error comes before anything the pass found.
+    /// them ([`chunking::check_on_host`]; device buffers are copied there
+    /// first, [`CudaEngine::copy_to_host`]), by other threads while this one
+    /// stages and decodes them; the check's error comes before anything the
+    /// pass found.
     pub(super) fn decode_pass(
         &self,
         s: &mut Scratch,
@@ -97,22 +99,16 @@ impl CudaEngine {
         dest: &mut Dest<'_>,
         query_sizes: bool,
     ) -> Result<Decoded> {
-        let guarded = !options.trusted
-            && match inputs {
-                Inputs::Host(_) => chunking::checked_on_host(algorithm),
-                // Raw DEFLATE in device memory is read back whole for the
-                // check (how much input 32 KiB of output takes is not
-                // bounded); Zstandard frames are not, whose trees are a
-                // small part of them.
-                Inputs::Device(_) => chunking::inflates(algorithm),
-            };
-        let copied = if guarded {
+        let guarded = !options.trusted && chunking::checked_on_host(algorithm);
+        // Device inputs are copied whole: raw DEFLATE is inflated whole, and
+        // each Zstandard block's literals start with a tree that only
+        // walking the frame's blocks finds.
+        let copies = match inputs {
             // SAFETY: the callers that pass device regions vouch for them.
-            unsafe { inputs.device_copies() }.map_err(cuda_err("cuMemcpyDtoH"))?
-        } else {
-            Vec::new()
+            Inputs::Device(regions) if guarded => Some(unsafe { self.copy_to_host(s, regions)? }),
+            _ => None,
         };
-        let checked = guarded.then(|| inputs.host_views(&copied));
+        let checked = guarded.then(|| host_views(inputs, copies.as_ref()));
         let mut profile = self.profile();
         let mut host_check = Ok(());
         let enqueued = rayon::in_place_scope(|scope| {
@@ -123,6 +119,9 @@ impl CudaEngine {
         });
         if checked.is_some() {
             profile.mark("host check");
+        }
+        if let Some(copies) = copies {
+            copies.give_back(s);
         }
         if let Err(e) = host_check {
             // Nothing may still write the scratch when the next pass starts.
@@ -472,14 +471,7 @@ fn output_ranges(pieces: &[DecodePiece], count: usize, align: usize) -> (Vec<Ran
     for p in pieces {
         sizes[p.buffer] += p.decoded.unwrap();
     }
-    let mut ranges = Vec::with_capacity(count);
-    let mut len = 0;
-    for &size in &sizes {
-        len = chunking::align_up(len, align);
-        ranges.push(len..len + size);
-        len += size;
-    }
-    (ranges, len)
+    chunking::aligned_ranges(sizes, align)
 }
 
 /// Whether nvCOMP writes straight into the caller's device buffers: they

@@ -17,7 +17,7 @@ use super::chunking::DecodePiece;
 use super::decode::Deliver;
 use super::decode_pass::Outputs;
 use super::engine::{CudaEngine, Scratch};
-use super::memory::{cuda_err, ensure_device, ensure_pinned};
+use super::memory::{cuda_err, ensure_device, ensure_pinned, RegionTable};
 use super::staging::{results_bytes, transfer_groups, InputArea, Table};
 use crate::error::{Error, Result};
 
@@ -49,7 +49,10 @@ impl CudaEngine {
         let (ptrs, lens) = (area.array(Table::OUT_PTRS), area.array(Table::OUT_BYTES));
         match first.kernel_kind() {
             // SAFETY: the output table and the outputs hold `n` chunks of the declared sizes.
-            Some(kind) => unsafe { self.summer(s)?.enqueue(ptrs, lens, n, kind, checks, self.cu_stream())? },
+            Some(kind) => unsafe {
+                let table = RegionTable { ptrs, lens, n };
+                self.summer(s)?.enqueue(table, kind, checks, self.cu_stream())?;
+            },
             None => {
                 let args = BatchArgs {
                     n,

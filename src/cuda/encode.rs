@@ -103,13 +103,7 @@ impl CudaEngine {
         let encoded = self.encode_core(s, algorithm, Inputs::Device(inputs))?;
         // Buffers start where nvCOMP's decoder reads them in place.
         let align = api::bind(self.lib, algorithm).decompress_alignments()?.input;
-        let mut ranges = Vec::with_capacity(inputs.len());
-        let mut total = 0;
-        for &size in &encoded.sizes {
-            let start = chunking::align_up(total, align);
-            ranges.push(start..start + size);
-            total = start + size;
-        }
+        let (ranges, total) = chunking::aligned_ranges(encoded.sizes.iter().copied(), align);
         let memory = self.alloc_output(total)?;
         // Framing bytes (headers) are written on the host, then copied with the payloads.
         let frames: Vec<Vec<u8>> = (0..inputs.len()).map(|i| encoded.frame(i)).collect();

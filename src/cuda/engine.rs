@@ -77,6 +77,8 @@ pub(super) struct Scratch {
     pub(super) summer: Option<ChecksumKernel>,
     /// The fill-value kernel, loaded at first use.
     pub(super) filler: Option<FillKernel>,
+    /// Device inputs copied to the host ([`super::host_copies`]).
+    pub(super) pinned_copies: Option<PinnedBuffer>,
 }
 
 impl CudaEngine {

@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, CudaContext};
 
-use super::memory::{cuda_err, ensure_device, DeviceBuffer};
+use super::memory::{cuda_err, ensure_device, upload_regions, DeviceBuffer};
 use super::ptx::PtxKernel;
 use super::{CudaEngine, DeviceRegion};
 use crate::error::Result;
@@ -62,11 +62,6 @@ impl CudaEngine {
         let pattern = fill.repeat(PATTERN_BYTES / fill.len());
         let word = |at: usize| u64::from_le_bytes(pattern[at..at + 8].try_into().expect("8 bytes"));
         let (mut lo, mut hi) = (word(0), word(8));
-        let words: Vec<u64> = buffers
-            .iter()
-            .map(|b| b.ptr)
-            .chain(buffers.iter().map(|b| b.len as u64))
-            .collect();
         let mut guard = self.lock()?;
         let s = &mut *guard;
         let stream = self.cu_stream();
@@ -75,15 +70,14 @@ impl CudaEngine {
             s.filler = Some(FillKernel::load(&self.ctx)?);
         }
         let filler = s.filler.as_mut().expect("loaded above");
-        let table = ensure_device(&self.ctx, &mut filler.table, 8 * words.len())?.ptr();
-        // SAFETY: `differs` holds `n` words and the table `words`; the driver
-        // copies pageable `words` out before it returns.
-        unsafe {
+        // SAFETY: `differs` holds `n` words; the table is only used on the
+        // engine's stream.
+        let table = unsafe {
             result::memset_d8_async(differs, 0, 4 * n, stream).map_err(cuda_err("cuMemsetD8Async"))?;
-            result::memcpy_htod_async(table, &words, stream).map_err(cuda_err("cuMemcpyHtoDAsync"))?;
-        }
+            upload_regions(&self.ctx, &mut filler.table, buffers, stream)?
+        };
         let rows = longest.div_ceil(THREADS as usize * BYTES_PER_THREAD).clamp(1, MAX_ROWS) as u32;
-        let (mut ptrs, mut lens, mut count, mut out) = (table, table + 8 * n as u64, n as u64, differs);
+        let (mut ptrs, mut lens, mut count, mut out) = (table.ptrs, table.lens, n as u64, differs);
         let mut params: [*mut c_void; 6] = [
             (&mut ptrs as *mut u64).cast(),
             (&mut lens as *mut u64).cast(),

@@ -6,9 +6,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
-use cudarc::driver::{result, CudaContext};
+use cudarc::driver::CudaContext;
 
-use super::memory::{cuda_err, ensure_device, DeviceBuffer};
+use super::memory::{upload_regions, DeviceBuffer};
 use super::ptx::PtxKernel;
 use super::{CudaEngine, DeviceRegion};
 use crate::error::Result;
@@ -59,20 +59,14 @@ impl FilterKernel {
         chunks: &[DeviceRegion],
         stream: CUstream,
     ) -> Result<()> {
-        let chunks: Vec<&DeviceRegion> = chunks.iter().filter(|c| c.len > 0).collect();
+        let chunks: Vec<DeviceRegion> = chunks.iter().filter(|c| c.len > 0).copied().collect();
         if chunks.is_empty() || filters.is_none() {
             return Ok(());
         }
         filters.assert_valid();
         let n = chunks.len();
-        let mut words: Vec<u64> = chunks.iter().map(|c| c.ptr).collect();
-        words.extend(chunks.iter().map(|c| c.len as u64));
-        let table = ensure_device(ctx, &mut self.table, 8 * words.len())?.ptr();
-        // From pageable memory the driver copies `words` out before it
-        // returns; stream order keeps an earlier launch's table intact until
-        // it ran.
-        // SAFETY: the table buffer holds `words`.
-        unsafe { result::memcpy_htod_async(table, &words, stream) }.map_err(cuda_err("cuMemcpyHtoDAsync"))?;
+        // SAFETY: the table is only used on the engine's stream.
+        let table = unsafe { upload_regions(ctx, &mut self.table, &chunks, stream)? };
         // A running sum takes one thread per chunk: more blocks would idle.
         let parts = match filters.delta {
             Some(_) => 1,
@@ -80,7 +74,7 @@ impl FilterKernel {
                 .div_ceil(BYTES_PER_BLOCK)
                 .clamp(1, MAX_PARTS) as u32,
         };
-        let (mut table_at, mut count) = (table, n as u64);
+        let (mut table_at, mut count) = (table.ptrs, n as u64);
         let (mut swap, mut delta) = (filters.swap as u64, delta_code(filters.delta));
         let mut width = filters.delta.map_or(filters.swap, DeltaType::size) as u64;
         let mut params: [*mut c_void; 5] = [

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::{self, CUdeviceptr, CUstream};
 use cudarc::driver::{result, CudaContext, DriverError};
 
+use super::DeviceRegion;
 use crate::error::{Error, Result};
 
 /// The error of the driver call `call`, keeping the driver's error.
@@ -227,4 +228,79 @@ pub(crate) fn ensure_pinned<'a>(
         *slot = Some(PinnedBuffer::new(ctx, len + len / 4)?);
     }
     Ok(slot.as_mut().unwrap())
+}
+
+/// Uploads `words`, a kernel's table (one array of words per field, each
+/// as long as the table has entries), into `slot`, grown to hold them, on
+/// `stream`; returns the table's device address.
+///
+/// From pageable memory the driver copies `words` out before it returns,
+/// so they may be dropped while the upload is queued; stream order keeps
+/// the table an earlier launch reads intact until that launch has run.
+///
+/// # Safety
+/// Every earlier use of `slot`'s memory must be work on `stream`.
+pub(crate) unsafe fn upload_table(
+    ctx: &Arc<CudaContext>,
+    slot: &mut Option<DeviceBuffer>,
+    words: &[u64],
+    stream: CUstream,
+) -> Result<u64> {
+    let table = ensure_device(ctx, slot, 8 * words.len())?.ptr();
+    // SAFETY: the table buffer holds `words`; the caller orders its uses.
+    unsafe { result::memcpy_htod_async(table, words, stream) }.map_err(cuda_err("cuMemcpyHtoDAsync"))?;
+    Ok(table)
+}
+
+/// A table of device buffers as kernels read it: `n` addresses at `ptrs`,
+/// then their `n` lengths at `lens` (64-bit words).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct RegionTable {
+    /// Device address of the addresses.
+    pub ptrs: u64,
+    /// Device address of the lengths.
+    pub lens: u64,
+    /// Number of buffers.
+    pub n: usize,
+}
+
+/// The words of `regions`' [`RegionTable`]: the addresses, then the lengths.
+pub(crate) fn region_words(regions: &[DeviceRegion]) -> Vec<u64> {
+    let ptrs = regions.iter().map(|r| r.ptr);
+    ptrs.chain(regions.iter().map(|r| r.len as u64)).collect()
+}
+
+/// Uploads the [`RegionTable`] of `regions` into `slot`, as [`upload_table`].
+///
+/// # Safety
+/// As [`upload_table`].
+pub(crate) unsafe fn upload_regions(
+    ctx: &Arc<CudaContext>,
+    slot: &mut Option<DeviceBuffer>,
+    regions: &[DeviceRegion],
+    stream: CUstream,
+) -> Result<RegionTable> {
+    let n = regions.len();
+    // SAFETY: the caller's.
+    let ptrs = unsafe { upload_table(ctx, slot, &region_words(regions), stream)? };
+    Ok(RegionTable {
+        ptrs,
+        lens: ptrs + 8 * n as u64,
+        n,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_region_table_lists_the_addresses_then_the_lengths() {
+        let regions = [
+            DeviceRegion { ptr: 0x1000, len: 7 },
+            DeviceRegion { ptr: 0x2000, len: 9 },
+        ];
+        assert_eq!(region_words(&regions), [0x1000, 0x2000, 7, 9]);
+        assert!(region_words(&[]).is_empty());
+    }
 }

@@ -14,6 +14,7 @@
 //! - `encode`, `encoded`: compression, and the framing of its output;
 //! - `decode`: the decode calls, their destinations, the ANS retry;
 //! - `framing`: the framing of a batch's inputs, device ones included;
+//! - `host_copies`: device inputs copied to the host for its checks;
 //! - `decode_pass`, `decode_results`: one decode, phase by phase;
 //! - `copies`: the copy kernel; `scatter`: decoding a batch and placing its
 //!   rows in one device buffer; `memory`: pinned and device buffers;
@@ -42,6 +43,7 @@ mod engine;
 mod fill;
 mod filters;
 mod framing;
+mod host_copies;
 pub mod isolation;
 mod memory;
 mod ptx;
@@ -69,10 +71,10 @@ pub struct DecodeOptions {
     /// checksum): then nvCOMP decodes in this process. Otherwise a worker
     /// process does (see [`isolation`]), so that a corrupt buffer cannot hang
     /// the process or leave its CUDA context unusable, and deflate and gzip
-    /// buffers are also inflated on the host up to 32 KiB of output (device
-    /// buffers are copied there), the part where nvCOMP accepts matches the
-    /// CPU decoder rejects; Zstandard frames in host memory have the Huffman
-    /// trees of their literals checked there.
+    /// buffers are also inflated whole on the host, since nvCOMP accepts
+    /// matches and codes the CPU decoder rejects, and Zstandard frames have
+    /// the Huffman trees of their literals checked there (buffers in device
+    /// memory are copied to the host for both).
     pub trusted: bool,
 }
 

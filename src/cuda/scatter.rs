@@ -10,7 +10,7 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::checksums::ContentCheck;
+use super::checksums::Adler32Check;
 use super::copies::Rows;
 use super::memory::cuda_err;
 use super::{CudaEngine, DecodeOptions, DeviceRegion, Widen};
@@ -215,19 +215,18 @@ impl CudaEngine {
                     });
                 }
             }
-            let sums: Vec<(u64, u64)> = scatter
+            let checks: Vec<Adler32Check> = scatter
                 .adler32
                 .iter()
-                .map(|&(i, _)| (batch.region(i).ptr, batch.region(i).len as u64))
-                .collect();
-            let checks: Vec<(usize, ContentCheck)> = scatter
-                .adler32
-                .iter()
-                .map(|&(i, stored)| (i, ContentCheck::ZlibAdler32(stored)))
+                .map(|&(index, stored)| Adler32Check {
+                    index,
+                    buffer: batch.region(index),
+                    stored,
+                })
                 .collect();
             // SAFETY: the regions are the decoded batch's, live until the
             // stream is synchronised below.
-            unsafe { self.verify_checksums(&sums, &checks)? };
+            unsafe { self.verify_adler32(&checks)? };
             let buffers: Vec<DeviceRegion> = (0..inputs.len()).map(|i| batch.region(i)).collect();
             // SAFETY: as above; the decoded buffers do not overlap.
             unsafe { self.enqueue_filters(&scatter.filters, &buffers)? };

@@ -12,7 +12,6 @@
 
 use std::ops::Range;
 
-use cudarc::driver::{result, DriverError};
 use rayon::prelude::*;
 
 use super::chunking;
@@ -47,37 +46,6 @@ impl<'a> Inputs<'a> {
         match self {
             Inputs::Host(b) => b.len(),
             Inputs::Device(r) => r.len(),
-        }
-    }
-
-    /// Copies of the device regions' bytes in host memory (none for host
-    /// buffers), for the host's decoder or checks.
-    ///
-    /// # Safety
-    /// The regions must be device memory, readable until the call returns.
-    pub(super) unsafe fn device_copies(&self) -> std::result::Result<Vec<Vec<u8>>, DriverError> {
-        let Inputs::Device(regions) = self else {
-            return Ok(Vec::new());
-        };
-        regions
-            .iter()
-            .map(|r| {
-                let mut bytes = vec![0u8; r.len];
-                // SAFETY: the caller vouches for the region.
-                unsafe { result::memcpy_dtoh_sync(&mut bytes, r.ptr) }.map(|()| bytes)
-            })
-            .collect()
-    }
-
-    /// The buffers in host memory: host buffers as they are, device regions
-    /// as their `copies` ([`Self::device_copies`]).
-    pub(super) fn host_views<'b>(&self, copies: &'b [Vec<u8>]) -> Vec<&'b [u8]>
-    where
-        'a: 'b,
-    {
-        match *self {
-            Inputs::Host(bufs) => bufs.to_vec(),
-            Inputs::Device(_) => copies.iter().map(Vec::as_slice).collect(),
         }
     }
 }

@@ -6,9 +6,9 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
-use cudarc::driver::{result, CudaContext};
+use cudarc::driver::CudaContext;
 
-use super::memory::{cuda_err, ensure_device, DeviceBuffer};
+use super::memory::{upload_table, DeviceBuffer};
 use super::ptx::PtxKernel;
 use super::CudaEngine;
 use crate::error::Result;
@@ -96,12 +96,8 @@ impl UnshuffleKernel {
                 words[a * n + k] = value;
             }
         }
-        let table = ensure_device(ctx, &mut self.table, 8 * words.len())?.ptr();
-        // From pageable memory the driver copies `words` out before it
-        // returns; stream order keeps an earlier launch's table intact until
-        // it ran.
-        // SAFETY: the table buffer holds `words`.
-        unsafe { result::memcpy_htod_async(table, &words, stream) }.map_err(cuda_err("cuMemcpyHtoDAsync"))?;
+        // SAFETY: the table is only used on the engine's stream.
+        let table = unsafe { upload_table(ctx, &mut self.table, &words, stream)? };
         let average = blocks.iter().map(|b| b.len).sum::<usize>() / n;
         let parts = average.div_ceil(BYTES_PER_BLOCK).clamp(1, MAX_PARTS) as u32;
         let (mut table_at, mut count) = (table, n as u64);

@@ -71,7 +71,7 @@ pub enum ReadError {
         /// The store's error, as zarrs gives it.
         source: zarrs::storage::StorageError,
     },
-    /// Fetching a chunk took longer than [`ReadOptions::request_timeout`].
+    /// Fetching a chunk took longer than [`ReadOptions::request_timeout`](super::ReadOptions::request_timeout).
     #[error("fetching chunk {key} timed out after {after:?}")]
     Timeout {
         /// The chunk's key.
@@ -97,7 +97,7 @@ pub enum ReadError {
         /// Bytes it decoded (or declared) to.
         actual: usize,
     },
-    /// A chunk larger than [`ReadOptions::max_decoded_size`].
+    /// A chunk larger than [`ReadOptions::max_decoded_size`](super::ReadOptions::max_decoded_size).
     #[error(
         "chunk {key} has {size} decoded bytes, above the limit of {limit} bytes; raise the limit with the \
          max_decoded_size option of the read (read_chunks_parallel(..., max_decoded_size=...), \

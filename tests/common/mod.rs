@@ -1,6 +1,8 @@
 //! Data generators and algorithm lists shared by the integration tests.
 #![allow(dead_code)]
 
+pub(crate) mod corpus;
+
 use zarrs_nvcomp::{Algorithm, DataType};
 
 /// SplitMix64: a tiny seeded generator, so the tests need no `rand`.

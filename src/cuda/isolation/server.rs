@@ -12,7 +12,7 @@ use cudarc::driver::{result, CudaContext};
 use super::protocol::{read_message, write_message, Request, Shared, OP_DECOMPRESS};
 use crate::algorithm::Algorithm;
 use crate::cuda::api::{self, BatchArgs};
-use crate::cuda::memory::{cuda_err, ensure_device, DeviceBuffer};
+use crate::cuda::memory::{cuda_err, ensure_device, upload_table, DeviceBuffer};
 use crate::error::{Error, Result, WorkerError};
 
 /// A device allocation of the engine's process, mapped into the worker's.
@@ -105,9 +105,8 @@ impl Server {
             let output = self.map("output", &request.output)?;
             table.extend(self.rebased(input, l.out_ptrs, n, &request.output, output)?);
         }
-        let dev_table = ensure_device(&self.ctx, &mut self.table, 8 * table.len())?.ptr();
-        // SAFETY: the table fits the buffer.
-        unsafe { result::memcpy_htod_sync(dev_table, &table) }.map_err(cuda_err("cuMemcpyHtoD"))?;
+        // SAFETY: the table is only used on the worker's stream.
+        let dev_table = unsafe { upload_table(&self.ctx, &mut self.table, &table, self.stream.cu_stream())? };
         let mut args = BatchArgs {
             n,
             in_ptrs: dev_table as _,
