@@ -10,7 +10,7 @@
 /// The element type whose running sum undoes numcodecs `delta` (`dtype`
 /// equal to `astype`): integers wrap, floats add in order from the first
 /// element, as `numpy.cumsum` does, with the NaNs of x86's additions
-/// ([`Float`]).
+/// (`Float`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum DeltaType {
     /// Integers of 1, 2, 4 or 8 bytes, signed or not (wrapping sums are the
