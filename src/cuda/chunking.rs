@@ -250,8 +250,9 @@ pub(crate) fn checked_on_host(algorithm: &Algorithm) -> bool {
 /// the output and codes DEFLATE does not define, anywhere in a stream, which
 /// the CPU decoder rejects: each stream is inflated whole on the host, into
 /// a window-sized buffer ([`deflate::check_stream`], the CPU backend's
-/// reason). Its Zstandard decoder does not check the Huffman tree of the
-/// literals, which libzstd does ([`format::zstd::check_literal_trees`]).
+/// reason). Its Zstandard decoder checks little of a frame: each frame's
+/// literals and sequences are decoded on the host without their output
+/// ([`format::zstd::check_frames`]).
 pub(crate) fn check_on_host(algorithm: &Algorithm, bufs: &[&[u8]]) -> Result<()> {
     let stream = |buf: &[u8]| -> std::result::Result<(), String> {
         match algorithm {
@@ -259,7 +260,7 @@ pub(crate) fn check_on_host(algorithm: &Algorithm, bufs: &[&[u8]]) -> Result<()>
                 let start = gzip::header_len(buf)?;
                 deflate::check_stream(&buf[start..buf.len() - gzip::TRAILER_LEN])
             }
-            Algorithm::Zstd => format::zstd::check_literal_trees(buf).map_err(|e| format!("bad Zstandard frame: {e}")),
+            Algorithm::Zstd => format::zstd::check_frames(buf).map_err(|e| format!("bad Zstandard frame: {e}")),
             _ => deflate::check_stream(buf),
         }
     };

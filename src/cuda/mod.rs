@@ -72,9 +72,10 @@ pub struct DecodeOptions {
     /// process does (see [`isolation`]), so that a corrupt buffer cannot hang
     /// the process or leave its CUDA context unusable, and deflate and gzip
     /// buffers are also inflated whole on the host, since nvCOMP accepts
-    /// matches and codes the CPU decoder rejects, and Zstandard frames have
-    /// the Huffman trees of their literals checked there (buffers in device
-    /// memory are copied to the host for both).
+    /// matches and codes the CPU decoder rejects, and Zstandard frames are
+    /// decoded there without their output (`format::zstd::check_frames`),
+    /// since nvCOMP checks little of them (buffers in
+    /// device memory are copied to the host for both).
     pub trusted: bool,
 }
 

@@ -8,7 +8,9 @@
 //! | [`lz4`] | numcodecs `LZ4` | u32 LE decoded length, then one LZ4 block |
 //! | [`snappy`] | raw Snappy | varint decoded length; the tags walked without decoding |
 //! | [`zstd`] | Zstandard frames | frame and block headers, skippable frames |
-//! | [`zstd_literals`] | Zstandard literals | the Huffman tree description of compressed literals |
+//! | [`zstd_literals`] | Zstandard literals | the literals section of compressed blocks: Huffman tree and streams, checked |
+//! | [`zstd_sequences`] | Zstandard sequences | the sequences section of compressed blocks: tables and sequences, checked |
+//! | [`fse`] | FSE tables | table descriptions and backward bit streams, for Zstandard's weights and sequences |
 //! | [`deflate`] | raw DEFLATE, zlib | none for raw DEFLATE; zlib's 2-byte header and Adler-32 trailer |
 //! | [`gzip`] | gzip member | RFC 1952 header, CRC-32 and ISIZE trailer |
 //! | [`gdeflate`] | zarrs `gdeflate` | u64 LE decoded length, page count and page sizes, then the pages |
@@ -39,6 +41,7 @@ pub(crate) mod blosc;
 mod blosc_items;
 pub(crate) mod deflate;
 pub(crate) mod filters;
+mod fse;
 pub(crate) mod gdeflate;
 pub(crate) mod gzip;
 pub(crate) mod lz4;
@@ -47,6 +50,7 @@ pub(crate) mod shard_index;
 pub(crate) mod snappy;
 pub(crate) mod zstd;
 mod zstd_literals;
+mod zstd_sequences;
 
 /// The first and last bytes of an encoded buffer: enough to read its framing
 /// without the whole buffer on the host (the CUDA backend copies only these

@@ -13,10 +13,15 @@
 //! skippable frame: magic 0x184D2A50-0x184D2A5F, u32 LE length, payload
 //! ```
 //!
-//! Only frame and block headers are read (not block contents), so truncated
-//! or padded buffers are caught before a decoder sees them.
+//! [`frames`] reads only frame and block headers, so truncated or padded
+//! buffers are caught before a decoder sees them. [`check_frames`] goes
+//! through every block as libzstd decodes it, without writing its output
+//! ([`zstd_literals`], [`zstd_sequences`]): nvCOMP's decoder checks little
+//! of a frame, and its output for a frame libzstd rejects is whatever it
+//! happens to be.
 
-use super::zstd_literals;
+use super::zstd_literals::{self, HuffmanCode};
+use super::zstd_sequences::{self, BlockPlace, FrameSequences};
 
 /// The content size the Zstandard frame at the start of `buf` declares,
 /// `None` when the frame omits it (streamed frames).
@@ -72,21 +77,157 @@ impl Frame {
     }
 }
 
+/// Checks every frame of a buffer as libzstd decodes it: frame headers,
+/// block sizes, literals and sequences, and each frame's declared content
+/// size against what its blocks decode to. Where a frame declares no
+/// content size, the CPU backend decodes the buffer with the streaming
+/// decoder, which refuses windows above 128 MiB: so do these checks.
+pub(crate) fn check_frames(buf: &[u8]) -> Result<(), String> {
+    let frames = frames(buf)?;
+    let streamed = frames.iter().any(|f| f.content_size.is_none());
+    frames.iter().try_for_each(|f| {
+        check_frame(&buf[f.range.clone()], streamed).map_err(|e| format!("{e} (frame at byte {})", f.range.start))
+    })
+}
+
+/// The largest window libzstd's streaming decoder accepts by default
+/// (`ZSTD_MAXWINDOWSIZE_DEFAULT`).
+const MAX_STREAMED_WINDOW: u64 = (1 << 27) + 1;
+
+/// [`check_frames`] for the one frame that `frame` holds.
+fn check_frame(frame: &[u8], streamed: bool) -> Result<(), String> {
+    let header = FrameHeader::parse(frame)?;
+    if header.dictionary_id != 0 {
+        return Err(format!("frame needs dictionary {}", header.dictionary_id));
+    }
+    if streamed && header.window > MAX_STREAMED_WINDOW {
+        return Err(format!(
+            "window of {} bytes is above the streaming decoder's limit",
+            header.window
+        ));
+    }
+    let block_size_max = header.window.min(MAX_BLOCK_DECODED_LEN);
+    let mut output = 0u64;
+    let mut code: Option<HuffmanCode> = None;
+    let mut sequences = FrameSequences::default();
+    frame_blocks(frame, &mut |at, block| {
+        let decoded = match block {
+            Block::Raw(len) | Block::Rle(len) => {
+                if len as u64 > block_size_max {
+                    return Err(format!(
+                        "block of {len} bytes is above the block maximum of {block_size_max}"
+                    ));
+                }
+                len as u64
+            }
+            Block::Compressed(body) => {
+                if body.len() as u64 > block_size_max {
+                    return Err(format!(
+                        "compressed block of {} bytes is above the block maximum of {block_size_max}",
+                        body.len()
+                    ));
+                }
+                let literals = zstd_literals::check_section(body, block_size_max as usize, &mut code)
+                    .map_err(|e| format!("{e} (block at byte {at})"))?;
+                let place = BlockPlace {
+                    frame_output: output,
+                    window: header.window,
+                    block_size_max,
+                };
+                zstd_sequences::check_section(&body[literals.section_len..], literals.count, place, &mut sequences)
+                    .map_err(|e| format!("{e} (block at byte {at})"))?
+            }
+        };
+        output += decoded;
+        match header.content_size {
+            Some(size) if output > size => Err(format!("frame decodes to more than the {size} bytes it declares")),
+            _ => Ok(()),
+        }
+    })?;
+    match header.content_size {
+        Some(size) if output != size => Err(format!("frame decodes to {output} bytes, not the {size} it declares")),
+        _ => Ok(()),
+    }
+}
+
+/// A frame header's fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct FrameHeader {
+    /// Bytes of the header, magic number included.
+    len: usize,
+    /// The window: the declared one, or the content size of a single-segment frame.
+    window: u64,
+    /// The dictionary it names, 0 for none.
+    dictionary_id: u32,
+    /// The content size it declares.
+    content_size: Option<u64>,
+    /// Whether a content checksum follows the last block.
+    checksum: bool,
+}
+
+impl FrameHeader {
+    /// Reads the header of the frame at the start of `buf` (its magic
+    /// number checked by the caller), with libzstd's checks.
+    fn parse(buf: &[u8]) -> Result<Self, String> {
+        let truncated = || "Zstandard frame header truncated".to_string();
+        let descriptor = *buf.get(4).ok_or_else(truncated)?;
+        if descriptor & 0x08 != 0 {
+            return Err("reserved bit of the frame header is set".into());
+        }
+        let single_segment = descriptor & 0x20 != 0;
+        let dict_bytes = [0, 1, 2, 4][(descriptor & 3) as usize];
+        let size_bytes = match descriptor >> 6 {
+            0 if single_segment => 1,
+            0 => 0,
+            1 => 2,
+            2 => 4,
+            _ => 8,
+        };
+        let mut at = 5;
+        let window = if single_segment {
+            None
+        } else {
+            let byte = *buf.get(at).ok_or_else(truncated)?;
+            at += 1;
+            let log = u32::from(byte >> 3) + 10;
+            if log > 31 {
+                return Err(format!("window log {log} is above 31"));
+            }
+            Some((1u64 << log) + ((1u64 << log) >> 3) * u64::from(byte & 7))
+        };
+        let le = |bytes: &[u8]| bytes.iter().rev().fold(0u64, |w, &b| w << 8 | u64::from(b));
+        let dictionary_id = le(buf.get(at..at + dict_bytes).ok_or_else(truncated)?) as u32;
+        at += dict_bytes;
+        let size = buf.get(at..at + size_bytes).ok_or_else(truncated)?;
+        at += size_bytes;
+        let content_size = match size_bytes {
+            0 => None,
+            2 => Some(le(size) + 256),
+            _ => Some(le(size)),
+        };
+        Ok(Self {
+            len: at,
+            window: window.or(content_size).unwrap_or(0),
+            dictionary_id,
+            content_size,
+            checksum: descriptor & 0x04 != 0,
+        })
+    }
+}
+
+/// A block of a frame, as its header declares it.
+enum Block<'a> {
+    /// Raw bytes, this many.
+    Raw(usize),
+    /// One byte repeated, this many times.
+    Rle(usize),
+    /// A compressed block's body.
+    Compressed(&'a [u8]),
+}
+
 /// Walks a buffer of Zstandard frames back to back: the data frames in
 /// order, skippable frames left out.
 pub(crate) fn frames(buf: &[u8]) -> Result<Vec<Frame>, String> {
-    walk(buf, &mut |_| Ok(()))
-}
-
-/// Checks the Huffman tree description of the literals of every compressed
-/// block in a buffer of Zstandard frames ([`zstd_literals::check_tree`]),
-/// which nvCOMP's decoder does not check.
-pub(crate) fn check_literal_trees(buf: &[u8]) -> Result<(), String> {
-    walk(buf, &mut |block| zstd_literals::check_tree(block)).map(|_| ())
-}
-
-/// [`frames`], handing the body of every compressed block to `on_compressed`.
-fn walk(buf: &[u8], on_compressed: &mut dyn FnMut(&[u8]) -> Result<(), String>) -> Result<Vec<Frame>, String> {
     const MAGIC: u32 = 0xFD2F_B528;
     // Skippable frames: magic 0x184D2A50 to 0x184D2A5F, u32 LE length, payload.
     const SKIPPABLE_MASK: u32 = 0xFFFF_FFF0;
@@ -101,7 +242,7 @@ fn walk(buf: &[u8], on_compressed: &mut dyn FnMut(&[u8]) -> Result<(), String>) 
         let magic = rest.first_chunk::<4>().map(|m| u32::from_le_bytes(*m));
         let len = match magic {
             Some(MAGIC) => {
-                let walk = frame_blocks(rest, on_compressed).map_err(|e| format!("{e} (frame at byte {at})"))?;
+                let walk = frame_blocks(rest, &mut |_, _| Ok(())).map_err(|e| format!("{e} (frame at byte {at})"))?;
                 let content_size = content_size(rest)?;
                 frames.push(Frame {
                     range: at..at + walk.len,
@@ -142,57 +283,51 @@ struct FrameBlocks {
 }
 
 /// The length and blocks of the Zstandard frame at the start of `buf` (its
-/// magic number checked by the caller), from its frame header and block headers.
-fn frame_blocks(buf: &[u8], on_compressed: &mut dyn FnMut(&[u8]) -> Result<(), String>) -> Result<FrameBlocks, String> {
-    let descriptor = *buf.get(4).ok_or("Zstandard frame header truncated")?;
-    let single_segment = descriptor & 0x20 != 0;
-    let checksum = descriptor & 0x04 != 0;
-    let dict_bytes = [0, 1, 2, 4][(descriptor & 3) as usize];
-    let size_bytes = match descriptor >> 6 {
-        0 if single_segment => 1,
-        0 => 0,
-        1 => 2,
-        2 => 4,
-        _ => 8,
-    };
-    let mut at = 5 + usize::from(!single_segment) + dict_bytes + size_bytes;
+/// magic number checked by the caller), from its frame header and block
+/// headers, handing each block and its offset in `buf` to `on_block`.
+fn frame_blocks(
+    buf: &[u8],
+    on_block: &mut dyn FnMut(usize, Block<'_>) -> Result<(), String>,
+) -> Result<FrameBlocks, String> {
+    let header = FrameHeader::parse(buf)?;
+    let mut at = header.len;
     let (mut raw_and_rle_bytes, mut compressed_blocks) = (0u64, 0u64);
     loop {
-        let header = buf
+        let bytes = buf
             .get(at..at + 3)
             .ok_or_else(|| format!("Zstandard block header truncated at byte {at}"))?;
-        let header = u32::from(header[0]) | u32::from(header[1]) << 8 | u32::from(header[2]) << 16;
+        let word = u32::from(bytes[0]) | u32::from(bytes[1]) << 8 | u32::from(bytes[2]) << 16;
+        let start = at;
         at += 3;
-        let size = (header >> 3) as usize;
-        let body = match (header >> 1) & 3 {
-            0 => {
-                raw_and_rle_bytes += size as u64;
-                size
-            }
-            1 => {
-                raw_and_rle_bytes += size as u64;
-                1
-            }
-            2 => {
-                compressed_blocks += 1;
-                size
-            }
-            _ => return Err(format!("reserved Zstandard block type at byte {}", at - 3)),
+        let size = (word >> 3) as usize;
+        let kind = (word >> 1) & 3;
+        let body = match kind {
+            0 => size,
+            1 => 1,
+            2 => size,
+            _ => return Err(format!("reserved Zstandard block type at byte {start}")),
         };
         if body > buf.len() - at.min(buf.len()) {
             return Err(format!(
                 "Zstandard block of {body} bytes runs past the end at byte {at}"
             ));
         }
-        if (header >> 1) & 3 == 2 {
-            on_compressed(&buf[at..at + body])?;
+        let block = match kind {
+            0 => Block::Raw(size),
+            1 => Block::Rle(size),
+            _ => Block::Compressed(&buf[at..at + body]),
+        };
+        match block {
+            Block::Compressed(_) => compressed_blocks += 1,
+            _ => raw_and_rle_bytes += size as u64,
         }
+        on_block(start, block)?;
         at += body;
-        if header & 1 == 1 {
+        if word & 1 == 1 {
             break;
         }
     }
-    let checksum = if checksum {
+    let checksum = if header.checksum {
         let word = buf.get(at..at + 4).ok_or("Zstandard checksum truncated")?;
         at += 4;
         Some(u32::from_le_bytes(word.try_into().expect("4 bytes")))

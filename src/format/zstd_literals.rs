@@ -1,22 +1,32 @@
-//! The Huffman tree description that starts the compressed literals of a
-//! Zstandard block (RFC 8878, 3.1.1.3.1 and 4.2.1), checked as libzstd's
-//! `HUF_readStats` checks it.
+//! The literals section that starts each compressed Zstandard block (RFC
+//! 8878, 3.1.1.3.1 and 4.2), checked as deeply as libzstd decodes it,
+//! without writing the literals anywhere.
 //!
 //! ```text
-//! literals header:  byte 0 bits 1-0 type (0 raw, 1 RLE, 2 compressed, 3 treeless),
-//!                   bits 3-2 size format; compressed: 3, 3, 4 or 5 header bytes
-//!                   for size formats 0 to 3, the compressed size in the top bits
-//! tree description: header byte h; h >= 128: h - 127 weights, 4 bits each;
-//!                   h < 128: h bytes of FSE-coded weights (an FSE table
-//!                   description of accuracy log <= 6, then a backward bit
-//!                   stream read by two interleaved states)
+//! header:           byte 0 bits 1-0 type (0 raw, 1 RLE, 2 compressed,
+//!                   3 treeless: the previous block's Huffman code), bits 3-2
+//!                   size format; raw and RLE: 1, 2 or 3 header bytes holding
+//!                   the size; compressed and treeless: 3, 3, 4 or 5 bytes
+//!                   holding the regenerated and the compressed size, one
+//!                   stream for size format 0, four otherwise
+//! tree description: (compressed only) header byte h; h >= 128: h - 127
+//!                   weights, 4 bits each; h < 128: h bytes of FSE-coded
+//!                   weights (an FSE table description of accuracy log <= 6,
+//!                   then a backward bit stream read by two interleaved states)
+//! streams:          one backward bit stream, or a 6-byte jump table (three
+//!                   u16 LE stream sizes, the fourth takes the rest) and four
+//!                   streams of ceil(n / 4), ceil(n / 4), ceil(n / 4) and the
+//!                   remaining literals
 //! ```
 //!
 //! The weights must describe a complete prefix code: sum of 2^(w-1) over the
 //! weights, completed by an implied last weight, a power of two of at most
-//! 2^12, and an even number (at least 2) of weight-1 symbols. Only a tree
-//! that libzstd also rejects is an error: nvCOMP's Zstandard decoder does
-//! not check it.
+//! 2^12, and an even number (at least 2) of weight-1 symbols. Each stream
+//! must decode to exactly its literals, its last bit read by the last one.
+//! Only code lengths matter for that, so only lengths are looked up.
+//! nvCOMP's Zstandard decoder checks none of this.
+
+use super::fse::{self, BackwardBits, State};
 
 /// Most weights a description holds (the last symbol's is implied).
 const MAX_WEIGHTS: usize = 255;
@@ -24,181 +34,229 @@ const MAX_WEIGHTS: usize = 255;
 const MAX_TABLE_LOG: u32 = 12;
 /// Largest FSE accuracy log of the weights' table.
 const MAX_WEIGHTS_ACCURACY_LOG: u32 = 6;
+/// Fewest literals the four-stream layout holds.
+const MIN_LITERALS_FOR_4_STREAMS: usize = 6;
 
-/// Checks the Huffman tree description of a compressed block's literals;
-/// `block` is the block's body. Blocks whose literals are raw, RLE or
-/// treeless have none.
-pub(crate) fn check_tree(block: &[u8]) -> Result<(), String> {
-    let bad = |why: &str| format!("bad Huffman tree description of the literals: {why}");
-    let Some(&first) = block.first() else {
-        return Err(bad("empty block"));
-    };
-    if first & 3 != 2 {
-        return Ok(());
-    }
-    let header_len = [3, 3, 4, 5][usize::from((first >> 2) & 3)];
-    let header = block
-        .get(..header_len)
-        .ok_or_else(|| bad("literals header truncated"))?;
-    let word = header.iter().rev().fold(0u64, |w, &b| w << 8 | u64::from(b));
-    let size_bits = [10, 10, 14, 18][usize::from((first >> 2) & 3)];
-    let compressed = (word >> (4 + size_bits)) as usize & ((1 << size_bits) - 1);
-    let literals = block
-        .get(header_len..header_len + compressed)
-        .ok_or_else(|| bad("literals run past the block"))?;
-    let weights = weights(literals).map_err(|why| bad(&why))?;
-    check_weights(&weights).map_err(|why| bad(&why))
+/// A literals Huffman code, as far as decoding needs it: the length of the
+/// code that each `log`-bit lookahead starts with.
+#[derive(Debug, Clone)]
+pub(crate) struct HuffmanCode {
+    log: u32,
+    lengths: Box<[u8; 1 << MAX_TABLE_LOG]>,
 }
 
-/// The weights a tree description at the start of `literals` declares.
-fn weights(literals: &[u8]) -> Result<Vec<u8>, String> {
+/// A checked literals section.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Literals {
+    /// Bytes of the section within the block.
+    pub(crate) section_len: usize,
+    /// Literals it regenerates.
+    pub(crate) count: usize,
+}
+
+/// Checks the literals section at the start of `block` (a compressed
+/// block's body), whose literals may number at most `block_size_max`.
+/// `code` is the frame's last Huffman code, which treeless sections reuse
+/// and compressed ones replace.
+pub(crate) fn check_section(
+    block: &[u8],
+    block_size_max: usize,
+    code: &mut Option<HuffmanCode>,
+) -> Result<Literals, String> {
+    if block.len() < 2 {
+        return Err("compressed block of fewer than 2 bytes".into());
+    }
+    let first = block[0];
+    let size_format = (first >> 2) & 3;
+    let le = |n: usize| block[..n].iter().rev().fold(0usize, |w, &b| w << 8 | usize::from(b));
+    let too_many = |count: usize| Err(format!("{count} literals in a block of at most {block_size_max} bytes"));
+    match first & 3 {
+        kind @ (0 | 1) => {
+            let (header_len, count) = match size_format {
+                1 => (2, le(2) >> 4),
+                3 => {
+                    if block.len() < 3 + usize::from(kind == 1) {
+                        return Err("literals header truncated".into());
+                    }
+                    (3, le(3) >> 4)
+                }
+                _ => (1, usize::from(first >> 3)),
+            };
+            if kind == 1 && header_len == 2 && block.len() < 3 {
+                return Err("literals header truncated".into());
+            }
+            if count > block_size_max {
+                return too_many(count);
+            }
+            let body = if kind == 0 { count } else { 1 };
+            if header_len + body > block.len() {
+                return Err("raw literals run past the block".into());
+            }
+            Ok(Literals {
+                section_len: header_len + body,
+                count,
+            })
+        }
+        kind => {
+            if block.len() < 5 {
+                return Err("literals header truncated".into());
+            }
+            let word = le(4);
+            let (header_len, count, compressed) = match size_format {
+                0 | 1 => (3, (word >> 4) & 0x3FF, (word >> 14) & 0x3FF),
+                2 => (4, (word >> 4) & 0x3FFF, word >> 18),
+                _ => (5, (word >> 4) & 0x3FFFF, (word >> 22) + (usize::from(block[4]) << 10)),
+            };
+            let four_streams = size_format != 0;
+            if count > block_size_max {
+                return too_many(count);
+            }
+            if four_streams && count < MIN_LITERALS_FOR_4_STREAMS {
+                return Err(format!("{count} literals in four streams"));
+            }
+            let data = block
+                .get(header_len..header_len + compressed)
+                .ok_or("compressed literals run past the block")?;
+            let streams = if kind == 2 {
+                let (weights, tree_len) = weights(data).map_err(|why| bad_tree(&why))?;
+                *code = Some(huffman_code(&weights).map_err(|why| bad_tree(&why))?);
+                if tree_len >= data.len() {
+                    return Err("compressed literals hold no stream after their tree".into());
+                }
+                &data[tree_len..]
+            } else {
+                if code.is_none() {
+                    return Err("treeless literals without an earlier Huffman code in the frame".into());
+                }
+                data
+            };
+            let code = code.as_ref().expect("set above");
+            if four_streams {
+                check_four_streams(streams, count, code)?;
+            } else {
+                check_stream(streams, count, code)?;
+            }
+            Ok(Literals {
+                section_len: header_len + compressed,
+                count,
+            })
+        }
+    }
+}
+
+fn bad_tree(why: &str) -> String {
+    format!("bad Huffman tree description of the literals: {why}")
+}
+
+/// Checks the jump table and the four streams of `count` literals.
+fn check_four_streams(data: &[u8], count: usize, code: &HuffmanCode) -> Result<(), String> {
+    if data.len() < 10 {
+        return Err("four literal streams in fewer than 10 bytes".into());
+    }
+    let size = |i: usize| usize::from(u16::from_le_bytes([data[2 * i], data[2 * i + 1]]));
+    let first_three = size(0) + size(1) + size(2);
+    if 6 + first_three > data.len() {
+        return Err("the literals' jump table points past their end".into());
+    }
+    let segment = count.div_ceil(4);
+    let counts = [segment, segment, segment, count - 3 * segment];
+    let starts = [6, 6 + size(0), 6 + size(0) + size(1), 6 + first_three, data.len()];
+    let mut streams = Vec::with_capacity(4);
+    for i in 0..4 {
+        streams.push(
+            BackwardBits::new(&data[starts[i]..starts[i + 1]]).map_err(|e| format!("literal stream {}: {e}", i + 1))?,
+        );
+    }
+    let mut streams: [BackwardBits<'_>; 4] = streams.try_into().map_err(|_| "four streams")?;
+    // The four streams decode in step, as independent chains for the CPU;
+    // the last one holds the fewest literals.
+    let together = counts[3] / 4 * 4;
+    for _ in 0..together / 4 {
+        for bits in &mut streams {
+            bits.refill();
+        }
+        for _ in 0..4 {
+            for bits in &mut streams {
+                decode_one(bits, code);
+            }
+        }
+    }
+    for (i, (bits, n)) in streams.iter_mut().zip(counts).enumerate() {
+        finish_stream(bits, n - together, code).map_err(|e| format!("literal stream {}: {e}", i + 1))?;
+    }
+    Ok(())
+}
+
+/// Checks that `stream` decodes to exactly `count` symbols of `code`.
+fn check_stream(stream: &[u8], count: usize, code: &HuffmanCode) -> Result<(), String> {
+    finish_stream(&mut BackwardBits::new(stream)?, count, code)
+}
+
+/// Reads one code of `code` from `bits`.
+#[inline]
+fn decode_one(bits: &mut BackwardBits<'_>, code: &HuffmanCode) {
+    const MASK: usize = (1 << MAX_TABLE_LOG) - 1;
+    let v = bits.peek(code.log) as usize;
+    bits.skip(u32::from(code.lengths[v & MASK]));
+}
+
+/// Reads `count` more codes from `bits`, which must then be done.
+fn finish_stream(bits: &mut BackwardBits<'_>, count: usize, code: &HuffmanCode) -> Result<(), String> {
+    // Four codes of at most 12 bits fit the 57 bits a refill leaves.
+    for _ in 0..count / 4 {
+        bits.refill();
+        for _ in 0..4 {
+            decode_one(bits, code);
+        }
+    }
+    for _ in 0..count % 4 {
+        bits.refill();
+        decode_one(bits, code);
+    }
+    if bits.is_done() {
+        Ok(())
+    } else if bits.overran() {
+        Err("Huffman stream ends before its literals".into())
+    } else {
+        Err("Huffman stream has bits left after its literals".into())
+    }
+}
+
+/// The weights a tree description at the start of `literals` declares, and
+/// the description's length.
+fn weights(literals: &[u8]) -> Result<(Vec<u8>, usize), String> {
     let &head = literals.first().ok_or("no tree description")?;
     if head >= 128 {
         let n = usize::from(head) - 127;
-        let packed = literals.get(1..1 + n.div_ceil(2)).ok_or("direct weights truncated")?;
-        return Ok((0..n)
+        let len = 1 + n.div_ceil(2);
+        let packed = literals.get(1..len).ok_or("direct weights truncated")?;
+        let weights = (0..n)
             .map(|i| (packed[i / 2] >> if i % 2 == 0 { 4 } else { 0 }) & 15)
-            .collect());
+            .collect();
+        return Ok((weights, len));
     }
-    let coded = literals
-        .get(1..1 + usize::from(head))
-        .ok_or("coded weights truncated")?;
-    let (log, counts, used) = read_counts(coded)?;
-    let table = decoding_table(log, &counts)?;
-    decode_weights(&coded[used..], log, &table)
-}
-
-/// Reads an FSE table description (RFC 8878, 4.1.1): the accuracy log, the
-/// normalised count of each symbol (-1: "less than one"), and the bytes read.
-fn read_counts(bytes: &[u8]) -> Result<(u32, Vec<i32>, usize), String> {
-    let mut bits = ForwardBits { bytes, at: 0 };
-    let log = bits.read(4) + 5;
-    if log > MAX_WEIGHTS_ACCURACY_LOG {
-        return Err(format!("weights' accuracy log {log} is above 6"));
-    }
-    let mut remaining = (1i32 << log) + 1;
-    let mut threshold = 1i32 << log;
-    let mut width = log + 1;
-    let mut counts = Vec::new();
-    let mut after_zero = false;
-    while remaining > 1 {
-        if after_zero {
-            // Repeat flags: 2 bits each, the number of further zeros; 3 means more follow.
-            loop {
-                let repeat = bits.read(2);
-                counts.extend(std::iter::repeat_n(0, repeat as usize));
-                if repeat != 3 || counts.len() > MAX_WEIGHTS {
-                    break;
-                }
-            }
-        }
-        let max = 2 * threshold - 1 - remaining;
-        let low = bits.peek(width - 1) as i32 & (threshold - 1);
-        let value = if low < max {
-            bits.at += width as usize - 1;
-            low
-        } else {
-            let mut v = bits.peek(width) as i32 & (2 * threshold - 1);
-            bits.at += width as usize;
-            if v >= threshold {
-                v -= max;
-            }
-            v
-        };
-        let count = value - 1;
-        remaining -= count.abs();
-        counts.push(count);
-        after_zero = count == 0;
-        if counts.len() > MAX_WEIGHTS + 1 {
-            return Err("weights' table has too many symbols".into());
-        }
-        while remaining < threshold && width > 1 {
-            width -= 1;
-            threshold >>= 1;
-        }
-    }
-    let used = bits.at.div_ceil(8);
-    if remaining != 1 || used > bytes.len() {
-        return Err("bad weights' table description".into());
-    }
-    Ok((log, counts, used))
-}
-
-/// One state of an FSE decoding table: its symbol, the bits its next state
-/// reads, and the base those bits are added to.
-#[derive(Debug, Clone, Copy)]
-struct State {
-    symbol: u8,
-    bits: u32,
-    base: u32,
-}
-
-/// The FSE decoding table of `counts` (RFC 8878, 4.1.1, "FSE decoding table").
-fn decoding_table(log: u32, counts: &[i32]) -> Result<Vec<State>, String> {
-    let size = 1usize << log;
-    let mask = size - 1;
-    let mut symbols = vec![0u8; size];
-    let mut next = vec![0u32; counts.len()];
-    let mut high = size;
-    for (s, &c) in counts.iter().enumerate() {
-        if c == -1 {
-            high -= 1;
-            symbols[high] = s as u8;
-            next[s] = 1;
-        } else {
-            next[s] = c as u32;
-        }
-    }
-    let step = (size >> 1) + (size >> 3) + 3;
-    let mut at = 0;
-    for (s, &c) in counts.iter().enumerate() {
-        for _ in 0..c.max(0) {
-            symbols[at] = s as u8;
-            at = (at + step) & mask;
-            while at >= high {
-                at = (at + step) & mask;
-            }
-        }
-    }
-    if at != 0 {
-        return Err("weights' table does not fill its states".into());
-    }
-    Ok(symbols
-        .iter()
-        .map(|&symbol| {
-            let n = next[usize::from(symbol)];
-            next[usize::from(symbol)] += 1;
-            let bits = log - (31 - n.leading_zeros());
-            State {
-                symbol,
-                bits,
-                base: (n << bits) - size as u32,
-            }
-        })
-        .collect())
+    let len = 1 + usize::from(head);
+    let coded = literals.get(1..len).ok_or("coded weights truncated")?;
+    let (log, counts, used) = fse::read_counts(coded, MAX_WEIGHTS, MAX_WEIGHTS_ACCURACY_LOG)?;
+    let table = fse::decoding_table(log, &counts)?;
+    Ok((decode_weights(&coded[used..], log, &table)?, len))
 }
 
 /// Decodes the weights of the backward bit stream `stream` with two
 /// interleaved states, as libzstd does: until a state update reads past the
 /// stream's start, then the other state's symbol last.
 fn decode_weights(stream: &[u8], log: u32, table: &[State]) -> Result<Vec<u8>, String> {
-    let &last = stream.last().ok_or("no weights' bit stream")?;
-    if last == 0 {
-        return Err("weights' bit stream has no end mark".into());
-    }
-    let mut bits = BackwardBits {
-        bytes: stream,
-        left: 8 * (stream.len() - 1) + (7 - last.leading_zeros() as usize),
-        overflowed: false,
-    };
+    let mut bits = BackwardBits::new(stream).map_err(|e| format!("weights' {e}"))?;
+    bits.refill();
     let mut states = [bits.read(log) as usize, bits.read(log) as usize];
     let mut weights = Vec::new();
     let mut k = 0;
     loop {
+        bits.refill();
         let state = table[states[k]];
         weights.push(state.symbol);
-        states[k] = (state.base + bits.read(state.bits)) as usize;
-        if bits.overflowed {
+        states[k] = usize::from(state.base) + bits.read(u32::from(state.bits)) as usize;
+        if bits.overran() {
             weights.push(table[states[1 - k]].symbol);
             break;
         }
@@ -213,15 +271,17 @@ fn decode_weights(stream: &[u8], log: u32, table: &[State]) -> Result<Vec<u8>, S
     Ok(weights)
 }
 
-/// libzstd's checks of the weights (`HUF_readStats`).
-fn check_weights(weights: &[u8]) -> Result<(), String> {
-    let mut ones = 0u32;
+/// libzstd's checks of the weights (`HUF_readStats`), and the code they
+/// describe: symbols of weight `w` have codes of `log + 1 - w` bits, the
+/// lowest weights taking the lowest lookaheads.
+fn huffman_code(weights: &[u8]) -> Result<HuffmanCode, String> {
+    let mut per_weight = [0u32; MAX_TABLE_LOG as usize + 1];
     let mut total = 0u32;
     for &w in weights {
         if u32::from(w) > MAX_TABLE_LOG {
             return Err(format!("weight {w} is above 12"));
         }
-        ones += u32::from(w == 1);
+        per_weight[usize::from(w)] += 1;
         total += (1 << w) >> 1;
     }
     if total == 0 {
@@ -235,68 +295,25 @@ fn check_weights(weights: &[u8]) -> Result<(), String> {
     if !rest.is_power_of_two() {
         return Err("the weights leave no power of two for the last symbol".into());
     }
-    ones += u32::from(rest == 1);
-    if ones < 2 || ones % 2 == 1 {
+    per_weight[rest.trailing_zeros() as usize + 1] += 1;
+    if per_weight[1] < 2 || per_weight[1] % 2 == 1 {
         return Err("an odd number of weight-1 symbols".into());
     }
-    Ok(())
-}
-
-/// Bits read from the start of `bytes`, least significant first; zeros past
-/// the end (the caller checks how far it read).
-struct ForwardBits<'a> {
-    bytes: &'a [u8],
-    at: usize,
-}
-
-impl ForwardBits<'_> {
-    fn peek(&self, n: u32) -> u32 {
-        (0..n as usize).fold(0, |v, i| {
-            let p = self.at + i;
-            let bit = self.bytes.get(p / 8).map_or(0, |b| (b >> (p % 8)) & 1);
-            v | u32::from(bit) << i
-        })
+    let mut lengths = Box::new([0u8; 1 << MAX_TABLE_LOG]);
+    let mut at = 0;
+    for (w, &n) in per_weight.iter().enumerate().skip(1).filter(|(_, &n)| n > 0) {
+        let entries = (n as usize) << (w - 1);
+        lengths[at..at + entries].fill((log + 1 - w as u32) as u8);
+        at += entries;
     }
-
-    fn read(&mut self, n: u32) -> u32 {
-        let v = self.peek(n);
-        self.at += n as usize;
-        v
-    }
-}
-
-/// Bits read from the end of `bytes` towards its start, most significant
-/// first, below the end mark; zeros past the start, which sets `overflowed`.
-struct BackwardBits<'a> {
-    bytes: &'a [u8],
-    /// Bits not read yet.
-    left: usize,
-    overflowed: bool,
-}
-
-impl BackwardBits<'_> {
-    fn read(&mut self, n: u32) -> u32 {
-        let mut v = 0;
-        for _ in 0..n {
-            let bit = match self.left.checked_sub(1) {
-                Some(p) => {
-                    self.left = p;
-                    (self.bytes[p / 8] >> (p % 8)) & 1
-                }
-                None => {
-                    self.overflowed = true;
-                    0
-                }
-            };
-            v = v << 1 | u32::from(bit);
-        }
-        v
-    }
+    debug_assert_eq!(at, 1 << log);
+    Ok(HuffmanCode { log, lengths })
 }
 
 #[cfg(test)]
 mod tests {
-    use super::super::zstd::check_literal_trees;
+    use super::super::zstd::check_frames;
+    use crate::algorithm::Algorithm;
 
     /// Bytes of several kinds: float32 walks, text-like bytes, noise, runs.
     fn samples(len: usize, seed: u64) -> Vec<Vec<u8>> {
@@ -321,60 +338,147 @@ mod tests {
         vec![field, text, skewed, noise, vec![9u8; len]]
     }
 
+    /// The CPU backend's verdict on one buffer.
+    fn cpu_accepts(buf: &[u8]) -> bool {
+        crate::cpu::decode_batch(&Algorithm::Zstd, &[buf], 1 << 24).is_ok()
+    }
+
+    /// A generator of mutations: bit flips, XOR runs, zeroed ranges and
+    /// random bytes, at random places past the frame header.
+    fn mutants(frame: &[u8], n: usize, seed: u64) -> Vec<Vec<u8>> {
+        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        (0..n)
+            .map(|_| {
+                let mut bad = frame.to_vec();
+                let len = bad.len();
+                let at = 6 + (next() as usize) % (len - 6);
+                match next() % 4 {
+                    0 => bad[at] ^= 1 << (next() % 8),
+                    1 => {
+                        let run = 1 + (next() as usize) % 16;
+                        for b in bad[at..(at + run * 7).min(len)].iter_mut().step_by(7) {
+                            *b ^= 0x5A;
+                        }
+                    }
+                    2 => {
+                        let end = (at + 1 + (next() as usize) % 8).min(len);
+                        bad[at..end].fill(0);
+                    }
+                    _ => bad[at] = next() as u8,
+                }
+                bad
+            })
+            .collect()
+    }
+
     #[test]
-    fn trees_libzstd_writes_pass() {
-        for (s, len) in [0usize, 1, 100, 1000, 5000, 70_000, 300_000, 1 << 20]
+    fn frames_of_every_level_kind_and_size_pass() {
+        for (s, len) in [0usize, 1, 7, 100, 1000, 5000, 70_000, 131_072, 300_000, 1 << 20]
             .into_iter()
             .enumerate()
         {
-            for data in samples(len, s as u64) {
+            for data in samples(len, 100 + s as u64) {
                 for level in [-5, -1, 1, 2, 3, 5, 9, 12, 19, 22] {
                     let frame = zstd::bulk::compress(&data, level).unwrap();
-                    assert_eq!(check_literal_trees(&frame), Ok(()), "{len} bytes, level {level}");
+                    assert_eq!(check_frames(&frame), Ok(()), "{len} bytes, level {level}");
+                    if level % 2 == 0 {
+                        continue;
+                    }
+                    // Streamed (no content size), with a checksum.
+                    let mut streamed = Vec::new();
+                    let mut enc = zstd::stream::Encoder::new(&mut streamed, level).unwrap();
+                    enc.include_checksum(true).unwrap();
+                    std::io::Write::write_all(&mut enc, &data).unwrap();
+                    enc.finish().unwrap();
+                    assert_eq!(check_frames(&streamed), Ok(()), "{len} bytes, level {level}, streamed");
                 }
             }
         }
     }
 
     #[test]
-    fn only_trees_libzstd_rejects_are_rejected() {
-        // Bit flips over the headers and the tree of frames of each kind.
-        let mut rejected = 0;
-        for (s, data) in samples(20_000, 5).into_iter().enumerate() {
-            let frame = zstd::bulk::compress(&data, 3).unwrap();
-            for at in 5..frame.len().min(140) {
-                for bit in 0..8 {
-                    let mut bad = frame.clone();
-                    bad[at] ^= 1 << bit;
-                    if check_literal_trees(&bad).is_err() {
-                        rejected += 1;
-                        let decoded = zstd::bulk::decompress(&bad, 1 << 20);
-                        assert!(decoded.is_err(), "sample {s}: byte {at} bit {bit} is valid to libzstd");
+    fn matches_across_blocks_and_repeats_far_back_pass() {
+        // 3 MiB of a 700 KiB pattern: matches reach 700 KiB back, over many
+        // blocks, within level 19's window; level 1's window is smaller, so
+        // its frames must not use them.
+        let pattern = samples(700 << 10, 9).swap_remove(0);
+        let data: Vec<u8> = pattern.iter().cycle().take(3 << 20).copied().collect();
+        for level in [1, 3, 19] {
+            let frame = zstd::bulk::compress(&data, level).unwrap();
+            if level == 19 {
+                assert!(frame.len() < data.len() / 4, "level {level} found the repeats");
+            }
+            assert_eq!(check_frames(&frame), Ok(()), "level {level}");
+        }
+    }
+
+    #[test]
+    fn mutated_frames_pass_only_where_the_cpu_decodes_them() {
+        // Every mutant the checks pass must decode on the CPU (the GPU path
+        // is never less safe). Those the checks refuse and libzstd still
+        // decodes must break RFC 8878 in a way the module docs name:
+        // libzstd's fast Huffman decoder does not check where its streams
+        // end, so it decodes many streams that are not consumed exactly.
+        let (mut checked, mut rejected, mut stricter) = (0, 0, Vec::new());
+        for (s, len) in [300usize, 5000, 70_000, 300_000].into_iter().enumerate() {
+            for (k, data) in samples(len, 7 + s as u64).into_iter().enumerate() {
+                for level in [1, 3, 9] {
+                    let frame = zstd::bulk::compress(&data, level).unwrap();
+                    if frame.len() < 16 {
+                        continue;
+                    }
+                    for bad in mutants(&frame, 150, (s * 100 + k * 10) as u64 + level as u64) {
+                        checked += 1;
+                        let cpu = cpu_accepts(&bad);
+                        match check_frames(&bad) {
+                            Ok(()) => assert!(
+                                cpu,
+                                "{len} bytes, sample {k}, level {level}: passed, but the CPU rejects it"
+                            ),
+                            Err(why) => {
+                                rejected += 1;
+                                if cpu {
+                                    stricter.push(why);
+                                }
+                            }
+                        }
                     }
                 }
             }
         }
-        assert!(rejected > 50, "only {rejected} rejected");
+        assert!(rejected > checked / 2, "only {rejected} of {checked} mutants rejected");
+        for why in &stricter {
+            assert!(
+                ["Huffman stream", "no end mark", "window", "block maximum"]
+                    .iter()
+                    .any(|class| why.contains(class)),
+                "refused what libzstd decodes: {why}"
+            );
+        }
     }
 
     #[test]
-    fn the_corpus_tree_libzstd_rejects_is_rejected() {
+    fn the_corpus_frames_nvcomp_decoded_are_rejected() {
         let cases = super::super::gpu_corpus("zstd");
         assert!(!cases.is_empty());
-        let mut rejected = Vec::new();
         for (name, batch, valid) in &cases {
             for frame in valid {
-                assert_eq!(check_literal_trees(frame), Ok(()), "{name}");
+                assert_eq!(check_frames(frame), Ok(()), "{name}");
             }
             for (i, frame) in batch.iter().enumerate() {
-                let err = check_literal_trees(frame).err();
-                // Only streams libzstd rejects are rejected.
-                if err.is_some() {
-                    assert!(zstd::bulk::decompress(frame, 1 << 20).is_err(), "{name}, buffer {i}");
-                    rejected.push(name.as_str());
+                if check_frames(frame).is_ok() {
+                    assert!(cpu_accepts(frame), "{name}, buffer {i}: passed, but the CPU rejects it");
                 }
             }
+            // Buffer 1 is the mutated one in each case: nvCOMP decoded every
+            // one of them, and the checks refuse every one.
+            assert!(check_frames(&batch[1]).is_err(), "{name}");
         }
-        assert!(rejected.contains(&"zstd-bitflip-9c0f9a540e7c.json"), "{rejected:?}");
     }
 }

@@ -1,0 +1,435 @@
+//! The sequences section of a compressed Zstandard block (RFC 8878,
+//! 3.1.1.3.2 and 3.1.1.4), decoded as libzstd decodes it but without
+//! copying a byte: what is checked is where each sequence reads and writes.
+//!
+//! ```text
+//! header:    number of sequences: 1 byte (< 128), 2 bytes (first 128-254:
+//!            (b0 - 128) << 8 | b1), or 3 bytes (0xFF, then u16 LE + 0x7F00);
+//!            when not 0, one byte of modes: bits 7-6 literal lengths, 5-4
+//!            offsets, 3-2 match lengths (0 predefined, 1 RLE: one symbol
+//!            byte follows, 2 FSE: a table description follows, 3 repeat the
+//!            frame's previous table), bits 1-0 reserved (0)
+//! bitstream: one backward bit stream: the three initial states (literal
+//!            length, offset, match length), then per sequence the offset's,
+//!            the match length's and the literal length's extra bits and,
+//!            except after the last, the three state updates
+//! ```
+//!
+//! Each sequence copies its literals (they must not run past the section's
+//! literals) and then a match of at least 3 bytes from `offset` bytes back.
+//! Offset values 1-3 name the repeated offsets, which start a frame as
+//! 1, 4 and 8 and carry from block to block. The offset must reach no
+//! further back than the frame's output so far, nor than its window; the
+//! block, with its last literals, must decode to at most the block maximum;
+//! and the last sequence must read the stream's last bit. libzstd rejects
+//! everything this rejects, except offsets past the window but within the
+//! output and blocks over the maximum, which RFC 8878 forbids and libzstd
+//! decodes in some of its buffer layouts: those are refused here, as nvCOMP
+//! has no reason to decode them as libzstd does.
+
+use std::sync::OnceLock;
+
+use super::fse::{self, BackwardBits};
+
+/// Literal length codes: (baseline, extra bits).
+const LITERAL_LENGTHS: [(u32, u8); 36] = {
+    let mut codes = [(0, 0); 36];
+    let mut c = 0;
+    while c < 16 {
+        codes[c] = (c as u32, 0);
+        c += 1;
+    }
+    let long = [
+        (16, 1),
+        (18, 1),
+        (20, 1),
+        (22, 1),
+        (24, 2),
+        (28, 2),
+        (32, 3),
+        (40, 3),
+        (48, 4),
+        (64, 6),
+        (128, 7),
+        (256, 8),
+        (512, 9),
+        (1024, 10),
+        (2048, 11),
+        (4096, 12),
+        (8192, 13),
+        (16384, 14),
+        (32768, 15),
+        (65536, 16),
+    ];
+    let mut i = 0;
+    while i < long.len() {
+        codes[16 + i] = long[i];
+        i += 1;
+    }
+    codes
+};
+
+/// Match length codes: (baseline, extra bits).
+const MATCH_LENGTHS: [(u32, u8); 53] = {
+    let mut codes = [(0, 0); 53];
+    let mut c = 0;
+    while c < 32 {
+        codes[c] = (c as u32 + 3, 0);
+        c += 1;
+    }
+    let long = [
+        (35, 1),
+        (37, 1),
+        (39, 1),
+        (41, 1),
+        (43, 2),
+        (47, 2),
+        (51, 3),
+        (59, 3),
+        (67, 4),
+        (83, 4),
+        (99, 5),
+        (131, 7),
+        (259, 8),
+        (515, 9),
+        (1027, 10),
+        (2051, 11),
+        (4099, 12),
+        (8195, 13),
+        (16387, 14),
+        (32771, 15),
+        (65539, 16),
+    ];
+    let mut i = 0;
+    while i < long.len() {
+        codes[32 + i] = long[i];
+        i += 1;
+    }
+    codes
+};
+
+/// Largest offset code: its value is `(1 << code) + extra`, `code` extra bits.
+const MAX_OFFSET_CODE: usize = 31;
+
+/// The predefined distributions (RFC 8878, 3.1.1.3.2.2) and their logs.
+const LITERAL_LENGTHS_DEFAULT: (u32, [i16; 36]) = (
+    6,
+    [
+        4, 3, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 2, 1, 1, 1, 2, 2, 2, 2, 2, 2, 2, 2, 2, 3, 2, 1, 1, 1, 1, 1, -1, -1, -1, -1,
+    ],
+);
+const MATCH_LENGTHS_DEFAULT: (u32, [i16; 53]) = (
+    6,
+    [
+        1, 4, 3, 2, 2, 2, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1,
+        1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1, -1, -1,
+    ],
+);
+const OFFSETS_DEFAULT: (u32, [i16; 29]) = (
+    5,
+    [
+        1, 1, 1, 1, 1, 1, 2, 2, 2, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, -1, -1, -1, -1, -1,
+    ],
+);
+
+/// One decoding state: the value its symbol stands for (the baseline; for
+/// offsets `1 << code`), its extra bits, and the next state's bits and base.
+#[derive(Debug, Clone, Copy, Default)]
+struct Entry {
+    baseline: u32,
+    extra: u8,
+    bits: u8,
+    next: u16,
+}
+
+/// A decoding table of one of the three kinds of symbols.
+#[derive(Debug, Clone, Default)]
+struct Table {
+    log: u32,
+    entries: Vec<Entry>,
+}
+
+/// The three kinds of symbols.
+#[derive(Debug, Clone, Copy)]
+enum Kind {
+    LiteralLength,
+    Offset,
+    MatchLength,
+}
+
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::LiteralLength => "literal length",
+            Kind::Offset => "offset",
+            Kind::MatchLength => "match length",
+        }
+    }
+
+    fn max_symbol(self) -> usize {
+        match self {
+            Kind::LiteralLength => LITERAL_LENGTHS.len() - 1,
+            Kind::Offset => MAX_OFFSET_CODE,
+            Kind::MatchLength => MATCH_LENGTHS.len() - 1,
+        }
+    }
+
+    fn max_log(self) -> u32 {
+        match self {
+            Kind::Offset => 8,
+            _ => 9,
+        }
+    }
+
+    fn code(self, symbol: usize) -> (u32, u8) {
+        match self {
+            Kind::LiteralLength => LITERAL_LENGTHS[symbol],
+            Kind::MatchLength => MATCH_LENGTHS[symbol],
+            Kind::Offset => (1 << symbol, symbol as u8),
+        }
+    }
+
+    fn table(self, log: u32, counts: &[i16]) -> Result<Table, String> {
+        let states = fse::decoding_table(log, counts)?;
+        let entries = states
+            .iter()
+            .map(|s| {
+                let (baseline, extra) = self.code(usize::from(s.symbol));
+                Entry {
+                    baseline,
+                    extra,
+                    bits: s.bits,
+                    next: s.base,
+                }
+            })
+            .collect();
+        Ok(Table { log, entries })
+    }
+
+    fn predefined(self) -> &'static Table {
+        static TABLES: OnceLock<[Table; 3]> = OnceLock::new();
+        let tables = TABLES.get_or_init(|| {
+            let built = |kind: Kind, (log, counts): (u32, &[i16])| kind.table(log, counts).expect("predefined");
+            [
+                built(
+                    Kind::LiteralLength,
+                    (LITERAL_LENGTHS_DEFAULT.0, &LITERAL_LENGTHS_DEFAULT.1),
+                ),
+                built(Kind::Offset, (OFFSETS_DEFAULT.0, &OFFSETS_DEFAULT.1)),
+                built(Kind::MatchLength, (MATCH_LENGTHS_DEFAULT.0, &MATCH_LENGTHS_DEFAULT.1)),
+            ]
+        });
+        &tables[self as usize]
+    }
+}
+
+/// What a frame's sequences carry from block to block.
+#[derive(Debug, Clone)]
+pub(crate) struct FrameSequences {
+    /// The tables of the last block with sequences, which "repeat" reuses.
+    tables: Option<[Table; 3]>,
+    /// The repeated offsets.
+    repeats: [u64; 3],
+}
+
+impl Default for FrameSequences {
+    fn default() -> Self {
+        Self {
+            tables: None,
+            repeats: [1, 4, 8],
+        }
+    }
+}
+
+/// Where a block lies in its frame, for [`check_section`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct BlockPlace {
+    /// Bytes the frame decoded to before this block.
+    pub(crate) frame_output: u64,
+    /// The frame's window size.
+    pub(crate) window: u64,
+    /// The most a block decodes to.
+    pub(crate) block_size_max: u64,
+}
+
+/// Checks the sequences section `section` of a block whose literals section
+/// holds `literals` literals, and returns what the block decodes to.
+pub(crate) fn check_section(
+    section: &[u8],
+    literals: usize,
+    place: BlockPlace,
+    frame: &mut FrameSequences,
+) -> Result<u64, String> {
+    let (&first, mut rest) = section.split_first().ok_or("no sequences section")?;
+    let count = match first {
+        0..=0x7F => usize::from(first),
+        0xFF => {
+            let n = rest.get(..2).ok_or("sequences header truncated")?;
+            rest = &rest[2..];
+            usize::from(u16::from_le_bytes([n[0], n[1]])) + 0x7F00
+        }
+        _ => {
+            let (&low, tail) = rest.split_first().ok_or("sequences header truncated")?;
+            rest = tail;
+            (usize::from(first - 0x80) << 8) + usize::from(low)
+        }
+    };
+    let decoded = if count == 0 {
+        if !rest.is_empty() {
+            return Err("bytes after a sequences section of no sequences".into());
+        }
+        literals as u64
+    } else {
+        let (&modes, tail) = rest.split_first().ok_or("sequences header truncated")?;
+        rest = tail;
+        if modes & 3 != 0 {
+            return Err("reserved bits of the sequences' modes are set".into());
+        }
+        let previous = frame.tables.take();
+        let mut tables: [Table; 3] = Default::default();
+        for (i, kind) in [Kind::LiteralLength, Kind::Offset, Kind::MatchLength]
+            .into_iter()
+            .enumerate()
+        {
+            let mode = (modes >> (6 - 2 * i)) & 3;
+            let (table, used) = table(kind, mode, rest, previous.as_ref().map(|t| &t[i]))?;
+            tables[i] = table;
+            rest = &rest[used..];
+        }
+        let decoded = decode(rest, count, literals, place, &tables, &mut frame.repeats)?;
+        frame.tables = Some(tables);
+        decoded
+    };
+    if decoded > place.block_size_max {
+        return Err(format!(
+            "block decodes to {decoded} bytes, more than the block maximum of {}",
+            place.block_size_max
+        ));
+    }
+    Ok(decoded)
+}
+
+/// The table `mode` gives `kind` from the header bytes `header`, and the
+/// bytes it takes.
+fn table(kind: Kind, mode: u8, header: &[u8], previous: Option<&Table>) -> Result<(Table, usize), String> {
+    match mode {
+        0 => Ok((kind.predefined().clone(), 0)),
+        1 => {
+            let &symbol = header
+                .first()
+                .ok_or_else(|| format!("{} RLE symbol missing", kind.name()))?;
+            if usize::from(symbol) > kind.max_symbol() {
+                return Err(format!("{} RLE symbol {symbol} is out of range", kind.name()));
+            }
+            let (baseline, extra) = kind.code(usize::from(symbol));
+            let entries = vec![Entry {
+                baseline,
+                extra,
+                bits: 0,
+                next: 0,
+            }];
+            Ok((Table { log: 0, entries }, 1))
+        }
+        2 => {
+            let (log, counts, used) = fse::read_counts(header, kind.max_symbol(), kind.max_log())
+                .map_err(|e| format!("{} table: {e}", kind.name()))?;
+            Ok((kind.table(log, &counts)?, used))
+        }
+        _ => previous
+            .cloned()
+            .map(|t| (t, 0))
+            .ok_or_else(|| format!("{} table repeated before any in the frame", kind.name())),
+    }
+}
+
+/// Decodes `count` sequences from the bitstream `stream`, checking each
+/// against the literals and the output, and returns the block's length.
+fn decode(
+    stream: &[u8],
+    count: usize,
+    literals: usize,
+    place: BlockPlace,
+    [ll_table, of_table, ml_table]: &[Table; 3],
+    repeats: &mut [u64; 3],
+) -> Result<u64, String> {
+    let mut bits = BackwardBits::new(stream).map_err(|e| format!("sequences' {e}"))?;
+    // Each group of reads between refills takes at most 32 bits.
+    bits.refill();
+    let mut ll_state = bits.read(ll_table.log) as usize;
+    let mut of_state = bits.read(of_table.log) as usize;
+    let mut ml_state = bits.read(ml_table.log) as usize;
+    let mut literals_left = literals as u64;
+    let mut output = place.frame_output;
+    for left in (0..count).rev() {
+        let ll = ll_table.entries[ll_state];
+        let of = of_table.entries[of_state];
+        let ml = ml_table.entries[ml_state];
+        bits.refill();
+        let offset = if of.extra > 1 {
+            let offset = u64::from(of.baseline) - 3 + bits.read(u32::from(of.extra));
+            *repeats = [offset, repeats[0], repeats[1]];
+            offset
+        } else {
+            let no_literals = usize::from(ll.baseline == 0);
+            if of.extra == 0 {
+                let offset = repeats[no_literals];
+                repeats[1] = repeats[1 - no_literals];
+                repeats[0] = offset;
+                offset
+            } else {
+                let index = 1 + no_literals + bits.read(1) as usize;
+                let offset = if index == 3 {
+                    repeats[0].wrapping_sub(1)
+                } else {
+                    repeats[index]
+                };
+                if index != 1 {
+                    repeats[2] = repeats[1];
+                }
+                repeats[1] = repeats[0];
+                repeats[0] = offset;
+                offset
+            }
+        };
+        bits.refill();
+        let match_len = u64::from(ml.baseline) + bits.read(u32::from(ml.extra));
+        let literal_len = u64::from(ll.baseline) + bits.read(u32::from(ll.extra));
+        if left > 0 {
+            bits.refill();
+            ll_state = usize::from(ll.next) + bits.read(u32::from(ll.bits)) as usize;
+            ml_state = usize::from(ml.next) + bits.read(u32::from(ml.bits)) as usize;
+            of_state = usize::from(of.next) + bits.read(u32::from(of.bits)) as usize;
+        }
+        if literal_len > literals_left {
+            return Err("a sequence reads past the block's literals".into());
+        }
+        literals_left -= literal_len;
+        output += literal_len;
+        if offset == 0 || offset > output {
+            return Err(format!(
+                "a match reaches {offset} bytes back, before the start of the frame's output ({output} bytes)"
+            ));
+        }
+        if offset > place.window {
+            return Err(format!(
+                "a match reaches {offset} bytes back, past the frame's window of {}",
+                place.window
+            ));
+        }
+        output += match_len;
+        if output - place.frame_output > place.block_size_max {
+            return Err(format!(
+                "block decodes to more than the block maximum of {}",
+                place.block_size_max
+            ));
+        }
+    }
+    if !bits.is_done() {
+        return Err(if bits.overran() {
+            "the sequences' bit stream ends before its sequences".into()
+        } else {
+            "the sequences' bit stream has bits left after its sequences".into()
+        });
+    }
+    Ok(output - place.frame_output + literals_left)
+}
