@@ -12,6 +12,9 @@ process with a time limit; the table counts, per group:
   (its CUDA context was left unusable);
 - ``gpu_ok_cpu_err``: the GPU returned data where the CPU raised;
 - ``differ``: both returned data, but not the same bytes;
+- ``gpu_err_cpu_ok``: the GPU raised where the CPU returned data (its host
+  checks refuse streams RFC 8878 calls corrupt that a CPU library decodes
+  anyway, such as Zstandard Huffman streams not consumed exactly);
 - ``bad_index``: the GPU's error named a buffer other than the mutated one.
 
 The first three and ``gpu_ok_cpu_err`` must be zero. Each child runs one
@@ -389,6 +392,7 @@ def main() -> None:
         "crash",
         "poisoned",
         "gpu_ok_cpu_err",
+        "gpu_err_cpu_ok",
         "differ",
         "bad_index",
         "worker_killed",
@@ -399,6 +403,7 @@ def main() -> None:
         row = table.setdefault(r["name"], dict.fromkeys(["cases", *counters], 0))
         row["cases"] += 1
         r["gpu_ok_cpu_err"] = r.get("gpu") == "ok" and r.get("cpu") == "err"
+        r["gpu_err_cpu_ok"] = r.get("gpu") == "err" and r.get("cpu") == "ok"
         for c in counters:
             row[c] += bool(r.get(c))
         # A few of each kind are kept (with their bytes) for the corpus.
