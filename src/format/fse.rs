@@ -16,6 +16,28 @@
 //! `FSE_readNCount` rejects; [`decoding_table`] spreads the states as
 //! libzstd's decoders do.
 
+/// Evaluates `$body` (calls of `#[inline(always)]` functions) compiled for
+/// BMI2 where the CPU has it: decoding a bit stream is a chain of variable
+/// shifts, one instruction each with BMI2 and three without, and the wheel
+/// is built for any x86-64.
+macro_rules! with_fast_shifts {
+    ($body:expr) => {{
+        #[cfg(target_arch = "x86_64")]
+        {
+            #[target_feature(enable = "bmi2")]
+            fn bmi2<R>(f: impl FnOnce() -> R) -> R {
+                f()
+            }
+            if std::arch::is_x86_feature_detected!("bmi2") {
+                // SAFETY: the CPU has BMI2, as just checked.
+                return unsafe { bmi2(|| $body) };
+            }
+        }
+        $body
+    }};
+}
+pub(crate) use with_fast_shifts;
+
 /// Smallest accuracy log of a table description.
 const MIN_ACCURACY_LOG: u32 = 5;
 
@@ -207,7 +229,7 @@ impl<'a> BackwardBits<'a> {
 
     /// Moves the container down the stream so that at least 57 bits (or all
     /// that are left) are in it.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn refill(&mut self) {
         if self.base > 0 && self.consumed >= 8 {
             let step = (self.consumed as isize / 8).min(self.base);
@@ -218,7 +240,7 @@ impl<'a> BackwardBits<'a> {
     }
 
     /// The next `n` bits (1 to 56) without reading them.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn peek(&self, n: u32) -> u64 {
         debug_assert!((1..=56).contains(&n));
         // Past the start the shift wraps and the bits are not zeros; only an
@@ -227,7 +249,7 @@ impl<'a> BackwardBits<'a> {
     }
 
     /// Reads `n` bits (0 to 56).
-    #[inline]
+    #[inline(always)]
     pub(crate) fn read(&mut self, n: u32) -> u64 {
         if n == 0 {
             return 0;
@@ -238,9 +260,41 @@ impl<'a> BackwardBits<'a> {
     }
 
     /// Skips `n` bits.
-    #[inline]
+    #[inline(always)]
     pub(crate) fn skip(&mut self, n: u32) {
         self.consumed += n;
+    }
+
+    /// Skips `count` codes (a multiple of 4) in each of four streams, the
+    /// length of each code being what `lengths` gives for its 12-bit
+    /// lookahead. The streams advance in step, as four independent chains,
+    /// with only their containers and positions in registers.
+    pub(crate) fn skip_codes4(streams: &mut [Self; 4], count: usize, lengths: &[u8; 4096]) {
+        with_fast_shifts!(Self::skip_codes4_body(streams, count, lengths));
+    }
+
+    #[inline(always)]
+    fn skip_codes4_body(streams: &mut [Self; 4], count: usize, lengths: &[u8; 4096]) {
+        debug_assert!(count % 4 == 0);
+        for _ in 0..count / 4 {
+            let mut containers = [0u64; 4];
+            let mut consumed = [0u32; 4];
+            for (i, bits) in streams.iter_mut().enumerate() {
+                bits.refill();
+                containers[i] = bits.container;
+                consumed[i] = bits.consumed;
+            }
+            // Four codes of at most 12 bits fit the 57 bits a refill leaves.
+            for _ in 0..4 {
+                for i in 0..4 {
+                    let v = (containers[i].wrapping_shl(consumed[i]) >> 52) as usize;
+                    consumed[i] += u32::from(lengths[v]);
+                }
+            }
+            for (bits, consumed) in streams.iter_mut().zip(consumed) {
+                bits.consumed = consumed;
+            }
+        }
     }
 
     /// Bits not read yet; negative past the start.

@@ -38,10 +38,10 @@ const MAX_WEIGHTS_ACCURACY_LOG: u32 = 6;
 const MIN_LITERALS_FOR_4_STREAMS: usize = 6;
 
 /// A literals Huffman code, as far as decoding needs it: the length of the
-/// code that each `log`-bit lookahead starts with.
+/// code that each 12-bit lookahead starts with (12 bits whatever the code's
+/// longest, so that the lookahead is a shift by a constant).
 #[derive(Debug, Clone)]
 pub(crate) struct HuffmanCode {
-    log: u32,
     lengths: Box<[u8; 1 << MAX_TABLE_LOG]>,
 }
 
@@ -171,16 +171,7 @@ fn check_four_streams(data: &[u8], count: usize, code: &HuffmanCode) -> Result<(
     // The four streams decode in step, as independent chains for the CPU;
     // the last one holds the fewest literals.
     let together = counts[3] / 4 * 4;
-    for _ in 0..together / 4 {
-        for bits in &mut streams {
-            bits.refill();
-        }
-        for _ in 0..4 {
-            for bits in &mut streams {
-                decode_one(bits, code);
-            }
-        }
-    }
+    BackwardBits::skip_codes4(&mut streams, together, &code.lengths);
     for (i, (bits, n)) in streams.iter_mut().zip(counts).enumerate() {
         finish_stream(bits, n - together, code).map_err(|e| format!("literal stream {}: {e}", i + 1))?;
     }
@@ -195,9 +186,8 @@ fn check_stream(stream: &[u8], count: usize, code: &HuffmanCode) -> Result<(), S
 /// Reads one code of `code` from `bits`.
 #[inline]
 fn decode_one(bits: &mut BackwardBits<'_>, code: &HuffmanCode) {
-    const MASK: usize = (1 << MAX_TABLE_LOG) - 1;
-    let v = bits.peek(code.log) as usize;
-    bits.skip(u32::from(code.lengths[v & MASK]));
+    let v = bits.peek(MAX_TABLE_LOG) as usize;
+    bits.skip(u32::from(code.lengths[v]));
 }
 
 /// Reads `count` more codes from `bits`, which must then be done.
@@ -273,7 +263,8 @@ fn decode_weights(stream: &[u8], log: u32, table: &[State]) -> Result<Vec<u8>, S
 
 /// libzstd's checks of the weights (`HUF_readStats`), and the code they
 /// describe: symbols of weight `w` have codes of `log + 1 - w` bits, the
-/// lowest weights taking the lowest lookaheads.
+/// lowest weights taking the lowest lookaheads, each `2^(w - 1)` lookaheads
+/// of `log` bits.
 fn huffman_code(weights: &[u8]) -> Result<HuffmanCode, String> {
     let mut per_weight = [0u32; MAX_TABLE_LOG as usize + 1];
     let mut total = 0u32;
@@ -302,12 +293,12 @@ fn huffman_code(weights: &[u8]) -> Result<HuffmanCode, String> {
     let mut lengths = Box::new([0u8; 1 << MAX_TABLE_LOG]);
     let mut at = 0;
     for (w, &n) in per_weight.iter().enumerate().skip(1).filter(|(_, &n)| n > 0) {
-        let entries = (n as usize) << (w - 1);
+        let entries = (n as usize) << (w - 1 + (MAX_TABLE_LOG - log) as usize);
         lengths[at..at + entries].fill((log + 1 - w as u32) as u8);
         at += entries;
     }
-    debug_assert_eq!(at, 1 << log);
-    Ok(HuffmanCode { log, lengths })
+    debug_assert_eq!(at, 1 << MAX_TABLE_LOG);
+    Ok(HuffmanCode { lengths })
 }
 
 #[cfg(test)]

@@ -349,6 +349,18 @@ fn decode(
     count: usize,
     literals: usize,
     place: BlockPlace,
+    tables: &[Table; 3],
+    repeats: &mut [u64; 3],
+) -> Result<u64, String> {
+    fse::with_fast_shifts!(decode_body(stream, count, literals, place, tables, repeats))
+}
+
+#[inline(always)]
+fn decode_body(
+    stream: &[u8],
+    count: usize,
+    literals: usize,
+    place: BlockPlace,
     [ll_table, of_table, ml_table]: &[Table; 3],
     repeats: &mut [u64; 3],
 ) -> Result<u64, String> {
