@@ -303,18 +303,22 @@ fn huffman_code(weights: &[u8]) -> Result<HuffmanCode, String> {
 
 #[cfg(test)]
 mod tests {
-    use super::super::zstd::check_frames;
-    use crate::algorithm::Algorithm;
+    use super::super::zstd::{check_frames, frames};
 
-    /// Bytes of several kinds: float32 walks, text-like bytes, noise, runs.
-    fn samples(len: usize, seed: u64) -> Vec<Vec<u8>> {
+    /// A seeded xorshift64 generator.
+    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
         let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let mut next = move || {
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             state
-        };
+        }
+    }
+
+    /// Bytes of several kinds: float32 walks, text-like bytes, noise, runs.
+    fn samples(len: usize, seed: u64) -> Vec<Vec<u8>> {
+        let mut next = xorshift(seed);
         let mut walk = 0f32;
         let field: Vec<u8> = (0..len.div_ceil(4))
             .flat_map(|_| {
@@ -329,21 +333,24 @@ mod tests {
         vec![field, text, skewed, noise, vec![9u8; len]]
     }
 
-    /// The CPU backend's verdict on one buffer.
+    /// libzstd's verdict on one buffer, decoded as `cpu::zstd` decodes it:
+    /// in one call into the declared size where every frame declares one,
+    /// with the streaming decoder otherwise.
     fn cpu_accepts(buf: &[u8]) -> bool {
-        crate::cpu::decode_batch(&Algorithm::Zstd, &[buf], 1 << 24).is_ok()
+        let Ok(frames) = frames(buf) else {
+            return false;
+        };
+        match frames.iter().map(|f| f.content_size).sum::<Option<u64>>() {
+            Some(total) if total <= 1 << 24 => zstd::bulk::decompress(buf, total as usize).is_ok(),
+            Some(_) => false,
+            None => zstd::stream::decode_all(buf).is_ok(),
+        }
     }
 
     /// A generator of mutations: bit flips, XOR runs, zeroed ranges and
     /// random bytes, at random places past the frame header.
     fn mutants(frame: &[u8], n: usize, seed: u64) -> Vec<Vec<u8>> {
-        let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-        let mut next = move || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            state
-        };
+        let mut next = xorshift(seed);
         (0..n)
             .map(|_| {
                 let mut bad = frame.to_vec();
