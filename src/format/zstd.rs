@@ -23,12 +23,6 @@
 use super::zstd_literals::{self, HuffmanCode};
 use super::zstd_sequences::{self, BlockPlace, FrameSequences};
 
-/// The content size the Zstandard frame at the start of `buf` declares,
-/// `None` when the frame omits it (streamed frames).
-pub(crate) fn content_size(buf: &[u8]) -> Result<Option<u64>, String> {
-    ::zstd::zstd_safe::get_frame_content_size(buf).map_err(|_| "not a Zstandard frame".to_string())
-}
-
 /// One data frame of a Zstandard buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Frame {
@@ -243,10 +237,9 @@ pub(crate) fn frames(buf: &[u8]) -> Result<Vec<Frame>, String> {
         let len = match magic {
             Some(MAGIC) => {
                 let walk = frame_blocks(rest, &mut |_, _| Ok(())).map_err(|e| format!("{e} (frame at byte {at})"))?;
-                let content_size = content_size(rest)?;
                 frames.push(Frame {
                     range: at..at + walk.len,
-                    content_size,
+                    content_size: walk.content_size,
                     raw_and_rle_bytes: walk.raw_and_rle_bytes,
                     compressed_blocks: walk.compressed_blocks,
                     checksum: walk.checksum,
@@ -280,6 +273,8 @@ struct FrameBlocks {
     compressed_blocks: u64,
     /// Its content checksum, if it has one.
     checksum: Option<u32>,
+    /// The content size its header declares.
+    content_size: Option<u64>,
 }
 
 /// The length and blocks of the Zstandard frame at the start of `buf` (its
@@ -339,6 +334,7 @@ fn frame_blocks(
         raw_and_rle_bytes,
         compressed_blocks,
         checksum,
+        content_size: header.content_size,
     })
 }
 
@@ -405,8 +401,13 @@ mod tests {
 
     #[test]
     fn content_size_is_read() {
-        let frame = ::zstd::bulk::compress(&[7u8; 1000], 1).unwrap();
-        assert_eq!(content_size(&frame).unwrap(), Some(1000));
-        assert!(content_size(b"nonsense").is_err());
+        // Content size fields of 1, 2 (plus 256) and 4 bytes.
+        for len in [100usize, 1000, 70_000, 1 << 20] {
+            let frame = ::zstd::bulk::compress(&vec![7u8; len], 1).unwrap();
+            let declared = ::zstd::zstd_safe::get_frame_content_size(&frame).unwrap();
+            assert_eq!(declared, Some(len as u64));
+            assert_eq!(frames(&frame).unwrap()[0].content_size, declared, "{len} bytes");
+        }
+        assert!(frames(b"nonsense").is_err());
     }
 }

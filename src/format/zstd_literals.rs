@@ -161,13 +161,10 @@ fn check_four_streams(data: &[u8], count: usize, code: &HuffmanCode) -> Result<(
     let segment = count.div_ceil(4);
     let counts = [segment, segment, segment, count - 3 * segment];
     let starts = [6, 6 + size(0), 6 + size(0) + size(1), 6 + first_three, data.len()];
-    let mut streams = Vec::with_capacity(4);
-    for i in 0..4 {
-        streams.push(
-            BackwardBits::new(&data[starts[i]..starts[i + 1]]).map_err(|e| format!("literal stream {}: {e}", i + 1))?,
-        );
-    }
-    let mut streams: [BackwardBits<'_>; 4] = streams.try_into().map_err(|_| "four streams")?;
+    let stream = |i: usize| {
+        BackwardBits::new(&data[starts[i]..starts[i + 1]]).map_err(|e| format!("literal stream {}: {e}", i + 1))
+    };
+    let mut streams = [stream(0)?, stream(1)?, stream(2)?, stream(3)?];
     // The four streams decode in step, as independent chains for the CPU;
     // the last one holds the fewest literals.
     let together = counts[3] / 4 * 4;

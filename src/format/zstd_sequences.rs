@@ -31,15 +31,27 @@ use std::sync::OnceLock;
 
 use super::fse::{self, BackwardBits};
 
-/// Literal length codes: (baseline, extra bits).
-const LITERAL_LENGTHS: [(u32, u8); 36] = {
-    let mut codes = [(0, 0); 36];
+/// A length code table: codes below `short` stand for `code + base` with no
+/// extra bits, the `long` codes after them for their (baseline, extra bits).
+const fn length_codes<const N: usize>(short: usize, base: u32, long: &[(u32, u8)]) -> [(u32, u8); N] {
+    let mut codes = [(0, 0); N];
     let mut c = 0;
-    while c < 16 {
-        codes[c] = (c as u32, 0);
+    while c < N {
+        codes[c] = if c < short {
+            (c as u32 + base, 0)
+        } else {
+            long[c - short]
+        };
         c += 1;
     }
-    let long = [
+    codes
+}
+
+/// Literal length codes: (baseline, extra bits).
+const LITERAL_LENGTHS: [(u32, u8); 36] = length_codes(
+    16,
+    0,
+    &[
         (16, 1),
         (18, 1),
         (20, 1),
@@ -60,24 +72,14 @@ const LITERAL_LENGTHS: [(u32, u8); 36] = {
         (16384, 14),
         (32768, 15),
         (65536, 16),
-    ];
-    let mut i = 0;
-    while i < long.len() {
-        codes[16 + i] = long[i];
-        i += 1;
-    }
-    codes
-};
+    ],
+);
 
 /// Match length codes: (baseline, extra bits).
-const MATCH_LENGTHS: [(u32, u8); 53] = {
-    let mut codes = [(0, 0); 53];
-    let mut c = 0;
-    while c < 32 {
-        codes[c] = (c as u32 + 3, 0);
-        c += 1;
-    }
-    let long = [
+const MATCH_LENGTHS: [(u32, u8); 53] = length_codes(
+    32,
+    3,
+    &[
         (35, 1),
         (37, 1),
         (39, 1),
@@ -99,14 +101,8 @@ const MATCH_LENGTHS: [(u32, u8); 53] = {
         (16387, 14),
         (32771, 15),
         (65539, 16),
-    ];
-    let mut i = 0;
-    while i < long.len() {
-        codes[32 + i] = long[i];
-        i += 1;
-    }
-    codes
-};
+    ],
+);
 
 /// Largest offset code: its value is `(1 << code) + extra`, `code` extra bits.
 const MAX_OFFSET_CODE: usize = 31;
