@@ -345,7 +345,7 @@ mod tests {
     }
 
     /// A generator of mutations: bit flips, XOR runs, zeroed ranges and
-    /// random bytes, at random places past the frame header.
+    /// random bytes, anywhere past the magic number and the frame descriptor.
     fn mutants(frame: &[u8], n: usize, seed: u64) -> Vec<Vec<u8>> {
         let mut next = xorshift(seed);
         (0..n)
