@@ -3,7 +3,9 @@
 //!
 //! The GPU engine prints one line per call: the milliseconds from the call's
 //! start to the end of each of its phases (`framing`, `staging`,
-//! `size query`, `upload`, `decompress`, `results`, `delivered`). The reader
+//! `size query`, `upload`, `decompress`, `results`, `host check`: when the
+//! host's check of untrusted streams, run by other threads, ended;
+//! `literal streams`, `delivered`). The reader
 //! prints one line per wave: when it was fetched and when it was decoded.
 //! Off by default, since timing a phase of device work means waiting for it.
 
@@ -50,6 +52,14 @@ impl<'a> Profile<'a> {
         }
     }
 
+    /// Notes that `phase`, work of another thread, ended at `at`.
+    pub(crate) fn note(&mut self, phase: &'static str, at: Instant) {
+        if self.wait.is_some() {
+            let ms = at.saturating_duration_since(self.start).as_secs_f64() * 1e3;
+            self.marks.push((phase, ms));
+        }
+    }
+
     /// The line printed for this call.
     fn line(&self) -> String {
         let marks: Vec<String> = self.marks.iter().map(|(p, ms)| format!("{p} {ms:.2}")).collect();
@@ -87,6 +97,17 @@ mod tests {
             "{line}"
         );
         assert!(line.contains(", decompress "), "{line}");
+    }
+
+    #[test]
+    fn notes_keep_the_time_they_are_given() {
+        let mut profile = Profile::with(Some(Box::new(|| {})));
+        let at = profile.start + std::time::Duration::from_millis(250);
+        profile.note("host check", at);
+        assert_eq!(profile.marks, [("host check", 250.0)]);
+        let mut inert = Profile::with(None);
+        inert.note("host check", at);
+        assert!(inert.marks.is_empty());
     }
 
     #[test]

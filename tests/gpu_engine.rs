@@ -347,6 +347,64 @@ fn zstd_literal_trees_in_device_memory_are_checked() {
     assert_eq!(decoded.to_host().unwrap().to_vecs(), expected);
 }
 
+/// The Huffman streams of untrusted Zstandard literals are checked by the
+/// crate's kernel where the batch is staged: of frames with flipped bits,
+/// those the GPU path decodes the CPU decodes to the same bytes, from host
+/// and from device memory, and the kernel's refusals (streams that do not
+/// decode to exactly their literals) name the buffer and the stream.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn zstd_literal_streams_are_checked_on_the_device() {
+    let codec = gpu("zstd");
+    let engine: &Arc<CudaEngine> = codec.cuda().unwrap();
+    let data = field_f32(300_000, 5);
+    let frame = zstd::bulk::compress(&data, 3).unwrap();
+    let good = zstd::bulk::compress(&field_f32(70_000, 6), 1).unwrap();
+    let mut rng = common::Rng(77);
+    let mut next = || rng.next_u64();
+    let (mut by_streams, mut decoded) = (0, 0);
+    for m in 0..200 {
+        let mut bad = frame.clone();
+        let at = 16 + (next() as usize) % (bad.len() - 16);
+        bad[at] ^= 1 << (next() % 8);
+        let batch = vec![good.clone(), bad];
+        let on_cpu = cpu("zstd").decode_batch(&refs(&batch)).map(|b| b.to_vecs());
+        let from_host = codec.decode_batch(&refs(&batch)).map(|b| b.to_vecs());
+        // SAFETY: the regions are live device memory of this engine.
+        let from_device = on_device(engine, &batch, |regions| unsafe {
+            engine.decode_device(&Algorithm::Zstd, regions, 1 << 30)
+        })
+        .and_then(|d| d.to_host())
+        .map(|b| b.to_vecs());
+        for got in [&from_host, &from_device] {
+            match got {
+                Ok(bytes) => {
+                    decoded += 1;
+                    assert_eq!(
+                        Some(bytes),
+                        on_cpu.as_ref().ok(),
+                        "mutant {m} at byte {at}: GPU decoded it"
+                    );
+                }
+                Err(Error::Corrupt { index, reason }) => {
+                    assert_eq!(*index, 1, "mutant {m}: {reason}");
+                    by_streams += usize::from(reason.contains("literal stream at byte"));
+                }
+                Err(e) => panic!("mutant {m}: {e}"),
+            }
+        }
+        assert_eq!(from_host.is_ok(), from_device.is_ok(), "mutant {m}");
+    }
+    assert!(
+        by_streams >= 20,
+        "only {by_streams} refusals came from the streams' kernel"
+    );
+    assert!(
+        decoded > 0,
+        "no mutant decoded: the test checks nothing of accepted ones"
+    );
+}
+
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn device_buffers_stay_on_the_device() {

@@ -5,28 +5,33 @@
 //! 1. **framing**: each input's nvCOMP chunks ([`super::framing`]);
 //! 2. **staging**: the table's input half written, the inputs nvCOMP cannot
 //!    read in place staged into the input scratch ([`super::staging`]);
-//! 3. **size query**: nvCOMP's decoded sizes, for chunks whose framing does
-//!    not declare them;
-//! 4. **upload**: the output laid out (each buffer's chunks back to back,
-//!    buffers aligned), the table's output half written, the table uploaded;
-//! 5. **decompress**: one nvCOMP call, here or in the isolated worker
-//!    ([`super::isolation`]), then gzip's CRC-32s computed on the device and
-//!    the decoded bytes copied where nvCOMP could not write them;
-//! 6. **results**: per-chunk statuses and sizes (and host data, group by
-//!    group) copied to pinned memory;
-//! 7. **host check**: untrusted raw DEFLATE streams (deflate, gzip) and
+//! 3. **host check**: untrusted raw DEFLATE streams (deflate, gzip) and
 //!    Zstandard frames checked on the host where nvCOMP does not check
 //!    them (device buffers copied to the host before phase 1,
-//!    [`super::host_copies`]), by other threads while phases 1 to 6 run,
-//!    waited for here ([`chunking::check_on_host`]); then the results
-//!    checked ([`super::decode_results`]);
-//! 8. **delivered**: host data handed over as each group arrives.
+//!    [`super::host_copies`]), by other threads while phases 1 and 2 run,
+//!    waited for here ([`chunking::check_on_host`]);
+//! 4. **literal streams**: the Huffman streams of the Zstandard literals
+//!    that the host check kept, checked by one kernel launch where the
+//!    inputs are staged (`super::huffman`); nvCOMP sees no untrusted
+//!    piece before phases 3 and 4 have passed it;
+//! 5. **size query**: nvCOMP's decoded sizes, for chunks whose framing does
+//!    not declare them;
+//! 6. **upload**: the output laid out (each buffer's chunks back to back,
+//!    buffers aligned), the table's output half written, the table uploaded;
+//! 7. **decompress**: one nvCOMP call, here or in the isolated worker
+//!    ([`super::isolation`]), then gzip's CRC-32s computed on the device and
+//!    the decoded bytes copied where nvCOMP could not write them;
+//! 8. **results**: per-chunk statuses and sizes (and host data, group by
+//!    group) copied to pinned memory, then checked
+//!    ([`super::decode_results`]);
+//! 9. **delivered**: host data handed over as each group arrives.
 //!
 //! Untrusted batches are decoded by the worker, from and into this engine's
 //! scratch memory only: no input is read in place, and the decoded bytes
 //! reach a device destination by this engine's own copies.
 
 use std::ops::Range;
+use std::time::Instant;
 
 use super::api::{self, BatchArgs, NvcompApi};
 use super::chunking::{self, DecodePiece};
@@ -42,6 +47,10 @@ use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
 use crate::profile::Profile;
+
+/// What a pass runs between staging its pieces and handing them to nvCOMP:
+/// the checks of untrusted pieces, which refuse them with an error.
+type Gate<'g> = dyn FnMut(&mut Scratch, &[DecodePiece], &mut Profile<'_>) -> Result<()> + 'g;
 
 /// What every phase after framing reads.
 struct Pass<'a> {
@@ -85,11 +94,14 @@ impl CudaEngine {
     /// Decodes a batch once. With `query_sizes`, every decoded size comes
     /// from nvCOMP's size query, none from the framing.
     ///
-    /// Untrusted streams are checked on the host where nvCOMP does not check
-    /// them ([`chunking::check_on_host`]; device buffers are copied there
-    /// first, [`CudaEngine::copy_to_host`]), by other threads while this one
-    /// stages and decodes them; the check's error comes before anything the
-    /// pass found.
+    /// Untrusted streams are checked where nvCOMP does not check them: on
+    /// the host ([`chunking::check_on_host`]; device buffers are copied
+    /// there first, [`CudaEngine::copy_to_host`]), by other threads while
+    /// this one frames and stages them, then the Zstandard literals' Huffman
+    /// streams on the device ([`CudaEngine::check_literal_streams`]); nvCOMP
+    /// sees them only when both have passed, so that a stream they refuse
+    /// can neither hang nor crash the worker. The check's error comes before
+    /// anything the pass found.
     pub(super) fn decode_pass(
         &self,
         s: &mut Scratch,
@@ -110,30 +122,63 @@ impl CudaEngine {
         };
         let checked = guarded.then(|| host_views(inputs, copies.as_ref()));
         let mut profile = self.profile();
-        let mut host_check = Ok(());
-        let enqueued = rayon::in_place_scope(|scope| {
-            if let Some(bufs) = &checked {
-                scope.spawn(|_| host_check = chunking::check_on_host(algorithm, bufs));
+        let enqueued = std::thread::scope(|scope| {
+            let mut check = checked.as_ref().map(|bufs| {
+                scope.spawn(|| {
+                    let checked = chunking::check_pool().install(|| chunking::check_on_host(algorithm, bufs));
+                    (checked, Instant::now())
+                })
+            });
+            let mut gate = |s: &mut Scratch, pieces: &[DecodePiece], profile: &mut Profile<'_>| {
+                let (Some(handle), Some(bufs)) = (check.take(), &checked) else {
+                    return Ok(());
+                };
+                let (literals, done) = handle.join().expect("the host check does not panic");
+                profile.note("host check", done);
+                let literals = literals?;
+                if !literals.is_empty() {
+                    let table = Table::of(s.pinned_in.as_mut().expect("staged by stage_inputs"), pieces.len());
+                    let staged: Vec<u64> = (0..pieces.len()).map(|k| table.get(Table::IN_PTRS, k)).collect();
+                    // SAFETY: untrusted passes stage every piece into the
+                    // input scratch (`stage_inputs`), between its table and
+                    // its results, and nothing writes it before the next pass.
+                    unsafe { self.check_literal_streams(s, pieces, &staged, &literals, bufs, profile)? };
+                    profile.mark("literal streams");
+                }
+                Ok(())
+            };
+            let enqueued = self.enqueue_pass(
+                s,
+                (algorithm, inputs),
+                (options, query_sizes),
+                dest,
+                &mut profile,
+                &mut gate,
+            );
+            // A pass that failed before its gate: the check's error first.
+            let unchecked = check.take().map(|c| c.join().expect("the host check does not panic").0);
+            match (enqueued, unchecked) {
+                (Err(_), Some(Err(e))) => Err(e),
+                (enqueued, _) => enqueued,
             }
-            self.enqueue_pass(s, (algorithm, inputs), options, dest, query_sizes, &mut profile)
         });
-        if checked.is_some() {
-            profile.mark("host check");
-        }
+        drop(checked);
         if let Some(copies) = copies {
             copies.give_back(s);
-        }
-        if let Err(e) = host_check {
-            // Nothing may still write the scratch when the next pass starts.
-            self.sync()?;
-            return Err(e);
         }
         let Enqueued {
             pieces,
             out,
             checks,
             in_flight,
-        } = enqueued?;
+        } = match enqueued {
+            Ok(enqueued) => enqueued,
+            Err(e) => {
+                // Nothing may still write the scratch when the next pass starts.
+                self.sync()?;
+                return Err(e);
+            }
+        };
         self.check_results(s, &pieces)?;
         self.check_content(&pieces, checks)?;
         if let Dest::Host(deliver) = dest {
@@ -146,16 +191,17 @@ impl CudaEngine {
         })
     }
 
-    /// The pass up to its results: framing, staging, nvCOMP's decode, the
-    /// checksums and the copies of results and host data enqueued.
+    /// The pass up to its results: framing, staging, `gate` (which may
+    /// refuse the staged pieces before nvCOMP sees them), nvCOMP's decode,
+    /// the checksums and the copies of results and host data enqueued.
     fn enqueue_pass(
         &self,
         s: &mut Scratch,
         (algorithm, inputs): (&Algorithm, Inputs<'_>),
-        options: DecodeOptions,
+        (options, query_sizes): (DecodeOptions, bool),
         dest: &mut Dest<'_>,
-        query_sizes: bool,
         profile: &mut Profile<'_>,
+        gate: &mut Gate<'_>,
     ) -> Result<Enqueued> {
         let max = options.max_decoded_size;
         let hinted_max = if query_sizes { u64::MAX } else { max };
@@ -178,6 +224,7 @@ impl CudaEngine {
         };
         let align = pass.api.decompress_alignments()?;
         let area = self.stage_inputs(s, &pass, inputs, &pieces, align.input, profile)?;
+        gate(s, &pieces, profile)?;
         if pieces.iter().any(|p| p.decoded.is_none()) {
             let sizes = self.query_sizes(s, &pass, area)?;
             profile.mark("size query");

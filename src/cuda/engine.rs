@@ -16,6 +16,7 @@ use super::checksums::ChecksumKernel;
 use super::copies::{CopyKernel, Rows};
 use super::fill::FillKernel;
 use super::filters::FilterKernel;
+use super::huffman::HuffmanKernel;
 use super::isolation;
 use super::memory::{cuda_err, DeviceBuffer, MemoryPool, PinnedBuffer};
 use super::scale_offset::ScaleOffsetKernel;
@@ -77,6 +78,8 @@ pub(super) struct Scratch {
     pub(super) summer: Option<ChecksumKernel>,
     /// The fill-value kernel, loaded at first use.
     pub(super) filler: Option<FillKernel>,
+    /// The kernel checking Zstandard literals' Huffman streams, loaded at first use.
+    pub(super) huffman: Option<HuffmanKernel>,
     /// Device inputs copied to the host ([`super::host_copies`]).
     pub(super) pinned_copies: Option<PinnedBuffer>,
 }

@@ -97,6 +97,11 @@ impl Table<'_> {
     pub(super) fn set(&mut self, array: usize, k: usize, value: u64) {
         self.words[array * self.n + k] = value;
     }
+
+    /// Word `k` of `array`.
+    pub(super) fn get(&self, array: usize, k: usize) -> u64 {
+        self.words[array * self.n + k]
+    }
 }
 
 /// The per-chunk results nvCOMP writes: sizes then statuses.

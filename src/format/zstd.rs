@@ -20,7 +20,12 @@
 //! of a frame, and its output for a frame libzstd rejects is whatever it
 //! happens to be.
 
+use std::ops::Range;
+
+#[cfg(test)]
+pub(crate) use super::zstd_literals::tests::{samples, xorshift};
 use super::zstd_literals::{self, HuffmanCode};
+pub(crate) use super::zstd_literals::{DecodeHere, Defer, HuffmanStreams, StreamCheck, StreamEnd, MAX_TABLE_LOG};
 use super::zstd_sequences::{self, BlockPlace, FrameSequences};
 
 /// One data frame of a Zstandard buffer.
@@ -73,14 +78,17 @@ impl Frame {
 
 /// Checks every frame of a buffer as libzstd decodes it: frame headers,
 /// block sizes, literals and sequences, and each frame's declared content
-/// size against what its blocks decode to. Where a frame declares no
-/// content size, the CPU backend decodes the buffer with the streaming
-/// decoder, which refuses windows above 128 MiB: so do these checks.
-pub(crate) fn check_frames(buf: &[u8]) -> Result<(), String> {
+/// size against what its blocks decode to; the Huffman streams of the
+/// literals go to `streams` ([`DecodeHere`] decodes them at once). Where a
+/// frame declares no content size, the CPU backend decodes the buffer with
+/// the streaming decoder, which refuses windows above 128 MiB: so do these
+/// checks.
+pub(crate) fn check_frames(buf: &[u8], streams: &mut dyn StreamCheck) -> Result<(), String> {
     let frames = frames(buf)?;
     let streamed = frames.iter().any(|f| f.content_size.is_none());
     frames.iter().try_for_each(|f| {
-        check_frame(&buf[f.range.clone()], streamed).map_err(|e| format!("{e} (frame at byte {})", f.range.start))
+        check_frame(buf, f.range.clone(), streamed, streams)
+            .map_err(|e| format!("{e} (frame at byte {})", f.range.start))
     })
 }
 
@@ -88,8 +96,9 @@ pub(crate) fn check_frames(buf: &[u8]) -> Result<(), String> {
 /// (`ZSTD_MAXWINDOWSIZE_DEFAULT`).
 const MAX_STREAMED_WINDOW: u64 = (1 << 27) + 1;
 
-/// [`check_frames`] for the one frame that `frame` holds.
-fn check_frame(frame: &[u8], streamed: bool) -> Result<(), String> {
+/// [`check_frames`] for the one frame that `buf[range]` holds.
+fn check_frame(buf: &[u8], range: Range<usize>, streamed: bool, streams: &mut dyn StreamCheck) -> Result<(), String> {
+    let frame = &buf[range.clone()];
     let header = FrameHeader::parse(frame)?;
     if header.dictionary_id != 0 {
         return Err(format!("frame needs dictionary {}", header.dictionary_id));
@@ -121,8 +130,13 @@ fn check_frame(frame: &[u8], streamed: bool) -> Result<(), String> {
                         body.len()
                     ));
                 }
-                let literals = zstd_literals::check_section(body, block_size_max as usize, &mut code)
-                    .map_err(|e| format!("{e} (block at byte {at})"))?;
+                // The body follows the block's 3-byte header; the literals'
+                // streams are named by their place in the whole buffer.
+                let body_at = range.start + at + 3;
+                let body_in_buf = body_at..body_at + body.len();
+                let literals =
+                    zstd_literals::check_section(buf, body_in_buf, block_size_max as usize, &mut code, streams)
+                        .map_err(|e| format!("{e} (block at byte {at})"))?;
                 let place = BlockPlace {
                     frame_output: output,
                     window: header.window,

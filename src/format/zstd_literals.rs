@@ -23,26 +23,148 @@
 //! weights, completed by an implied last weight, a power of two of at most
 //! 2^12, and an even number (at least 2) of weight-1 symbols. Each stream
 //! must decode to exactly its literals, its last bit read by the last one.
-//! Only code lengths matter for that, so only lengths are looked up.
+//! Only code lengths matter for that, so only lengths are looked up, and a
+//! code is known by how many symbols have each length ([`HuffmanCode`]).
 //! nvCOMP's Zstandard decoder checks none of this.
+//!
+//! The section's headers, tree and stream bounds are checked here; the
+//! streams themselves go to a [`StreamCheck`]: decoded at once on the host
+//! ([`DecodeHere`]), or kept ([`Defer`]) for the device, which decodes the
+//! streams of a whole batch in one launch (`cuda::huffman`).
+
+use std::ops::Range;
 
 use super::fse::{self, BackwardBits, State};
 
 /// Most weights a description holds (the last symbol's is implied).
 const MAX_WEIGHTS: usize = 255;
 /// Largest weight, and largest table log, of a literals Huffman code.
-const MAX_TABLE_LOG: u32 = 12;
+pub(crate) const MAX_TABLE_LOG: u32 = 12;
 /// Largest FSE accuracy log of the weights' table.
 const MAX_WEIGHTS_ACCURACY_LOG: u32 = 6;
 /// Fewest literals the four-stream layout holds.
 const MIN_LITERALS_FOR_4_STREAMS: usize = 6;
+/// Lookaheads of [`MAX_TABLE_LOG`] bits.
+const LOOKAHEADS: usize = 1 << MAX_TABLE_LOG;
 
-/// A literals Huffman code, as far as decoding needs it: the length of the
-/// code that each 12-bit lookahead starts with (12 bits whatever the code's
-/// longest, so that the lookahead is a shift by a constant).
-#[derive(Debug, Clone)]
+/// A literals Huffman code, as far as decoding needs it. Canonical codes
+/// give the lowest weights the lowest lookaheads, so the length of the code
+/// a 12-bit lookahead starts with depends only on which weight's range of
+/// lookaheads it falls in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct HuffmanCode {
-    lengths: Box<[u8; 1 << MAX_TABLE_LOG]>,
+    /// The table log: the longest code's length.
+    pub(crate) log: u8,
+    /// For weight `w` at `w - 1`: the end of the 12-bit lookaheads of codes
+    /// of weight `w` or less (the last is 4096). Weight `w` codes are
+    /// `log + 1 - w` bits long.
+    pub(crate) ends: [u16; MAX_TABLE_LOG as usize],
+}
+
+impl HuffmanCode {
+    /// The length of the code that each 12-bit lookahead starts with.
+    fn lengths(&self) -> Box<[u8; LOOKAHEADS]> {
+        let mut lengths = Box::new([0u8; LOOKAHEADS]);
+        let mut at = 0;
+        for (w, &end) in (1u8..).zip(&self.ends) {
+            lengths[at..usize::from(end)].fill(self.log + 1 - w);
+            at = usize::from(end);
+        }
+        lengths
+    }
+}
+
+/// One Huffman stream of a literals section.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct HuffmanStream {
+    /// Its bytes, within the buffer being checked; the last is not 0.
+    pub(crate) bytes: Range<usize>,
+    /// The literals it must decode to.
+    pub(crate) literals: usize,
+}
+
+/// The Huffman streams of one literals section, and their code.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct HuffmanStreams {
+    /// The code of every stream.
+    pub(crate) code: HuffmanCode,
+    streams: [HuffmanStream; 4],
+    count: usize,
+}
+
+impl HuffmanStreams {
+    /// The 1 or 4 streams, in the section's order.
+    pub(crate) fn streams(&self) -> &[HuffmanStream] {
+        &self.streams[..self.count]
+    }
+}
+
+/// Where the Huffman streams of literals sections are checked.
+pub(crate) trait StreamCheck {
+    /// Checks, or keeps to check later, that each stream of `section`
+    /// (bytes of `buf`) decodes to exactly its literals.
+    fn check(&mut self, buf: &[u8], section: HuffmanStreams) -> Result<(), String>;
+}
+
+/// Decodes each stream on the host, at once.
+#[derive(Debug, Default)]
+pub(crate) struct DecodeHere {
+    /// The last code's lookahead table: consecutive blocks mostly share one.
+    table: Option<(HuffmanCode, Box<[u8; LOOKAHEADS]>)>,
+}
+
+impl StreamCheck for DecodeHere {
+    fn check(&mut self, buf: &[u8], section: HuffmanStreams) -> Result<(), String> {
+        if self.table.as_ref().is_none_or(|(code, _)| *code != section.code) {
+            self.table = Some((section.code, section.code.lengths()));
+        }
+        let lengths = &self.table.as_ref().expect("set above").1;
+        let bits = |s: &HuffmanStream| BackwardBits::new(&buf[s.bytes.clone()]).expect("end marks checked");
+        match section.streams() {
+            [one] => finish_stream(&mut bits(one), one.literals, lengths),
+            four => {
+                let mut streams = [bits(&four[0]), bits(&four[1]), bits(&four[2]), bits(&four[3])];
+                // The four streams decode in step, as independent chains for
+                // the CPU; the last one holds the fewest literals.
+                let together = four[3].literals / 4 * 4;
+                BackwardBits::skip_codes4(&mut streams, together, lengths);
+                for (i, (bits, s)) in streams.iter_mut().zip(four).enumerate() {
+                    finish_stream(bits, s.literals - together, lengths)
+                        .map_err(|e| format!("literal stream {}: {e}", i + 1))?;
+                }
+                Ok(())
+            }
+        }
+    }
+}
+
+/// Keeps every section, for a check of all of them together.
+#[derive(Debug, Default)]
+pub(crate) struct Defer(pub(crate) Vec<HuffmanStreams>);
+
+impl StreamCheck for Defer {
+    fn check(&mut self, _buf: &[u8], section: HuffmanStreams) -> Result<(), String> {
+        self.0.push(section);
+        Ok(())
+    }
+}
+
+/// What a stream that does not decode to exactly its literals breaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum StreamEnd {
+    /// Its bits ran out before its last literal.
+    Overran,
+    /// Bits were left after its last literal.
+    BitsLeft,
+}
+
+impl std::fmt::Display for StreamEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Overran => "Huffman stream ends before its literals",
+            Self::BitsLeft => "Huffman stream has bits left after its literals",
+        })
+    }
 }
 
 /// A checked literals section.
@@ -54,15 +176,19 @@ pub(crate) struct Literals {
     pub(crate) count: usize,
 }
 
-/// Checks the literals section at the start of `block` (a compressed
-/// block's body), whose literals may number at most `block_size_max`.
-/// `code` is the frame's last Huffman code, which treeless sections reuse
-/// and compressed ones replace.
+/// Checks the literals section at the start of `buf[block]` (a compressed
+/// block's body), whose literals may number at most
+/// `block_size_max`; its streams go to `streams`. `code` is the frame's last
+/// Huffman code, which treeless sections reuse and compressed ones replace.
 pub(crate) fn check_section(
-    block: &[u8],
+    buf: &[u8],
+    block: Range<usize>,
     block_size_max: usize,
     code: &mut Option<HuffmanCode>,
+    streams: &mut dyn StreamCheck,
 ) -> Result<Literals, String> {
+    let block_at = block.start;
+    let block = &buf[block];
     if block.len() < 2 {
         return Err("compressed block of fewer than 2 bytes".into());
     }
@@ -117,25 +243,39 @@ pub(crate) fn check_section(
             let data = block
                 .get(header_len..header_len + compressed)
                 .ok_or("compressed literals run past the block")?;
-            let streams = if kind == 2 {
+            let mut at = block_at + header_len;
+            if kind == 2 {
                 let (weights, tree_len) = weights(data).map_err(|why| bad_tree(&why))?;
                 *code = Some(huffman_code(&weights).map_err(|why| bad_tree(&why))?);
                 if tree_len >= data.len() {
                     return Err("compressed literals hold no stream after their tree".into());
                 }
-                &data[tree_len..]
-            } else {
-                if code.is_none() {
-                    return Err("treeless literals without an earlier Huffman code in the frame".into());
-                }
-                data
-            };
-            let code = code.as_ref().expect("set above");
-            if four_streams {
-                check_four_streams(streams, count, code)?;
-            } else {
-                check_stream(streams, count, code)?;
+                at += tree_len;
+            } else if code.is_none() {
+                return Err("treeless literals without an earlier Huffman code in the frame".into());
             }
+            let end = block_at + header_len + compressed;
+            let code = code.expect("set above");
+            let section = if four_streams {
+                four_streams_of(buf, at..end, count, code)?
+            } else {
+                let one = HuffmanStream {
+                    bytes: at..end,
+                    literals: count,
+                };
+                has_end_mark(buf, &one.bytes)?;
+                HuffmanStreams {
+                    code,
+                    streams: [
+                        one,
+                        HuffmanStream::default(),
+                        HuffmanStream::default(),
+                        HuffmanStream::default(),
+                    ],
+                    count: 1,
+                }
+            };
+            streams.check(buf, section)?;
             Ok(Literals {
                 section_len: header_len + compressed,
                 count,
@@ -148,8 +288,20 @@ fn bad_tree(why: &str) -> String {
     format!("bad Huffman tree description of the literals: {why}")
 }
 
-/// Checks the jump table and the four streams of `count` literals.
-fn check_four_streams(data: &[u8], count: usize, code: &HuffmanCode) -> Result<(), String> {
+/// Checks that the stream `bytes` of `buf` ends with a byte holding its end mark.
+fn has_end_mark(buf: &[u8], bytes: &Range<usize>) -> Result<(), String> {
+    BackwardBits::new(&buf[bytes.clone()]).map(|_| ()).map_err(String::from)
+}
+
+/// The four streams of `count` literals that `streams` of `buf`, jump
+/// table first, holds.
+fn four_streams_of(
+    buf: &[u8],
+    streams: Range<usize>,
+    count: usize,
+    code: HuffmanCode,
+) -> Result<HuffmanStreams, String> {
+    let data = &buf[streams.clone()];
     if data.len() < 10 {
         return Err("four literal streams in fewer than 10 bytes".into());
     }
@@ -160,55 +312,57 @@ fn check_four_streams(data: &[u8], count: usize, code: &HuffmanCode) -> Result<(
     }
     let segment = count.div_ceil(4);
     let counts = [segment, segment, segment, count - 3 * segment];
-    let starts = [6, 6 + size(0), 6 + size(0) + size(1), 6 + first_three, data.len()];
+    let at = streams.start;
+    let starts = [
+        at + 6,
+        at + 6 + size(0),
+        at + 6 + size(0) + size(1),
+        at + 6 + first_three,
+        streams.end,
+    ];
     let stream = |i: usize| {
-        BackwardBits::new(&data[starts[i]..starts[i + 1]]).map_err(|e| format!("literal stream {}: {e}", i + 1))
+        let s = HuffmanStream {
+            bytes: starts[i]..starts[i + 1],
+            literals: counts[i],
+        };
+        has_end_mark(buf, &s.bytes).map_err(|e| format!("literal stream {}: {e}", i + 1))?;
+        Ok::<_, String>(s)
     };
-    let mut streams = [stream(0)?, stream(1)?, stream(2)?, stream(3)?];
-    // The four streams decode in step, as independent chains for the CPU;
-    // the last one holds the fewest literals.
-    let together = counts[3] / 4 * 4;
-    BackwardBits::skip_codes4(&mut streams, together, &code.lengths);
-    for (i, (bits, n)) in streams.iter_mut().zip(counts).enumerate() {
-        finish_stream(bits, n - together, code).map_err(|e| format!("literal stream {}: {e}", i + 1))?;
-    }
-    Ok(())
+    Ok(HuffmanStreams {
+        code,
+        streams: [stream(0)?, stream(1)?, stream(2)?, stream(3)?],
+        count: 4,
+    })
 }
 
-/// Checks that `stream` decodes to exactly `count` symbols of `code`.
-fn check_stream(stream: &[u8], count: usize, code: &HuffmanCode) -> Result<(), String> {
-    finish_stream(&mut BackwardBits::new(stream)?, count, code)
-}
-
-/// Reads one code of `code` from `bits`.
+/// Reads one code from `bits`, its length looked up in `lengths`.
 #[inline]
-fn decode_one(bits: &mut BackwardBits<'_>, code: &HuffmanCode) {
+fn decode_one(bits: &mut BackwardBits<'_>, lengths: &[u8; LOOKAHEADS]) {
     let v = bits.peek(MAX_TABLE_LOG) as usize;
-    bits.skip(u32::from(code.lengths[v]));
+    bits.skip(u32::from(lengths[v]));
 }
 
 /// Reads `count` more codes from `bits`, which must then be done.
-fn finish_stream(bits: &mut BackwardBits<'_>, count: usize, code: &HuffmanCode) -> Result<(), String> {
+fn finish_stream(bits: &mut BackwardBits<'_>, count: usize, lengths: &[u8; LOOKAHEADS]) -> Result<(), String> {
     // Four codes of at most 12 bits fit the 57 bits a refill leaves.
     for _ in 0..count / 4 {
         bits.refill();
         for _ in 0..4 {
-            decode_one(bits, code);
+            decode_one(bits, lengths);
         }
     }
     for _ in 0..count % 4 {
         bits.refill();
-        decode_one(bits, code);
+        decode_one(bits, lengths);
     }
     if bits.is_done() {
         Ok(())
     } else if bits.overran() {
-        Err("Huffman stream ends before its literals".into())
+        Err(StreamEnd::Overran.to_string())
     } else {
-        Err("Huffman stream has bits left after its literals".into())
+        Err(StreamEnd::BitsLeft.to_string())
     }
 }
-
 /// The weights a tree description at the start of `literals` declares, and
 /// the description's length.
 fn weights(literals: &[u8]) -> Result<(Vec<u8>, usize), String> {
@@ -287,23 +441,28 @@ fn huffman_code(weights: &[u8]) -> Result<HuffmanCode, String> {
     if per_weight[1] < 2 || per_weight[1] % 2 == 1 {
         return Err("an odd number of weight-1 symbols".into());
     }
-    let mut lengths = Box::new([0u8; 1 << MAX_TABLE_LOG]);
-    let mut at = 0;
-    for (w, &n) in per_weight.iter().enumerate().skip(1).filter(|(_, &n)| n > 0) {
-        let entries = (n as usize) << (w - 1 + (MAX_TABLE_LOG - log) as usize);
-        lengths[at..at + entries].fill((log + 1 - w as u32) as u8);
-        at += entries;
+    let mut ends = [0u16; MAX_TABLE_LOG as usize];
+    let mut at = 0usize;
+    for (w, end) in (1..).zip(ends.iter_mut()) {
+        at += (per_weight[w] as usize) << (w - 1 + (MAX_TABLE_LOG - log) as usize);
+        *end = at as u16;
     }
-    debug_assert_eq!(at, 1 << MAX_TABLE_LOG);
-    Ok(HuffmanCode { lengths })
+    debug_assert_eq!(at, LOOKAHEADS);
+    Ok(HuffmanCode { log: log as u8, ends })
 }
 
 #[cfg(test)]
-mod tests {
-    use super::super::zstd::{check_frames, frames};
+pub(crate) mod tests {
+    use super::super::zstd::frames;
+    use super::DecodeHere;
+
+    /// The whole check on the host.
+    fn check_frames(buf: &[u8]) -> Result<(), String> {
+        super::super::zstd::check_frames(buf, &mut DecodeHere::default())
+    }
 
     /// A seeded xorshift64 generator.
-    fn xorshift(seed: u64) -> impl FnMut() -> u64 {
+    pub(crate) fn xorshift(seed: u64) -> impl FnMut() -> u64 {
         let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
         move || {
             state ^= state << 13;
@@ -314,7 +473,7 @@ mod tests {
     }
 
     /// Bytes of several kinds: float32 walks, text-like bytes, noise, runs.
-    fn samples(len: usize, seed: u64) -> Vec<Vec<u8>> {
+    pub(crate) fn samples(len: usize, seed: u64) -> Vec<Vec<u8>> {
         let mut next = xorshift(seed);
         let mut walk = 0f32;
         let field: Vec<u8> = (0..len.div_ceil(4))

@@ -1,0 +1,330 @@
+//! The Huffman streams of untrusted Zstandard literals, checked on the
+//! device: one launch of the CUDA C kernel `kernels/huffman.cu` for every
+//! stream of a batch.
+//!
+//! Decoding the literals' Huffman streams is most of the work of checking a
+//! Zstandard frame on the host ([`crate::format::zstd::check_frames`] with [`DecodeHere`]), and
+//! the streams of a batch are thousands of independent ones: the host checks
+//! the rest of each frame and keeps the streams ([`crate::format::zstd::Defer`]), and the kernel
+//! walks them where the batch's inputs are staged for nvCOMP. A stream whose
+//! bytes are not staged (the pieces of frames that decode to nothing are
+//! not) is decoded on the host.
+//!
+//! The kernel is committed as PTX (`kernels/huffman.ptx`, written by
+//! `scripts/regenerate-ptx.sh` from the CUDA C beside it).
+
+use std::ffi::c_void;
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUstream;
+use cudarc::driver::{result, CudaContext};
+
+use super::chunking::{DecodePiece, LiteralStreams};
+use super::engine::{CudaEngine, Scratch};
+use super::memory::{cuda_err, ensure_device, upload_table, DeviceBuffer};
+use super::ptx::PtxKernel;
+use crate::error::{Error, Result};
+use crate::format::zstd::{DecodeHere, HuffmanStreams, StreamCheck, StreamEnd, MAX_TABLE_LOG};
+use crate::profile::Profile;
+
+const PTX: &str = include_str!("kernels/huffman.ptx");
+/// Words per section, the kernel's `SECTION_WORDS`.
+const SECTION_WORDS: usize = 12;
+/// Verdict bytes per section, the kernel's `MAX_STREAMS`.
+const MAX_STREAMS: usize = 4;
+/// Sections per thread block, the kernel's `SECTIONS_PER_BLOCK`.
+const SECTIONS_PER_BLOCK: usize = 16;
+/// Threads per block, one per stream, the kernel's `THREADS`.
+const THREADS: u32 = (SECTIONS_PER_BLOCK * MAX_STREAMS) as u32;
+
+/// The kernel's words for `section`, its streams at device addresses `at`.
+fn section_words(section: &HuffmanStreams, at: [u64; MAX_STREAMS]) -> [u64; SECTION_WORDS] {
+    let mut words = [0u64; SECTION_WORDS];
+    words[..MAX_STREAMS].copy_from_slice(&at);
+    for (i, s) in section.streams().iter().enumerate() {
+        words[MAX_STREAMS + i] = s.bytes.len() as u64 | (s.literals as u64) << 32;
+    }
+    debug_assert_eq!(section.code.ends.len(), MAX_TABLE_LOG as usize);
+    for (w, &end) in section.code.ends.iter().enumerate() {
+        words[8 + w / 4] |= u64::from(end) << (16 * (w % 4));
+    }
+    words[11] = u64::from(section.code.log) | (section.streams().len() as u64) << 8;
+    words
+}
+
+/// A kernel verdict as the host's decoder words it (`None`: exact).
+fn verdict(byte: u8) -> Option<StreamEnd> {
+    match byte {
+        0 => None,
+        1 => Some(StreamEnd::Overran),
+        _ => Some(StreamEnd::BitsLeft),
+    }
+}
+
+/// The loaded kernel of one context, with the device memory of its
+/// sections and verdicts.
+#[derive(Debug)]
+pub(super) struct HuffmanKernel {
+    kernel: PtxKernel,
+    sections: Option<DeviceBuffer>,
+    verdicts: Option<DeviceBuffer>,
+}
+
+impl HuffmanKernel {
+    /// Compiles and loads the kernel into `ctx`.
+    pub(super) fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
+        Ok(Self {
+            kernel: PtxKernel::load(ctx, PTX, "huffman_streams")?,
+            sections: None,
+            verdicts: None,
+        })
+    }
+
+    /// Enqueues the check of `words` (whole sections) on `stream`; returns
+    /// the device address of the verdicts, 4 bytes per section, one per
+    /// stream, once the stream has run it.
+    ///
+    /// # Safety
+    /// Every stream address and length of `words` must name device memory
+    /// of `ctx`, 16 bytes or more inside its allocation (the kernel reads the
+    /// aligned words around its container), unwritten
+    /// until the stream has run the kernel; the kernel's buffers are used
+    /// on `stream` only.
+    unsafe fn enqueue(&mut self, ctx: &Arc<CudaContext>, words: &[u64], stream: CUstream) -> Result<u64> {
+        let n = words.len() / SECTION_WORDS;
+        // SAFETY: the section buffer is used on `stream` only.
+        let mut sections = unsafe { upload_table(ctx, &mut self.sections, words, stream)? };
+        let verdicts = ensure_device(ctx, &mut self.verdicts, MAX_STREAMS * n)?.ptr();
+        let (mut count, mut out) = (n as u64, verdicts);
+        let mut params: [*mut c_void; 3] = [
+            (&mut sections as *mut u64).cast(),
+            (&mut count as *mut u64).cast(),
+            (&mut out as *mut u64).cast(),
+        ];
+        let grid = u32::try_from(n.div_ceil(SECTIONS_PER_BLOCK)).expect("fewer than 2^32 blocks per launch");
+        // SAFETY: three u64 parameters, as the kernel declares; the caller
+        // vouches for the streams, the sections and verdicts are ours.
+        unsafe { self.kernel.launch((grid, 1, 1), (THREADS, 1, 1), stream, &mut params)? };
+        Ok(verdicts)
+    }
+}
+
+/// Where stream bytes of buffer `buffer`, from byte `start`, are staged:
+/// the piece of that buffer holding them, in `pieces` (in buffer order,
+/// staged at `staged`).
+fn staged_address(
+    pieces: &[DecodePiece],
+    staged: &[u64],
+    buffer: usize,
+    bytes: &std::ops::Range<usize>,
+) -> Option<u64> {
+    let first = pieces.partition_point(|p| p.buffer < buffer);
+    pieces[first..]
+        .iter()
+        .zip(&staged[first..])
+        .take_while(|(p, _)| p.buffer == buffer)
+        .find(|(p, _)| p.input.start <= bytes.start && bytes.end <= p.input.end)
+        .map(|(p, &at)| at + (bytes.start - p.input.start) as u64)
+}
+
+impl CudaEngine {
+    /// Checks the Huffman streams `literals` kept by the host check of
+    /// buffers `bufs`, whose pieces `pieces` are staged at device addresses
+    /// `staged`: in one kernel launch, and on the host for streams that are
+    /// not staged. The error names the lowest buffer with a stream that does
+    /// not decode to exactly its literals, and the stream's place. Waits for
+    /// the engine's stream. Marks in `profile` when the streams are placed
+    /// (host work) and when the kernel's verdicts are back.
+    ///
+    /// # Safety
+    /// The staged pieces must hold the bytes of `bufs` that `pieces` name, in
+    /// device memory of this engine unwritten until the call returns, each
+    /// 16 bytes or more inside its allocation (the input scratch has
+    /// the table before its pieces and the results after them).
+    pub(super) unsafe fn check_literal_streams(
+        &self,
+        s: &mut Scratch,
+        pieces: &[DecodePiece],
+        staged: &[u64],
+        literals: &[LiteralStreams],
+        bufs: &[&[u8]],
+        profile: &mut Profile<'_>,
+    ) -> Result<()> {
+        let corrupt = |index: usize, at: usize, why: &dyn std::fmt::Display| Error::Corrupt {
+            index,
+            reason: format!("bad Zstandard frame: literal stream at byte {at}: {why}"),
+        };
+        let mut words = Vec::with_capacity(SECTION_WORDS * literals.len());
+        let mut on_device = Vec::with_capacity(literals.len());
+        let mut host_error = None;
+        for (k, l) in literals.iter().enumerate() {
+            let mut at = [0u64; MAX_STREAMS];
+            let placed = l.section.streams().iter().zip(&mut at).all(|(stream, at)| {
+                staged_address(pieces, staged, l.buffer, &stream.bytes)
+                    .map(|a| *at = a)
+                    .is_some()
+            });
+            if placed {
+                words.extend_from_slice(&section_words(&l.section, at));
+                on_device.push(k);
+            } else if host_error.is_none() {
+                let first = l.section.streams()[0].bytes.start;
+                host_error = DecodeHere::default()
+                    .check(bufs[l.buffer], l.section.clone())
+                    .err()
+                    .map(|why| corrupt(l.buffer, first, &why));
+            }
+        }
+        let mut errors: Vec<Error> = host_error.into_iter().collect();
+        profile.mark("literal streams placed");
+        if !on_device.is_empty() {
+            let kernel = self.huffman_kernel(s)?;
+            // SAFETY: every address is a staged piece's, as the caller vouches.
+            let enqueued = unsafe { kernel.enqueue(&self.ctx, &words, self.cu_stream()) };
+            // Wait also after a failed launch: the section upload may be queued.
+            let synced = self.sync();
+            let at = enqueued.and_then(|at| synced.map(|()| at))?;
+            let mut verdicts = vec![0u8; MAX_STREAMS * on_device.len()];
+            // SAFETY: 4 bytes per section, written by the finished kernel.
+            unsafe { result::memcpy_dtoh_sync(&mut verdicts, at) }.map_err(cuda_err("cuMemcpyDtoH"))?;
+            let failed = on_device.iter().enumerate().find_map(|(j, &k)| {
+                let l = &literals[k];
+                let streams = l.section.streams().iter();
+                streams
+                    .zip(&verdicts[MAX_STREAMS * j..])
+                    .find_map(|(stream, &v)| verdict(v).map(|end| corrupt(l.buffer, stream.bytes.start, &end)))
+            });
+            errors.extend(failed);
+        }
+        match errors.into_iter().min_by_key(|e| match e {
+            Error::Corrupt { index, .. } => *index,
+            _ => usize::MAX,
+        }) {
+            Some(e) => Err(e),
+            None => Ok(()),
+        }
+    }
+
+    fn huffman_kernel<'s>(&self, s: &'s mut Scratch) -> Result<&'s mut HuffmanKernel> {
+        if s.huffman.is_none() {
+            s.huffman = Some(HuffmanKernel::load(&self.ctx)?);
+        }
+        Ok(s.huffman.as_mut().expect("loaded above"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::format::zstd::{check_frames, samples, xorshift, Defer};
+
+    /// Bytes a stream must lie inside its allocation: the kernel reads the
+    /// aligned words around its container.
+    const MARGIN: usize = 16;
+
+    #[test]
+    fn the_ptx_holds_the_entry_the_loader_names() {
+        assert!(PTX.contains(".visible .entry huffman_streams("));
+        let source = include_str!("kernels/huffman.cu");
+        assert!(source.contains("SECTION_WORDS = 12, MAX_STREAMS = 4, SECTIONS_PER_BLOCK = 16 };"));
+        assert!(source.contains("THREADS = SECTIONS_PER_BLOCK * MAX_STREAMS"));
+    }
+
+    /// The kernel's source built for the host, as a C library, where a C
+    /// compiler is installed.
+    fn host_kernel() -> Option<(tempfile::TempDir, libloading::Library)> {
+        let dir = tempfile::tempdir().unwrap();
+        let lib = dir.path().join("huffman.so");
+        let source = concat!(env!("CARGO_MANIFEST_DIR"), "/src/cuda/kernels/huffman.cu");
+        let built = std::process::Command::new("cc")
+            .args(["-x", "c", "-O2", "-shared", "-fPIC", "-o"])
+            .arg(&lib)
+            .arg(source)
+            .status();
+        match built {
+            Ok(status) if status.success() => {}
+            other => {
+                eprintln!("skipped: no C compiler (cc) built the kernel source for the host: {other:?}");
+                return None;
+            }
+        }
+        // SAFETY: a library of plain C functions, without initialisers.
+        let lib = unsafe { libloading::Library::new(&lib) }.unwrap();
+        Some((dir, lib))
+    }
+
+    type Entry = unsafe extern "C" fn(*const u64, u64, *mut u8);
+
+    /// The host build's verdict on every stream of `buf` the host check
+    /// kept, `buf` copied [`MARGIN`] bytes inside a buffer, as the kernel
+    /// needs.
+    fn kernel_verdict(entry: &Entry, buf: &[u8], sections: &[HuffmanStreams]) -> Option<StreamEnd> {
+        let mut padded = vec![0u8; buf.len() + 2 * MARGIN];
+        padded[MARGIN..MARGIN + buf.len()].copy_from_slice(buf);
+        let words: Vec<u64> = sections
+            .iter()
+            .flat_map(|section| {
+                let mut at = [0u64; MAX_STREAMS];
+                for (a, s) in at.iter_mut().zip(section.streams()) {
+                    *a = padded[MARGIN + s.bytes.start..].as_ptr() as u64;
+                }
+                section_words(section, at)
+            })
+            .collect();
+        let mut verdicts = vec![0u8; MAX_STREAMS * sections.len()];
+        // SAFETY: the words name streams of `padded`, alive for the call.
+        unsafe { entry(words.as_ptr(), sections.len() as u64, verdicts.as_mut_ptr()) };
+        sections
+            .iter()
+            .zip(verdicts.chunks(MAX_STREAMS))
+            .find_map(|(section, v)| v[..section.streams().len()].iter().find_map(|&b| verdict(b)))
+    }
+
+    #[test]
+    fn the_kernel_decides_as_the_host_decoder_does() {
+        let Some((_dir, lib)) = host_kernel() else { return };
+        // SAFETY: the entry's C signature.
+        let entry: libloading::Symbol<Entry> = unsafe { lib.get(b"huffman_streams") }.unwrap();
+        let mut next = xorshift(0x9E37);
+        let (mut streams_checked, mut refused) = (0, 0);
+        for (case, len) in [40usize, 3000, 70_000, 400_000].into_iter().enumerate() {
+            let [field, text, ..] = &samples(len, case as u64)[..] else {
+                unreachable!("five kinds of samples")
+            };
+            for (sample, level) in [(field, 1), (field, 9), (text, 3), (text, 19)] {
+                let frame = zstd::bulk::compress(sample, level).unwrap();
+                for m in 0..200 {
+                    let mut bad = frame.clone();
+                    if m > 0 {
+                        let at = 6 + (next() as usize) % (bad.len() - 6);
+                        bad[at] ^= 1 << (next() % 8);
+                    }
+                    let mut kept = Defer::default();
+                    if check_frames(&bad, &mut kept).is_err() {
+                        continue;
+                    }
+                    streams_checked += kept.0.iter().map(|s| s.streams().len()).sum::<usize>();
+                    let on_kernel = kernel_verdict(&entry, &bad, &kept.0);
+                    let on_host = check_frames(&bad, &mut DecodeHere::default());
+                    assert_eq!(
+                        on_kernel.is_none(),
+                        on_host.is_ok(),
+                        "case {case}, mutant {m}: {on_host:?}"
+                    );
+                    if let Some(end) = on_kernel {
+                        refused += 1;
+                        assert!(
+                            on_host.unwrap_err().contains(&end.to_string()),
+                            "case {case}, mutant {m}"
+                        );
+                    }
+                    if m == 0 {
+                        assert_eq!(on_kernel, None, "case {case}: the intact frame");
+                    }
+                }
+            }
+        }
+        assert!(streams_checked > 1000, "{streams_checked} streams");
+        assert!(refused > 50, "only {refused} mutants refused by their streams");
+    }
+}
