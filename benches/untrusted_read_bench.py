@@ -6,7 +6,7 @@ taking turns.
         [--modes untrusted,trusted] [--codec zstd|gzip] [--label NAME]
 
 Arrays: zstd level 1 (or gzip level 1: untrusted raw DEFLATE streams are also
-inflated whole on the host, while the GPU decodes),
+inflated whole on the host before the GPU decodes them),
 float32 random-walk field rounded to 0.01, 1 MiB and 64 KiB chunks, written
 once with zarr-python and kept in DIR. Timings are the
 best of --repeats after a warm-up read (which also starts the worker), GB/s of
