@@ -66,9 +66,13 @@ impl HuffmanCode {
     fn lengths(&self) -> Box<[u8; LOOKAHEADS]> {
         let mut lengths = Box::new([0u8; LOOKAHEADS]);
         let mut at = 0;
+        // Weights above the log hold no symbols: their ranges are empty.
         for (w, &end) in (1u8..).zip(&self.ends) {
-            lengths[at..usize::from(end)].fill(self.log + 1 - w);
-            at = usize::from(end);
+            let end = usize::from(end);
+            if end > at {
+                lengths[at..end].fill(self.log + 1 - w);
+                at = end;
+            }
         }
         lengths
     }
