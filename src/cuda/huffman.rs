@@ -109,9 +109,9 @@ impl HuffmanKernel {
     }
 }
 
-/// Where stream bytes of buffer `buffer`, from byte `start`, are staged:
-/// the piece of that buffer holding them, in `pieces` (in buffer order,
-/// staged at `staged`).
+/// Where the stream bytes `bytes` of buffer `buffer` are staged: in the
+/// piece of that buffer holding them, of `pieces` (in buffer order, staged
+/// at `staged`); `None` where no staged piece holds them.
 fn staged_address(
     pieces: &[DecodePiece],
     staged: &[u64],
