@@ -52,6 +52,19 @@ def create_like(path, data, **create):
     return zarr.create_array(path, shape=data.shape, dtype=data.dtype, **create)
 
 
+def interruptible_python(*args: str) -> subprocess.Popen:
+    """Starts ``python args...`` with its stdout piped, taking SIGINT as
+    Python does by default (``KeyboardInterrupt``), even where this runner
+    ignores SIGINT, as jobs started in the background do: a child inherits
+    the ignored signal, and Python then leaves it ignored."""
+    return subprocess.Popen(
+        [sys.executable, *args],
+        stdout=subprocess.PIPE,
+        text=True,
+        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+    )
+
+
 def interrupt(child: subprocess.Popen, timeout: float, what: str) -> tuple[str, float]:
     """Sends SIGINT to ``child`` 0.5 s from now; returns the rest of its output
     and when the signal was sent. Fails the test, saying that ``what`` was not

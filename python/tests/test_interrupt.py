@@ -3,11 +3,8 @@ within about a second, and the codec stays usable."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-
 import pytest
-from conftest import interrupt
+from conftest import interrupt, interruptible_python
 
 #: Times a short batch, sizes a batch of about ten times a 0.5 s budget
 #: (at most 1 GiB of output), prints "ready", runs it (argv[1]: "decode" or
@@ -44,7 +41,7 @@ print("usable", flush=True)
 
 @pytest.mark.parametrize("what", ["decode", "encode"])
 def test_ctrl_c_interrupts_a_long_cpu_batch(what):
-    child = subprocess.Popen([sys.executable, "-c", CHILD, what], stdout=subprocess.PIPE, text=True)
+    child = interruptible_python("-c", CHILD, what)
     ready = child.stdout.readline().split()
     assert ready and ready[0] == "ready", ready
     count, per_item = int(ready[1]), float(ready[2])

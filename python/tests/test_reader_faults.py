@@ -8,8 +8,6 @@ from __future__ import annotations
 import http.server
 import json
 import socket
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
@@ -17,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from conftest import interrupt, s3_options, upload
+from conftest import interrupt, interruptible_python, s3_options, upload
 
 from zarrs_nvcomp import StoreError, open_array, read_chunks_parallel
 
@@ -152,11 +150,7 @@ except KeyboardInterrupt:
 
 def interrupt_read(url: str, options: dict[str, str]) -> float:
     """Seconds between a SIGINT sent 0.5 s into a read and its KeyboardInterrupt."""
-    child = subprocess.Popen(
-        [sys.executable, "-c", READER, url, json.dumps(options)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    child = interruptible_python("-c", READER, url, json.dumps(options))
     assert child.stdout.readline().strip() == "ready"
     out, sent = interrupt(child, 20, "the read")
     word, _, at = out.strip().partition(" ")
