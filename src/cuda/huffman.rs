@@ -34,8 +34,10 @@ const SECTION_WORDS: usize = 12;
 const MAX_STREAMS: usize = 4;
 /// Sections per thread block, the kernel's `SECTIONS_PER_BLOCK`.
 const SECTIONS_PER_BLOCK: usize = 16;
-/// Threads per block, one per stream, the kernel's `THREADS`.
-const THREADS: u32 = (SECTIONS_PER_BLOCK * MAX_STREAMS) as u32;
+/// Threads per stream, the kernel's `SEGMENTS`.
+const SEGMENTS: usize = 8;
+/// Threads per block, the kernel's `THREADS`.
+const THREADS: u32 = (SECTIONS_PER_BLOCK * MAX_STREAMS * SEGMENTS) as u32;
 
 /// The kernel's words for `section`, its streams at device addresses `at`.
 fn section_words(section: &HuffmanStreams, at: [u64; MAX_STREAMS]) -> [u64; SECTION_WORDS] {
@@ -109,20 +111,28 @@ impl HuffmanKernel {
     }
 }
 
-/// Where the stream bytes `bytes` of buffer `buffer` are staged: in the
-/// piece of that buffer holding them, of `pieces` (in buffer order, staged
-/// at `staged`); `None` where no staged piece holds them.
-fn staged_address(
-    pieces: &[DecodePiece],
-    staged: &[u64],
-    buffer: usize,
-    bytes: &std::ops::Range<usize>,
-) -> Option<u64> {
-    let first = pieces.partition_point(|p| p.buffer < buffer);
-    pieces[first..]
+/// Where each buffer's pieces start in `pieces` (in buffer order), and
+/// where the last buffer's end: `buffers + 1` indices, so that buffer `b`'s
+/// pieces are `pieces[starts[b]..starts[b + 1]]`.
+fn piece_starts(pieces: &[DecodePiece], buffers: usize) -> Vec<usize> {
+    let mut starts = Vec::with_capacity(buffers + 1);
+    let mut k = 0;
+    for b in 0..=buffers {
+        while k < pieces.len() && pieces[k].buffer < b {
+            k += 1;
+        }
+        starts.push(k);
+    }
+    starts
+}
+
+/// Where the stream bytes `bytes` of a buffer are staged: in the piece of
+/// that buffer holding them, of its `pieces` (staged at `staged`); `None`
+/// where no staged piece holds them.
+fn staged_address(pieces: &[DecodePiece], staged: &[u64], bytes: &std::ops::Range<usize>) -> Option<u64> {
+    pieces
         .iter()
-        .zip(&staged[first..])
-        .take_while(|(p, _)| p.buffer == buffer)
+        .zip(staged)
         .find(|(p, _)| p.input.start <= bytes.start && bytes.end <= p.input.end)
         .map(|(p, &at)| at + (bytes.start - p.input.start) as u64)
 }
@@ -157,10 +167,12 @@ impl CudaEngine {
         let mut words = Vec::with_capacity(SECTION_WORDS * literals.len());
         let mut on_device = Vec::with_capacity(literals.len());
         let mut host_error = None;
+        let starts = piece_starts(pieces, bufs.len());
         for (k, l) in literals.iter().enumerate() {
             let mut at = [0u64; MAX_STREAMS];
+            let mine = starts[l.buffer]..starts[l.buffer + 1];
             let placed = l.section.streams().iter().zip(&mut at).all(|(stream, at)| {
-                staged_address(pieces, staged, l.buffer, &stream.bytes)
+                staged_address(&pieces[mine.clone()], &staged[mine.clone()], &stream.bytes)
                     .map(|a| *at = a)
                     .is_some()
             });
@@ -216,18 +228,42 @@ impl CudaEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::zstd::{check_frames, samples, xorshift, Defer};
+    use crate::format::zstd::{check_frames, samples, xorshift, Defer, HuffmanCode, HuffmanStream};
 
     /// Bytes a stream must lie inside its allocation: the kernel reads the
     /// aligned words around its container.
     const MARGIN: usize = 16;
 
     #[test]
+    fn streams_are_found_in_the_pieces_of_their_buffer() {
+        let piece = |buffer: usize, input: std::ops::Range<usize>| DecodePiece {
+            buffer,
+            input,
+            decoded: None,
+            check: None,
+        };
+        // Buffer 0 in two pieces, buffer 1 in none (it decodes to nothing).
+        let pieces = [piece(0, 0..100), piece(0, 100..180), piece(2, 4..50)];
+        let starts = piece_starts(&pieces, 4);
+        assert_eq!(starts, [0, 2, 2, 3, 3]);
+        let staged = [1000, 2000, 3000];
+        let find = |b: usize, bytes: std::ops::Range<usize>| {
+            let mine = starts[b]..starts[b + 1];
+            staged_address(&pieces[mine.clone()], &staged[mine], &bytes)
+        };
+        assert_eq!(find(0, 120..150), Some(2020));
+        assert_eq!(find(0, 90..110), None, "across two pieces");
+        assert_eq!(find(1, 0..10), None);
+        assert_eq!(find(2, 4..50), Some(3000));
+        assert_eq!(find(3, 0..1), None);
+    }
+
+    #[test]
     fn the_ptx_holds_the_entry_the_loader_names() {
         assert!(PTX.contains(".visible .entry huffman_streams("));
         let source = include_str!("kernels/huffman.cu");
-        assert!(source.contains("SECTION_WORDS = 12, MAX_STREAMS = 4, SECTIONS_PER_BLOCK = 16 };"));
-        assert!(source.contains("THREADS = SECTIONS_PER_BLOCK * MAX_STREAMS"));
+        assert!(source.contains("SECTION_WORDS = 12, MAX_STREAMS = 4, SECTIONS_PER_BLOCK = 16, SEGMENTS = 8 };"));
+        assert!(source.contains("THREADS = SECTIONS_PER_BLOCK * MAX_STREAMS * SEGMENTS,"));
     }
 
     /// The kernel's source built for the host, as a C library, where a C
@@ -278,6 +314,67 @@ mod tests {
             .iter()
             .zip(verdicts.chunks(MAX_STREAMS))
             .find_map(|(section, v)| v[..section.streams().len()].iter().find_map(|&b| verdict(b)))
+    }
+
+    /// Codes whose lengths are all equal never fall back into step: the
+    /// threads of a stream that start between two codes walk their whole
+    /// range again, round after round, and the verdict must still be the
+    /// serial walk's.
+    #[test]
+    fn walks_that_never_meet_give_the_serial_verdict() {
+        let Some((_dir, lib)) = host_kernel() else { return };
+        // SAFETY: the entry's C signature.
+        let entry: libloading::Symbol<Entry> = unsafe { lib.get(b"huffman_streams") }.unwrap();
+        let mut next = xorshift(0x51ED);
+        let mut verdicts = [0usize; 3];
+        for log in [2u8, 5, 8] {
+            // Every lookahead of weight 1: codes of `log` bits.
+            let code = HuffmanCode {
+                log,
+                ends: [4096; MAX_TABLE_LOG as usize],
+            };
+            for len in [1usize, 7, 9, 300, 4096, 40_000] {
+                let mut buf: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+                // Every place of the end mark: the bits after it are a whole
+                // number of codes for some.
+                for mark in 0..8 {
+                    buf[len - 1] = 1 << mark;
+                    let bits = 8 * len - (8 - mark);
+                    let whole = bits / log as usize;
+                    for literals in [Some(whole), Some(whole + 1), whole.checked_sub(1)]
+                        .into_iter()
+                        .flatten()
+                    {
+                        let section = HuffmanStreams::one(
+                            code,
+                            HuffmanStream {
+                                bytes: 0..len,
+                                literals,
+                            },
+                        );
+                        let on_kernel = kernel_verdict(&entry, &buf, std::slice::from_ref(&section));
+                        let on_host = DecodeHere::default().check(&buf, section);
+                        assert_eq!(
+                            on_kernel.is_none(),
+                            on_host.is_ok(),
+                            "log {log}, {len} bytes, {literals} literals"
+                        );
+                        if let Some(end) = on_kernel {
+                            assert!(on_host.unwrap_err().contains(&end.to_string()));
+                        }
+                        verdicts[match on_kernel {
+                            None => 0,
+                            Some(StreamEnd::Overran) => 1,
+                            Some(StreamEnd::BitsLeft) => 2,
+                        }] += 1;
+                    }
+                }
+            }
+        }
+        assert!(
+            verdicts.iter().all(|&n| n > 3),
+            "exact, overran, bits left: {verdicts:?}"
+        );
     }
 
     #[test]

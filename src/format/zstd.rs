@@ -22,9 +22,12 @@
 
 use std::ops::Range;
 
+use super::zstd_literals;
 #[cfg(test)]
 pub(crate) use super::zstd_literals::tests::{samples, xorshift};
-use super::zstd_literals::{self, HuffmanCode};
+pub(crate) use super::zstd_literals::HuffmanCode;
+#[cfg(test)]
+pub(crate) use super::zstd_literals::HuffmanStream;
 pub(crate) use super::zstd_literals::{DecodeHere, Defer, HuffmanStreams, StreamCheck, StreamEnd, MAX_TABLE_LOG};
 use super::zstd_sequences::{self, BlockPlace, FrameSequences};
 

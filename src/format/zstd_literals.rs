@@ -103,6 +103,20 @@ impl HuffmanStreams {
     }
 }
 
+#[cfg(test)]
+impl HuffmanStreams {
+    /// A section of one stream, for tests that make their own streams.
+    pub(crate) fn one(code: HuffmanCode, stream: HuffmanStream) -> Self {
+        let mut streams: [HuffmanStream; 4] = Default::default();
+        streams[0] = stream;
+        Self {
+            code,
+            streams,
+            count: 1,
+        }
+    }
+}
+
 /// Where the Huffman streams of literals sections are checked.
 pub(crate) trait StreamCheck {
     /// Checks, or keeps to check later, that each stream of `section`
