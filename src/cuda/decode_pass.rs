@@ -8,7 +8,7 @@
 //! 3. **host check**: untrusted raw DEFLATE streams (deflate, gzip) and
 //!    Zstandard frames checked on the host where nvCOMP does not check
 //!    them (device buffers copied to the host before phase 1,
-//!    [`super::host_copies`]), by other threads while phases 1 and 2 run,
+//!    [`super::host_copies`]), by other threads while phase 2 runs,
 //!    waited for here ([`chunking::check_on_host`]);
 //! 4. **literal streams**: the Huffman streams of the Zstandard literals
 //!    that the host check kept, checked by one kernel launch where the
@@ -48,9 +48,18 @@ use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 
-/// What a pass runs between staging its pieces and handing them to nvCOMP:
-/// the checks of untrusted pieces, which refuse them with an error.
-type Gate<'g> = dyn FnMut(&mut Scratch, &[DecodePiece], &mut Profile<'_>) -> Result<()> + 'g;
+/// What a pass runs for its untrusted pieces, told where the pass is: the
+/// checks, which refuse the pieces with an error once they are staged,
+/// before nvCOMP sees them.
+type Gate<'g> = dyn FnMut(&mut Scratch, GateAt<'_>, &mut Profile<'_>) -> Result<()> + 'g;
+
+/// Where a pass calls its [`Gate`].
+enum GateAt<'p> {
+    /// Framing is done: work that would slow it may start.
+    Framed,
+    /// These pieces are staged, and nvCOMP comes next.
+    Staged(&'p [DecodePiece]),
+}
 
 /// What every phase after framing reads.
 struct Pass<'a> {
@@ -97,7 +106,7 @@ impl CudaEngine {
     /// Untrusted streams are checked where nvCOMP does not check them: on
     /// the host ([`chunking::check_on_host`]; device buffers are copied
     /// there first, [`CudaEngine::copy_to_host`]), by other threads while
-    /// this one frames and stages them, then the Zstandard literals' Huffman
+    /// this one stages them, then the Zstandard literals' Huffman
     /// streams on the device ([`CudaEngine::check_literal_streams`]); nvCOMP
     /// sees them only when both have passed, so that a stream they refuse
     /// can neither hang nor crash the worker. The check's error comes before
@@ -123,13 +132,29 @@ impl CudaEngine {
         let checked = guarded.then(|| host_views(inputs, copies.as_ref()));
         let mut profile = self.profile();
         let enqueued = std::thread::scope(|scope| {
+            // The check starts once the pass has framed its pieces: framing
+            // is short, and its tasks would wait behind the check's (a wave
+            // of 16,384 64 KiB chunks framed in 12.6 ms instead of 2.1 on the
+            // H200).
+            let (framed, start) = std::sync::mpsc::channel::<()>();
+            let mut framed = Some(framed);
             let mut check = checked.as_ref().map(|bufs| {
-                scope.spawn(|| {
+                scope.spawn(move || {
+                    // A pass that fails in framing drops the sender: the
+                    // check runs anyway, its error coming first.
+                    let _ = start.recv();
                     let checked = chunking::check_pool().install(|| chunking::check_on_host(algorithm, bufs));
                     (checked, Instant::now())
                 })
             });
-            let mut gate = |s: &mut Scratch, pieces: &[DecodePiece], profile: &mut Profile<'_>| {
+            let mut gate = |s: &mut Scratch, at: GateAt<'_>, profile: &mut Profile<'_>| {
+                let pieces = match at {
+                    GateAt::Framed => {
+                        framed.take();
+                        return Ok(());
+                    }
+                    GateAt::Staged(pieces) => pieces,
+                };
                 let (Some(handle), Some(bufs)) = (check.take(), &checked) else {
                     return Ok(());
                 };
@@ -156,6 +181,7 @@ impl CudaEngine {
                 &mut gate,
             );
             // A pass that failed before its gate: the check's error first.
+            drop(framed);
             let unchecked = check.take().map(|c| c.join().expect("the host check does not panic").0);
             match (enqueued, unchecked) {
                 (Err(_), Some(Err(e))) => Err(e),
@@ -217,6 +243,7 @@ impl CudaEngine {
             *dest = Dest::Given(outs);
         }
         profile.mark("framing");
+        gate(s, GateAt::Framed, profile)?;
         let pass = Pass {
             algorithm,
             api: api::bind(self.lib, algorithm),
@@ -224,7 +251,7 @@ impl CudaEngine {
         };
         let align = pass.api.decompress_alignments()?;
         let area = self.stage_inputs(s, &pass, inputs, &pieces, align.input, profile)?;
-        gate(s, &pieces, profile)?;
+        gate(s, GateAt::Staged(&pieces), profile)?;
         if pieces.iter().any(|p| p.decoded.is_none()) {
             let sizes = self.query_sizes(s, &pass, area)?;
             profile.mark("size query");
