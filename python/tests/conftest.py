@@ -52,16 +52,16 @@ def create_like(path, data, **create):
     return zarr.create_array(path, shape=data.shape, dtype=data.dtype, **create)
 
 
-def interruptible_python(*args: str) -> subprocess.Popen:
-    """Starts ``python args...`` with its stdout piped, taking SIGINT as
-    Python does by default (``KeyboardInterrupt``), even where this runner
-    ignores SIGINT, as jobs started in the background do: a child inherits
-    the ignored signal, and Python then leaves it ignored."""
+def interruptible_python(script: str, *args: str) -> subprocess.Popen:
+    """Starts ``python -c script args...`` with its stdout piped, taking
+    SIGINT as ``KeyboardInterrupt``, even where this runner ignores SIGINT,
+    as jobs started in the background do: a child inherits the ignored
+    signal, and Python then leaves it ignored. The script installs the
+    handler itself (``preexec_fn`` is not safe beside the fixtures'
+    server threads)."""
+    handler = "import signal; signal.signal(signal.SIGINT, signal.default_int_handler)\n"
     return subprocess.Popen(
-        [sys.executable, *args],
-        stdout=subprocess.PIPE,
-        text=True,
-        preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL),
+        [sys.executable, "-c", handler + script, *args], stdout=subprocess.PIPE, text=True
     )
 
 

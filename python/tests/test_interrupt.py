@@ -41,7 +41,7 @@ print("usable", flush=True)
 
 @pytest.mark.parametrize("what", ["decode", "encode"])
 def test_ctrl_c_interrupts_a_long_cpu_batch(what):
-    child = interruptible_python("-c", CHILD, what)
+    child = interruptible_python(CHILD, what)
     ready = child.stdout.readline().split()
     assert ready and ready[0] == "ready", ready
     count, per_item = int(ready[1]), float(ready[2])

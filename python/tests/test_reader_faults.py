@@ -150,7 +150,7 @@ except KeyboardInterrupt:
 
 def interrupt_read(url: str, options: dict[str, str]) -> float:
     """Seconds between a SIGINT sent 0.5 s into a read and its KeyboardInterrupt."""
-    child = interruptible_python("-c", READER, url, json.dumps(options))
+    child = interruptible_python(READER, url, json.dumps(options))
     assert child.stdout.readline().strip() == "ready"
     out, sent = interrupt(child, 20, "the read")
     word, _, at = out.strip().partition(" ")
