@@ -5,7 +5,8 @@
 //! start to the end of each of its phases (`framing`, `staging`,
 //! `size query`, `upload`, `decompress`, `results`, `host check`: when the
 //! host's check of untrusted streams, run by other threads, ended;
-//! `literal streams`, `delivered`). The reader
+//! `literal streams placed` and `literal streams`: the device's check of
+//! the Huffman streams it kept; `delivered`). The reader
 //! prints one line per wave: when it was fetched and when it was decoded.
 //! Off by default, since timing a phase of device work means waiting for it.
 

@@ -15,7 +15,7 @@
 //! - `decode`: the decode calls, their destinations, the ANS retry;
 //! - `framing`: the framing of a batch's inputs, device ones included;
 //! - `host_copies`: device inputs copied to the host for its checks;
-//!   `huffman`: the Huffman streams of untrusted Zstandard literals, checked
+//! - `huffman`: the Huffman streams of untrusted Zstandard literals, checked
 //!   on the device;
 //! - `decode_pass`, `decode_results`: one decode, phase by phase;
 //! - `copies`: the copy kernel; `scatter`: decoding a batch and placing its

@@ -233,9 +233,6 @@ DEVICE u8 verdict_of(const struct stream *st, u32 exit, u32 codes) {
 
 DEVICE u32 streams_of(const u64 *s) { return (u32)((s[11] >> 8) & 0xFF); }
 
-// `sections` holds `count` sections; `verdicts` receives 4 bytes per
-// section. Launched with blocks of THREADS threads, one per
-// SECTIONS_PER_BLOCK sections.
 // Three blocks to a multiprocessor, which caps the registers of a thread at
 // 40 (56 uncapped: two blocks): the walks are latency-bound, so the more of
 // them in flight, the faster; four blocks (32 registers) spill the walks.
@@ -245,6 +242,9 @@ DEVICE u32 streams_of(const u64 *s) { return (u32)((s[11] >> 8) & 0xFF); }
 #define BLOCKS_PER_SM
 #endif
 
+// `sections` holds `count` sections; `verdicts` receives 4 bytes per
+// section. Launched with blocks of THREADS threads, one per
+// SECTIONS_PER_BLOCK sections.
 KERNEL BLOCKS_PER_SM void huffman_streams(const u64 *sections, u64 count, u8 *verdicts) {
 #ifdef __CUDA__
     static __attribute__((shared)) u32 tables[SECTIONS_PER_BLOCK * TABLE_WORDS];
