@@ -1,6 +1,6 @@
 //! The chunk-parallel reader's GPU path on a real GPU, compared with zarrs'
 //! own reads: batched chains for every data type and rank (missing chunks
-//! included), zarrs.gdeflate chunks of several pages and in shards, zarr v2
+//! included), read from a store or from local files into pinned memory, zarrs.gdeflate chunks of several pages and in shards, zarr v2
 //! compressors, and chains that fall back to zarrs.
 //!
 //! Ignored without a GPU; run with `cargo test --test gpu_reader -- --include-ignored`.
@@ -19,6 +19,19 @@ const GPU: Backend = Backend::Cuda { device: 0 };
 async fn batched_chains_read_like_zarrs_on_the_gpu() {
     for (array, what) in v3_fast_chain_arrays(&memory_store()).await {
         assert_reads_like_zarrs_on(&array, &what, GPU).await;
+    }
+}
+
+/// Files read straight into the engine's pinned arenas: one wave, waves of
+/// one chunk (arenas reused, and some waves without one), waves that end
+/// mid-round; misaligned streams moved on the device.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a CUDA GPU"]
+async fn local_files_read_into_pinned_arenas_read_like_zarrs_on_the_gpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = file_read_options(dir.path(), GPU);
+    for (array, what) in file_arrays(&local_store(dir.path())).await {
+        assert_reads_like_zarrs_with(&array, &what, &options).await;
     }
 }
 

@@ -25,6 +25,15 @@ async fn v3_batched_chains_read_like_zarrs_for_every_dtype_and_rank() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn local_files_read_by_the_reader_read_like_zarrs() {
+    let dir = tempfile::tempdir().unwrap();
+    let options = file_read_options(dir.path(), Backend::Cpu);
+    for (array, what) in file_arrays(&local_store(dir.path())).await {
+        assert_reads_like_zarrs_with(&array, &what, &options).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn v2_compressors_read_like_zarrs() {
     let store = memory_store();
     let compressors = [

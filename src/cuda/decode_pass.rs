@@ -274,9 +274,10 @@ impl CudaEngine {
     }
 
     /// Writes the table's input pointers and sizes and enqueues the staged
-    /// inputs: host pieces in transfer groups, each uploaded while the CPU
-    /// stages the next; device pieces nvCOMP cannot read in place by the
-    /// copy kernel.
+    /// inputs: host pieces that lie in one fetch arena by one upload of the
+    /// arena's bytes ([`Staging::mirrored`]), other host pieces in transfer
+    /// groups, each uploaded while the CPU stages the next; device pieces
+    /// nvCOMP cannot read in place by the copy kernel.
     fn stage_inputs(
         &self,
         s: &mut Scratch,
@@ -287,21 +288,38 @@ impl CudaEngine {
         profile: &mut Profile<'_>,
     ) -> Result<InputArea> {
         let n = pieces.len();
-        // Host bytes are always staged; device bytes when misaligned or isolated.
-        let staging = Staging::plan(
-            n,
-            align,
-            pieces.iter().map(|p| {
-                let direct = match inputs {
-                    Inputs::Host(_) => None,
-                    Inputs::Device(r) => Some(r[p.buffer].ptr + p.input.start as u64).filter(|_| !pass.isolated),
-                };
-                (direct, p.input.len())
-            }),
-        );
+        let mirrored = match inputs {
+            Inputs::Host(bufs) => self.arenas.span_of(bufs).map(|span| (bufs, span)),
+            Inputs::Device(_) => None,
+        };
+        let (staging, moves) = match mirrored {
+            Some((bufs, span)) => {
+                let chunks = pieces
+                    .iter()
+                    .map(|p| (bufs[p.buffer].as_ptr() as u64 + p.input.start as u64, p.input.len()));
+                Staging::mirrored(n, align, span, chunks)
+            }
+            // Host bytes are always staged; device bytes when misaligned or isolated.
+            None => {
+                let chunks = pieces.iter().map(|p| {
+                    let direct = match inputs {
+                        Inputs::Host(_) => None,
+                        Inputs::Device(r) => Some(r[p.buffer].ptr + p.input.start as u64).filter(|_| !pass.isolated),
+                    };
+                    (direct, p.input.len())
+                });
+                (Staging::plan(n, align, chunks), Vec::new())
+            }
+        };
         let results_at = staging.results_at();
         let dev_in = ensure_device(&self.ctx, &mut s.dev_in, results_at + results_bytes(n))?.ptr();
-        let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, staging.end)?;
+        // A mirrored arena is uploaded from where it is: only the table is pinned here.
+        let pinned_len = if mirrored.is_some() {
+            Table::bytes(n)
+        } else {
+            staging.end
+        };
+        let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, pinned_len)?;
         {
             let mut t = Table::of(pinned, n);
             for (k, p) in pieces.iter().enumerate() {
@@ -309,12 +327,32 @@ impl CudaEngine {
                 t.set(Table::IN_BYTES, k, p.input.len() as u64);
             }
         }
-        match inputs {
-            Inputs::Host(bufs) => {
+        match (inputs, mirrored) {
+            (_, Some((_, span))) => {
+                let mirror = dev_in + Staging::mirror_at(n) as u64;
+                // SAFETY: the span is pinned memory of an arena of this
+                // engine, alive while `bufs` borrow its slots, that is until
+                // this pass has returned, after the stream has run the copy;
+                // the mirror and the moves lie in dev_in, the moves' targets
+                // behind the mirror.
+                unsafe {
+                    self.upload_pinned(mirror, span.start, span.len)?;
+                    let copies = moves.iter().map(|m| Copy {
+                        dst: dev_in + m.to as u64,
+                        src: dev_in + m.from as u64,
+                        len: m.len,
+                    });
+                    if !moves.is_empty() {
+                        self.copy_all(&mut s.copier, copies)?;
+                    }
+                }
+                profile.mark("staging");
+            }
+            (Inputs::Host(bufs), None) => {
                 self.upload_groups(pinned, dev_in, &staging.offsets, pieces, bufs)?;
                 profile.mark("staging");
             }
-            Inputs::Device(regions) => {
+            (Inputs::Device(regions), None) => {
                 let sources = pieces
                     .iter()
                     .map(|p| (regions[p.buffer].ptr + p.input.start as u64, p.input.len()));

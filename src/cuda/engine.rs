@@ -14,6 +14,7 @@ use cudarc::driver::{result, sys, CudaContext, CudaSlice, CudaStream};
 
 use super::checksums::ChecksumKernel;
 use super::copies::{CopyKernel, Rows};
+use super::fetch_arena::{ArenaPool, FetchArena};
 use super::fill::FillKernel;
 use super::filters::FilterKernel;
 use super::huffman::HuffmanKernel;
@@ -36,6 +37,8 @@ pub struct CudaEngine {
     /// Where memory handed to callers comes from; `None` where the device has
     /// no memory pools, and `cuMemAlloc` serves instead.
     pool: Option<MemoryPool>,
+    /// Pinned memory that reads fetch chunks into ([`super::fetch_arena`]).
+    pub(super) arenas: ArenaPool,
     scratch: Mutex<Scratch>,
     /// The [`crate::fork::generation`] of the process that created it.
     generation: u64,
@@ -97,6 +100,7 @@ impl CudaEngine {
             lib,
             total_memory,
             pool,
+            arenas: ArenaPool::default(),
             scratch: Mutex::default(),
             generation: crate::fork::generation(),
         })
@@ -163,6 +167,14 @@ impl CudaEngine {
         }
     }
 
+    /// Pinned memory of at least `capacity` bytes for a read to fetch one
+    /// wave's chunks into, which this engine then uploads without copying it
+    /// first; `None` while every arena the engine keeps is in use.
+    pub(crate) fn fetch_arena(&self, capacity: usize) -> Result<Option<FetchArena>> {
+        self.check_process()?;
+        self.arenas.take(&self.ctx, capacity)
+    }
+
     /// Allocates `len` zeroed bytes of device memory.
     pub fn alloc(&self, len: usize) -> Result<CudaSlice<u8>> {
         self.check_process()?;
@@ -210,6 +222,20 @@ impl CudaEngine {
     pub(super) unsafe fn upload(&self, dst: u64, src: &[u8]) -> Result<()> {
         // SAFETY: the caller's.
         unsafe { result::memcpy_htod_async(dst, src, self.cu_stream()) }.map_err(cuda_err("cuMemcpyHtoDAsync"))
+    }
+
+    /// Enqueues a copy of `len` bytes of pinned host memory at address `src`
+    /// into `dst` on the stream.
+    ///
+    /// # Safety
+    /// `src` must be pinned memory holding `len` bytes that stays alive until
+    /// the stream has run the copy; `dst` must be device memory of this
+    /// engine's context holding as many.
+    pub(super) unsafe fn upload_pinned(&self, dst: u64, src: u64, len: usize) -> Result<()> {
+        // SAFETY: the caller's.
+        unsafe { sys::cuMemcpyHtoDAsync_v2(dst, src as *const std::ffi::c_void, len, self.cu_stream()) }
+            .result()
+            .map_err(cuda_err("cuMemcpyHtoDAsync"))
     }
 
     /// Enqueues a copy of device memory at `src` into `dst` on the stream.

@@ -8,6 +8,7 @@
 //!
 //! - `driver`: opening the driver and nvCOMP, one engine per device;
 //! - `engine`: [`CudaEngine`], its context, stream and scratch memory;
+//! - `fetch_arena`: pinned memory that reads fetch chunks straight into;
 //! - `api`: nvCOMP's batched calls, one interface for every algorithm;
 //! - `chunking`: how buffers map onto nvCOMP chunks (host logic only);
 //! - `staging`: the table nvCOMP reads and the input scratch around it;
@@ -42,6 +43,7 @@ mod driver;
 mod encode;
 mod encoded;
 mod engine;
+mod fetch_arena;
 mod fill;
 mod filters;
 mod framing;
@@ -60,6 +62,7 @@ pub(crate) use copies::Rows;
 pub use device_batch::DeviceBatch;
 pub use download::download_batch;
 pub use engine::CudaEngine;
+pub(crate) use fetch_arena::{ArenaSlot, FetchArena};
 pub use scale_offset::Widen;
 pub use scatter::{RowCopy, Scatter};
 pub use unshuffle::BlockUnshuffle;

@@ -16,6 +16,7 @@ use rayon::prelude::*;
 
 use super::chunking;
 use super::copies::Copy;
+use super::fetch_arena::{ArenaSpan, SLOT_ALIGN};
 use super::isolation::Layout;
 use super::memory::PinnedBuffer;
 use super::DeviceRegion;
@@ -144,6 +145,48 @@ impl Staging {
         Self { addrs, offsets, end }
     }
 
+    /// Places host chunks that all lie in `span` of a fetch arena, which is
+    /// uploaded whole behind the table (its mirror): `chunks` are each one's
+    /// host address and length. A chunk whose address is aligned to `align`
+    /// is read where it lies in the mirror, since the mirror keeps every
+    /// address's offset from a [`SLOT_ALIGN`] boundary; the others are moved
+    /// to aligned offsets behind the mirror, by the returned copies (offsets
+    /// into the input scratch).
+    pub(super) fn mirrored(
+        n: usize,
+        align: usize,
+        span: ArenaSpan,
+        chunks: impl IntoIterator<Item = (u64, usize)>,
+    ) -> (Self, Vec<Move>) {
+        let mirror_at = Self::mirror_at(n);
+        let mut addrs = Vec::with_capacity(n);
+        let mut moves = Vec::new();
+        let mut end = mirror_at + span.len;
+        for (addr, len) in chunks {
+            let at = mirror_at + (addr - span.start) as usize;
+            if align <= SLOT_ALIGN && addr % align as u64 == 0 {
+                addrs.push(at as u64 | STAGED);
+            } else {
+                end = chunking::align_up(end, align);
+                moves.push(Move { from: at, to: end, len });
+                addrs.push(end as u64 | STAGED);
+                end += len;
+            }
+        }
+        let staging = Self {
+            addrs,
+            offsets: Vec::new(),
+            end,
+        };
+        (staging, moves)
+    }
+
+    /// Where the mirror of a fetch arena's span starts in the input scratch
+    /// of `n` chunks ([`Staging::mirrored`]).
+    pub(super) fn mirror_at(n: usize) -> usize {
+        Table::bytes(n)
+    }
+
     /// Chunk `k`'s device address, the input scratch being at `dev_in`.
     pub(super) fn address(&self, k: usize, dev_in: u64) -> u64 {
         let a = self.addrs[k];
@@ -174,6 +217,15 @@ impl Staging {
             })
             .collect()
     }
+}
+
+/// A copy within the input scratch: `len` bytes from offset `from` to
+/// offset `to`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Move {
+    pub(super) from: usize,
+    pub(super) to: usize,
+    pub(super) len: usize,
 }
 
 /// The input scratch of one call of `n` chunks as nvCOMP sees it, at device
@@ -273,6 +325,51 @@ mod tests {
                 (staged(table + 32), 0xb000, 1)
             ]
         );
+    }
+
+    #[test]
+    fn mirrored_chunks_are_read_where_they_lie_unless_misaligned() {
+        let table = Table::bytes(4);
+        let span = ArenaSpan {
+            start: 0x7f00_0000_0000,
+            len: 3000,
+        };
+        let at = |offset: u64| span.start + offset;
+        let chunks = [(at(0), 100), (at(512), 40), (at(516), 20), (at(2990), 10)];
+        let (staging, moves) = Staging::mirrored(4, 8, span, chunks);
+        let mirror = table;
+        let behind = chunking::align_up(mirror + span.len, 8);
+        assert_eq!(
+            moves,
+            [
+                Move {
+                    from: mirror + 516,
+                    to: behind,
+                    len: 20
+                },
+                Move {
+                    from: mirror + 2990,
+                    to: behind + 24,
+                    len: 10
+                }
+            ]
+        );
+        assert_eq!(staging.end, behind + 34);
+        let dev_in = 0x10_0000;
+        let addresses: Vec<u64> = (0..4).map(|k| staging.address(k, dev_in)).collect();
+        let inside = |offset: usize| dev_in + offset as u64;
+        assert_eq!(
+            addresses,
+            [
+                inside(mirror),
+                inside(mirror + 512),
+                inside(behind),
+                inside(behind + 24)
+            ]
+        );
+        // An alignment above the slots' is never assumed of a chunk.
+        let (_, moves) = Staging::mirrored(4, 2 * SLOT_ALIGN, span, chunks);
+        assert_eq!(moves.len(), 4);
     }
 
     #[test]

@@ -11,7 +11,7 @@ use cudarc::driver::{CudaSlice, DevicePtrMut, DriverError};
 use zarrs::array::DataType;
 
 use super::chain::Filters;
-use super::wave::{fill_is_zero, item_error, WaveCodec, WaveDecoder, WaveItem};
+use super::wave::{fill_is_zero, item_error, ArenaSource, WaveCodec, WaveDecoder, WaveItem};
 use super::{ArrayData, ReadError};
 use crate::algorithm::Algorithm;
 use crate::cuda::{CudaEngine, DecodeOptions, DeviceRegion, RowCopy, Scatter};
@@ -199,6 +199,17 @@ impl DeviceWaves {
 }
 
 impl WaveDecoder for DeviceWaves {
+    fn arenas(&self) -> Option<ArenaSource> {
+        let engine = self.out.engine.clone();
+        Some(Arc::new(move |capacity| match engine.fetch_arena(capacity) {
+            Ok(arena) => arena,
+            Err(e) => {
+                log::debug!("zarrs-nvcomp reader: fetching into ordinary memory, no pinned arena: {e}");
+                None
+            }
+        }))
+    }
+
     fn decode_wave(&self, wave: &[WaveItem<'_>]) -> Result<(), ReadError> {
         let out = &self.out;
         match &self.codec {

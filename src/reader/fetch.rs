@@ -11,8 +11,10 @@ use tokio::sync::mpsc;
 use zarrs::array::Array;
 use zarrs::storage::AsyncReadableStorageTraits;
 
+use super::file_fetch;
 use super::plan::{ChunkPlan, Plan};
 use super::store::StoreIo;
+use super::wave::ArenaSource;
 use super::ReadError;
 
 /// Fetched chunks, ready to decode together.
@@ -51,7 +53,7 @@ async fn fetch_one<S: ?Sized + AsyncReadableStorageTraits + 'static>(
 
 impl Wave {
     /// Adds a fetched chunk; returns the wave when it has reached `wave_bytes`.
-    fn push(&mut self, i: usize, bytes: Option<Bytes>, wave_bytes: usize) -> Option<Wave> {
+    pub(super) fn push(&mut self, i: usize, bytes: Option<Bytes>, wave_bytes: usize) -> Option<Wave> {
         self.compressed_bytes += bytes.as_ref().map_or(0, Bytes::len);
         self.fetched_bytes += bytes.as_ref().map_or(0, Bytes::len);
         self.items.push((i, bytes));
@@ -59,28 +61,55 @@ impl Wave {
     }
 }
 
+/// How [`fetch_waves`] fetches a plan's chunks and groups them.
+pub(crate) struct WaveRequests<'a> {
+    /// How the store's requests are driven.
+    pub io: &'a StoreIo,
+    /// Most requests in flight at once, for [`StoreIo::Async`].
+    pub concurrency: usize,
+    /// Least encoded bytes of a wave (the last may have fewer).
+    pub wave_bytes: usize,
+    /// Bound on each request, for [`StoreIo::Async`].
+    pub timeout: Option<Duration>,
+    /// Where the decoder wants the chunks read into, for [`StoreIo::Files`].
+    pub arenas: Option<ArenaSource>,
+}
+
 /// Fetches every chunk of the plan and sends them on `tx` in waves of at
 /// least `wave_bytes` compressed bytes (the last wave may be smaller): with
 /// at most `concurrency` requests in flight, or on rayon's threads for
-/// [`StoreIo::Blocking`]. Stops at the first error, or when the receiver is
-/// gone.
+/// [`StoreIo::Blocking`] and [`StoreIo::Files`] (which reads the files
+/// itself, [`super::file_fetch`]). Stops at the first error, or when the
+/// receiver is gone.
 pub(crate) async fn fetch_waves<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     array: &Array<S>,
     plan: &Arc<Plan>,
-    io: StoreIo,
-    concurrency: usize,
-    wave_bytes: usize,
-    timeout: Option<Duration>,
+    requests: WaveRequests<'_>,
     tx: mpsc::Sender<Wave>,
 ) -> Result<(), ReadError> {
-    if io == StoreIo::Blocking {
-        let (array, plan) = (array.with_storage(array.storage()), plan.clone());
-        return tokio::task::spawn_blocking(move || fetch_waves_blocking(&array, &plan.chunks, wave_bytes, &tx))
-            .await
-            .map_err(|source| ReadError::Task {
-                task: "fetching",
-                source,
-            })?;
+    let WaveRequests {
+        io,
+        concurrency,
+        wave_bytes,
+        timeout,
+        arenas,
+    } = requests;
+    let task = |source| ReadError::Task {
+        task: "fetching",
+        source,
+    };
+    match io {
+        StoreIo::Files(dir) if plan.chunks.iter().all(|c| file_fetch::is_plain_key(&c.key)) => {
+            let (dir, plan) = (dir.clone(), plan.clone());
+            let files = move || file_fetch::fetch_file_waves(&dir, &plan.chunks, wave_bytes, arenas.as_ref(), &tx);
+            return tokio::task::spawn_blocking(files).await.map_err(task)?;
+        }
+        StoreIo::Files(_) | StoreIo::Blocking => {
+            let (array, plan) = (array.with_storage(array.storage()), plan.clone());
+            let blocking = move || fetch_waves_blocking(&array, &plan.chunks, wave_bytes, &tx);
+            return tokio::task::spawn_blocking(blocking).await.map_err(task)?;
+        }
+        StoreIo::Async => {}
     }
     let fetched = futures::stream::iter(plan.chunks.iter().enumerate())
         .map(|(i, chunk)| async move {
@@ -118,7 +147,8 @@ where
     Ok(())
 }
 
-/// [`fetch_waves`] for [`StoreIo::Blocking`]: rounds of a few chunks per
+/// [`fetch_waves`] for [`StoreIo::Blocking`] (and [`StoreIo::Files`] where
+/// a key is not plain): rounds of a few chunks per
 /// rayon thread, each fetch driven to completion on its thread, where no
 /// tokio runtime is current.
 fn fetch_waves_blocking<S: ?Sized + AsyncReadableStorageTraits + 'static>(

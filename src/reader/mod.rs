@@ -96,6 +96,7 @@ mod device;
 mod error;
 mod fallback;
 mod fetch;
+mod file_fetch;
 mod host;
 mod limits;
 mod object_storage;

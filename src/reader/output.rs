@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::device::DeviceOutput;
 use super::host::HostOutput;
-use super::wave::{WaveDecoder, WaveItem};
+use super::wave::{ArenaSource, WaveDecoder, WaveItem};
 use super::ReadError;
 use crate::codec::Backend;
 use crate::cuda::{CudaEngine, DeviceRegion};
@@ -209,6 +209,10 @@ impl<D> Leased<D> {
 impl<D: WaveDecoder> WaveDecoder for Leased<D> {
     fn wave_bytes(&self, requested: usize) -> usize {
         self.decoder.wave_bytes(requested)
+    }
+
+    fn arenas(&self) -> Option<ArenaSource> {
+        self.decoder.arenas()
     }
 
     fn decode_wave(&self, wave: &[WaveItem<'_>]) -> Result<(), ReadError> {

@@ -224,22 +224,21 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
         let chunks = plan.clone();
         match self.sharded {
             None => {
-                let produce = |wave_bytes, tx| async move {
-                    fetch::fetch_waves(
-                        self.array,
-                        &chunks,
-                        options.store_io,
-                        options.max_concurrent_requests,
+                let produce = |wave_bytes, arenas, tx| async move {
+                    let waves = fetch::WaveRequests {
+                        io: &options.store_io,
+                        concurrency: options.max_concurrent_requests,
                         wave_bytes,
-                        options.request_timeout,
-                        tx,
-                    )
-                    .await
+                        timeout: options.request_timeout,
+                        arenas,
+                    };
+                    fetch::fetch_waves(self.array, &chunks, waves, tx).await
                 };
                 wave_loop::read_waves(plan, framing, options, decoder, produce).await
             }
             Some((sharded, shards)) => {
-                let produce = |wave_bytes, tx| async move {
+                // Shards are read in ranges through the store, into ordinary memory.
+                let produce = |wave_bytes, _arenas, tx| async move {
                     shard_fetch::fetch_shard_waves(self.array, sharded, shards, &chunks, options, wave_bytes, tx).await
                 };
                 wave_loop::read_waves(plan, framing, options, decoder, produce).await

@@ -25,6 +25,7 @@
 //! stalled server gives an error in bounded time.
 
 use std::collections::HashMap;
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -186,7 +187,7 @@ fn with_prefix(store: Arc<dyn ObjectStore>, prefix: &str) -> Result<Arc<dyn Obje
 }
 
 /// How the reader drives a store's requests.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum StoreIo {
     /// As futures on the tokio runtime, at most
     /// [`ReadOptions::max_concurrent_requests`](super::ReadOptions) in flight:
@@ -200,16 +201,42 @@ pub enum StoreIo {
     /// local files and memory. [`ReadOptions::request_timeout`](super::ReadOptions)
     /// does not apply.
     Blocking,
+    /// As [`StoreIo::Blocking`], for a store that is the local file system
+    /// rooted at this directory (what [`open_store`] opens for a local path
+    /// or `file://` URL): chunk files are read by the reader itself, each
+    /// straight into the memory its decoder stages from (pinned memory of
+    /// the GPU's engine, which then uploads it without another copy). A read
+    /// whose chunk keys hold other characters than ASCII letters, digits,
+    /// `.`, `_`, `-` and `/` goes through the store, as with
+    /// [`StoreIo::Blocking`].
+    Files(PathBuf),
 }
 
 impl StoreIo {
-    /// [`StoreIo::Blocking`] for the local paths, `file://` and `memory://`
-    /// URLs that [`open_store`] opens, [`StoreIo::Async`] otherwise.
+    /// [`StoreIo::Files`] for the local paths and `file://` URLs, and
+    /// [`StoreIo::Blocking`] for the `memory://` URLs, that [`open_store`]
+    /// opens; [`StoreIo::Async`] otherwise.
     pub fn for_url(url: &str) -> Self {
-        match Url::parse(url) {
-            Ok(parsed) if parsed.scheme().len() > 1 && !matches!(parsed.scheme(), "file" | "memory") => Self::Async,
-            _ => Self::Blocking,
+        match local_dir(url) {
+            Some(Ok(dir)) => Self::Files(dir),
+            _ => match Url::parse(url) {
+                Ok(parsed) if parsed.scheme().len() > 1 && !matches!(parsed.scheme(), "file" | "memory") => Self::Async,
+                _ => Self::Blocking,
+            },
         }
+    }
+}
+
+/// The directory of the local file system that `url` names: a plain path
+/// (made absolute) or a `file://` URL without a host (its path as written:
+/// parsing it would percent-decode it); `None` for other URLs.
+fn local_dir(url: &str) -> Option<std::io::Result<PathBuf>> {
+    match Url::parse(url) {
+        // A one-letter "scheme" is a Windows drive.
+        Ok(parsed) if parsed.scheme().len() > 1 => (parsed.scheme() == "file"
+            && matches!(parsed.host_str(), None | Some("" | "localhost")))
+        .then(|| Ok(PathBuf::from(raw_key(url)))),
+        _ => Some(std::path::absolute(url)),
     }
 }
 
@@ -220,20 +247,19 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
         url: url.to_string(),
         source,
     };
-    let parsed = match Url::parse(url) {
-        Ok(parsed) if parsed.scheme().len() > 1 => parsed,
-        // A plain path (a one-letter "scheme" is a Windows drive).
-        _ => {
-            let path = std::path::absolute(url).map_err(|e| invalid(e.into()))?;
-            return local(&path);
-        }
-    };
+    if let Some(dir) = local_dir(url) {
+        return local(&dir.map_err(|e| invalid(e.into()))?);
+    }
+    let parsed = Url::parse(url).map_err(|e| invalid(e.into()))?;
     let mut options = lower_case_keys(options);
     match parsed.scheme() {
-        "file" => match parsed.host_str() {
-            None | Some("" | "localhost") => local(std::path::Path::new(raw_key(url))),
-            Some(host) => Err(invalid(format!("not a local file path (host {host:?})").into())),
-        },
+        "file" => Err(invalid(
+            format!(
+                "not a local file path (host {:?})",
+                parsed.host_str().unwrap_or_default()
+            )
+            .into(),
+        )),
         "memory" => with_prefix(Arc::new(InMemory::new()), raw_key(url)),
         "s3" | "s3a" => {
             let retry = retry_config(&mut options)?;
@@ -337,16 +363,16 @@ mod tests {
     }
 
     #[test]
-    fn local_and_memory_urls_read_blocking() {
-        for url in [
-            "/data/a.zarr",
-            "data/a.zarr",
-            "file:///data/a.zarr",
-            "memory://a",
-            "C:/data/a.zarr",
-        ] {
-            assert_eq!(StoreIo::for_url(url), StoreIo::Blocking, "{url}");
-        }
+    fn local_urls_read_files_and_memory_urls_blocking() {
+        let files = |dir: &str| StoreIo::Files(std::path::absolute(dir).unwrap());
+        assert_eq!(StoreIo::for_url("/data/a.zarr"), files("/data/a.zarr"));
+        assert_eq!(StoreIo::for_url("data/a.zarr"), files("data/a.zarr"));
+        assert_eq!(StoreIo::for_url("C:/data/a.zarr"), files("C:/data/a.zarr"));
+        // As written: the store opens the directory of that name.
+        assert_eq!(StoreIo::for_url("file:///data/a%20b.zarr"), files("/data/a%20b.zarr"));
+        assert_eq!(StoreIo::for_url("file://localhost/d"), files("/d"));
+        assert_eq!(StoreIo::for_url("memory://a"), StoreIo::Blocking);
+        assert_eq!(StoreIo::for_url("file://host/d"), StoreIo::Blocking);
         for url in ["s3://bucket/a.zarr", "https://host/a.zarr", "http://host/a.zarr"] {
             assert_eq!(StoreIo::for_url(url), StoreIo::Async, "{url}");
         }

@@ -25,6 +25,7 @@
 use super::plan::BoxCopy;
 use super::ReadError;
 use crate::algorithm::Algorithm;
+use crate::cuda::FetchArena;
 use crate::error::Error;
 
 /// What the items' streams of a read are.
@@ -70,6 +71,10 @@ impl WaveItem<'_> {
     }
 }
 
+/// Hands out a [`FetchArena`] of at least the capacity asked, or `None`
+/// when none can be had (the chunks then go to ordinary memory).
+pub(crate) type ArenaSource = std::sync::Arc<dyn Fn(usize) -> Option<FetchArena> + Send + Sync>;
+
 /// Decodes waves of items into one output (host or device memory) that it
 /// owns, or is lent, until the read ends.
 pub(crate) trait WaveDecoder: Send + Sync + 'static {
@@ -77,6 +82,13 @@ pub(crate) trait WaveDecoder: Send + Sync + 'static {
     /// ([`ReadOptions::wave_bytes`](super::ReadOptions::wave_bytes)).
     fn wave_bytes(&self, requested: usize) -> usize {
         requested
+    }
+
+    /// Where this decoder wants fetched chunks read into: pinned memory it
+    /// uploads from without copying (one [`FetchArena`] per wave, of the
+    /// capacity asked); `None` (the default) for ordinary memory.
+    fn arenas(&self) -> Option<ArenaSource> {
+        None
     }
 
     /// Decodes every item of `wave` and places its decoded bytes in the

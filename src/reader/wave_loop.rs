@@ -15,15 +15,15 @@ use super::chain::Framing;
 use super::fetch::Wave;
 use super::plan::Plan;
 use super::progress::Tracker;
-use super::wave::{WaveDecoder, WaveItem};
+use super::wave::{ArenaSource, WaveDecoder, WaveItem};
 use super::{ReadError, ReadOptions};
 
 /// Reads every chunk of `plan`, stored with `framing` around its compressed
 /// stream, into `decoder`'s output, the waves fetched by
-/// `produce(wave_bytes, tx)`, which sends waves of at least `wave_bytes`
-/// encoded bytes of `plan`'s chunks on `tx` (the last may be smaller) and
-/// stops when the receiver is gone; returns the decoder once every wave is in
-/// its output.
+/// `produce(wave_bytes, arenas, tx)`, which sends waves of at least
+/// `wave_bytes` encoded bytes of `plan`'s chunks on `tx` (the last may be
+/// smaller), into the decoder's `arenas` where it can, and stops when the
+/// receiver is gone; returns the decoder once every wave is in its output.
 pub(crate) async fn read_waves<D, F, Fut>(
     plan: Arc<Plan>,
     framing: Framing,
@@ -33,12 +33,12 @@ pub(crate) async fn read_waves<D, F, Fut>(
 ) -> Result<D, ReadError>
 where
     D: WaveDecoder,
-    F: FnOnce(usize, mpsc::Sender<Wave>) -> Fut,
+    F: FnOnce(usize, Option<ArenaSource>, mpsc::Sender<Wave>) -> Fut,
     Fut: Future<Output = Result<(), ReadError>>,
 {
     let tracker = Tracker::start(options.progress.clone(), plan.out_len as u64);
     let (tx, mut rx) = mpsc::channel::<Wave>(1);
-    let producer = produce(decoder.wave_bytes(options.wave_bytes).max(1), tx);
+    let producer = produce(decoder.wave_bytes(options.wave_bytes).max(1), decoder.arenas(), tx);
     let decoder = Arc::new(decoder);
     let consumer = consume_waves(&mut rx, &plan, framing, tracker, &decoder);
     futures::future::try_join(producer, consumer).await?;

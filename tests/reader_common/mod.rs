@@ -195,7 +195,7 @@ pub(crate) async fn assert_reads_like_zarrs(array: &Array<Store>, what: &str) {
 
 /// Asserts that the reader on `device` returns exactly zarrs' bytes for every subset.
 pub(crate) async fn assert_reads_like_zarrs_on(array: &Array<Store>, what: &str, device: Backend) {
-    for options in [
+    let options = [
         ReadOptions {
             device,
             ..ReadOptions::default()
@@ -214,10 +214,59 @@ pub(crate) async fn assert_reads_like_zarrs_on(array: &Array<Store>, what: &str,
             store_io: StoreIo::Blocking,
             ..ReadOptions::default()
         },
-    ] {
+    ];
+    assert_reads_like_zarrs_with(array, what, &options).await;
+}
+
+/// A store of the local directory `dir`.
+pub(crate) fn local_store(dir: &std::path::Path) -> Arc<dyn ObjectStore> {
+    Arc::new(object_store::local::LocalFileSystem::new_with_prefix(dir).unwrap())
+}
+
+/// Options that read the files of a [`local_store`] of `dir` on `device`
+/// straight from the file system ([`StoreIo::Files`]): in one wave, in
+/// waves of one chunk (more than the engine keeps arenas for), and in waves
+/// that end mid-round, trusted and not.
+pub(crate) fn file_read_options(dir: &std::path::Path, device: Backend) -> Vec<ReadOptions> {
+    [(usize::MAX, false), (1, true), (1, false), (1000, true), (1000, false)]
+        .into_iter()
+        .map(|(wave_bytes, trusted_input)| ReadOptions {
+            device,
+            wave_bytes,
+            trusted_input,
+            store_io: StoreIo::Files(dir.to_path_buf()),
+            ..ReadOptions::default()
+        })
+        .collect()
+}
+
+/// Some arrays of every batched v3 chain, and of zarr v2's zstd and lz4
+/// (whose size header puts the stream off every alignment), each with a
+/// missing chunk where it has more than one along every dimension.
+pub(crate) async fn file_arrays(store: &Arc<dyn ObjectStore>) -> Vec<(Array<Store>, String)> {
+    let mut arrays: Vec<_> = v3_fast_chain_arrays(store).await.into_iter().step_by(5).collect();
+    let compressors = [
+        json!({"id": "zstd", "level": 1}),
+        json!({"id": "lz4", "acceleration": 1}),
+    ];
+    for (case, compressor) in compressors.into_iter().enumerate() {
+        let dtype = &dtypes()[3 + case * 7];
+        let (shape, chunks) = SHAPES[case % SHAPES.len()];
+        let metadata = v2_metadata(shape, chunks, dtype, compressor.clone(), "C");
+        let array = write_array(store, &format!("v2/{case}"), &metadata, dtype, case as u64).await;
+        arrays.push((array, format!("v2 {compressor}")));
+    }
+    arrays
+}
+
+/// Asserts that the reader with each of `options` returns exactly zarrs'
+/// bytes for every subset, in new memory and in lent memory.
+pub(crate) async fn assert_reads_like_zarrs_with(array: &Array<Store>, what: &str, options: &[ReadOptions]) {
+    for options in options {
+        let device = options.device;
         for subset in subsets(array.shape()) {
             let expected = zarrs_read(array, &subset).await;
-            let data = read_chunks_parallel(array, &subset, &options)
+            let data = read_chunks_parallel(array, &subset, options)
                 .await
                 .unwrap_or_else(|e| panic!("{what}: reading {:?}: {e}", subset.to_ranges()));
             assert_eq!(data.shape(), subset.shape(), "{what}");
@@ -227,7 +276,7 @@ pub(crate) async fn assert_reads_like_zarrs_on(array: &Array<Store>, what: &str,
                 "{what}: subset {:?} on {device:?} differs from zarrs",
                 subset.to_ranges()
             );
-            let lent = read_into_garbage(array, &subset, &options, expected.len())
+            let lent = read_into_garbage(array, &subset, options, expected.len())
                 .await
                 .unwrap_or_else(|e| panic!("{what}: reading {:?} into lent memory: {e}", subset.to_ranges()));
             assert!(
