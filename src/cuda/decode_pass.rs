@@ -5,6 +5,8 @@
 //! 1. **framing**: each input's nvCOMP chunks ([`super::framing`]);
 //! 2. **staging**: the table's input half written, the inputs nvCOMP cannot
 //!    read in place staged into the input scratch ([`super::staging`]);
+//!    host inputs that a read fetched into one of the engine's arenas
+//!    ([`super::fetch_arena`]) by one upload of the arena's bytes;
 //! 3. **host check**: untrusted raw DEFLATE streams (deflate, gzip) and
 //!    Zstandard frames checked on the host where nvCOMP does not check
 //!    them (device buffers copied to the host before phase 1,

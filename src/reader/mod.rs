@@ -54,7 +54,7 @@
 //!    ([`ReadError::OutputTooLarge`]); the chunks that hold selected elements
 //!    (a [`Selection`] may step over most of them) are fetched concurrently (at most
 //!    [`ReadOptions::max_concurrent_requests`] at a time, or on rayon's
-//!    threads with [`StoreIo::Blocking`]) and grouped in waves
+//!    threads with [`StoreIo::Blocking`] and [`StoreIo::Files`]) and grouped in waves
 //!    of about [`ReadOptions::wave_bytes`] compressed bytes (on the CPU, at
 //!    most [`CPU_WAVE_BYTES_PER_THREAD`] per decoding thread); fetching the
 //!    next wave overlaps decoding the current one. Missing chunks read as the
@@ -85,6 +85,15 @@
 //! local stores open and read each chunk on a tokio blocking thread:
 //! [`runtime`] caps those threads, and a runtime of the caller's should too;
 //! [`StoreIo::Blocking`] reads them on rayon's threads instead.
+//!
+//! With [`StoreIo::Files`], the reader reads local chunk files itself: on the
+//! GPU, each wave's files straight into a pinned arena of the engine, which
+//! uploads the wave's bytes as they lie there instead of copying each chunk
+//! into its staging memory first (the copy, and the page faults of fresh
+//! fetch buffers, cost as much as the upload). An engine keeps up to three
+//! arenas of about a wave's compressed bytes each (a wave being decoded, one
+//! fetched and waiting, one being fetched), for later reads too; a wave that
+//! finds none free is fetched into ordinary memory.
 
 mod blocking;
 mod blosc;
