@@ -59,8 +59,10 @@ pub(crate) fn fetch_file_waves(
     arenas: Option<&ArenaSource>,
     tx: &mpsc::Sender<Wave>,
 ) -> Result<(), ReadError> {
-    let round = round_len(chunks);
-    let capacity = arena_capacity(chunks, wave_bytes);
+    let largest = chunks.iter().map(|c| c.decoded_len).max().unwrap_or(0);
+    let decoded = chunks.iter().map(|c| c.decoded_len).fold(0, usize::saturating_add);
+    let round = round_len(largest);
+    let capacity = arena_capacity(decoded, largest, wave_bytes);
     let mut wave = Wave::default();
     // The wave's arena: `None` until its first chunk, `Some(None)` when none could be had.
     let mut arena: Option<Option<FetchArena>> = None;
@@ -120,24 +122,23 @@ const ROUND_BYTES: usize = 64 << 20;
 /// Most chunks of one round.
 const MAX_ROUND: usize = 4096;
 
-/// Chunks per round: a few per thread, or for small chunks as many as make
+/// Chunks per round, of chunks that decode to at most `largest` bytes: a
+/// few per thread, or for small chunks as many as make
 /// [`ROUND_BYTES`] (at most [`MAX_ROUND`]): each round's two parallel
 /// phases end in a wait for the slowest thread. On the H200's 16 cores,
 /// rounds of 1,024 files of 64 KiB instead of 256 took untrusted reads of
 /// 1 GiB from 10.5-10.6 GB/s to 11.7-12.3.
-fn round_len(chunks: &[ChunkPlan]) -> usize {
-    let largest = chunks.iter().map(|c| c.decoded_len).max().unwrap_or(0).max(1);
-    (16 * crate::fork::num_threads()).max((ROUND_BYTES / largest).min(MAX_ROUND))
+fn round_len(largest: usize) -> usize {
+    (16 * crate::fork::num_threads()).max((ROUND_BYTES / largest.max(1)).min(MAX_ROUND))
 }
 
-/// Bytes of an arena for one wave of `chunks`: a wave's worth, or all their
-/// decoded bytes where that is less, with room for the chunk that ends the
-/// wave and for slot alignment. Compressed chunks rarely outgrow their
+/// Bytes of an arena for one wave of chunks that decode to `decoded` bytes
+/// in all, the `largest` to that many: a wave's worth, or all their decoded
+/// bytes where that is less, with room for the chunk that ends the wave and
+/// for slot alignment. Compressed chunks rarely outgrow their
 /// decoded size by much; one that finds no room goes to ordinary memory, and
 /// its wave is then staged by copying.
-fn arena_capacity(chunks: &[ChunkPlan], wave_bytes: usize) -> usize {
-    let decoded: usize = chunks.iter().map(|c| c.decoded_len).fold(0, usize::saturating_add);
-    let largest = chunks.iter().map(|c| c.decoded_len).max().unwrap_or(0);
+fn arena_capacity(decoded: usize, largest: usize, wave_bytes: usize) -> usize {
     let wave = wave_bytes.min(decoded);
     wave.saturating_add(wave / 32)
         .saturating_add(largest)
