@@ -355,19 +355,47 @@ fn zstd_literal_trees_in_device_memory_are_checked() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn zstd_literal_streams_are_checked_on_the_device() {
+    zstd_mutants_decode_as_on_the_cpu(3, &["literal stream at byte"], 20);
+}
+
+/// The sequences of untrusted Zstandard frames are walked by the crate's
+/// kernel, one thread a frame, where the batch is staged: as above, and
+/// the refusals of the walk (matches before the output, sequences past the
+/// literals or the bit stream) name the buffer and the block.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn zstd_sequences_are_walked_on_the_device() {
+    zstd_mutants_decode_as_on_the_cpu(
+        1,
+        &[
+            "a match reaches",
+            "sequences' bit stream",
+            "past the block's literals",
+            "frame decodes to",
+        ],
+        20,
+    );
+}
+
+/// Decodes 200 mutants of a Zstandard frame of `level`, each in a batch
+/// after 40 intact frames, on the GPU from host and device memory and on
+/// the CPU: what the GPU decodes equals the CPU's bytes, and at least
+/// `least` refusals name one of `reasons`.
+fn zstd_mutants_decode_as_on_the_cpu(level: i32, reasons: &[&str], least: usize) {
     let codec = gpu("zstd");
     let engine: &Arc<CudaEngine> = codec.cuda().unwrap();
     let data = field_f32(300_000, 5);
-    let frame = zstd::bulk::compress(&data, 3).unwrap();
+    let frame = zstd::bulk::compress(&data, level).unwrap();
     let good = zstd::bulk::compress(&field_f32(70_000, 6), 1).unwrap();
     let mut rng = common::Rng(77);
     let mut next = || rng.next_u64();
-    let (mut by_streams, mut decoded) = (0, 0);
+    let (mut named, mut decoded) = (0, 0);
     for m in 0..200 {
         let mut bad = frame.clone();
         let at = 16 + (next() as usize) % (bad.len() - 16);
         bad[at] ^= 1 << (next() % 8);
-        let batch = vec![good.clone(), bad];
+        let mut batch = vec![good.clone(); 40];
+        batch.push(bad);
         let on_cpu = cpu("zstd").decode_batch(&refs(&batch)).map(|b| b.to_vecs());
         let from_host = codec.decode_batch(&refs(&batch)).map(|b| b.to_vecs());
         // SAFETY: the regions are live device memory of this engine.
@@ -387,18 +415,15 @@ fn zstd_literal_streams_are_checked_on_the_device() {
                     );
                 }
                 Err(Error::Corrupt { index, reason }) => {
-                    assert_eq!(*index, 1, "mutant {m}: {reason}");
-                    by_streams += usize::from(reason.contains("literal stream at byte"));
+                    assert_eq!(*index, 40, "mutant {m}: {reason}");
+                    named += usize::from(reasons.iter().any(|r| reason.contains(r)));
                 }
                 Err(e) => panic!("mutant {m}: {e}"),
             }
         }
         assert_eq!(from_host.is_ok(), from_device.is_ok(), "mutant {m}");
     }
-    assert!(
-        by_streams >= 20,
-        "only {by_streams} refusals came from the streams' kernel"
-    );
+    assert!(named >= least, "only {named} refusals named one of {reasons:?}");
     assert!(
         decoded > 0,
         "no mutant decoded: the test checks nothing of accepted ones"

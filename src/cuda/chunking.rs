@@ -254,6 +254,47 @@ pub(crate) struct LiteralStreams {
     pub section: format::zstd::HuffmanStreams,
 }
 
+/// The sequences of one Zstandard frame of buffer `buffer`, which
+/// [`check_on_host`] leaves to the device.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FrameSequences {
+    /// The buffer, by its place in the batch.
+    pub buffer: usize,
+    /// The frame's sequences, their streams by their bytes in the buffer.
+    pub frame: format::zstd::FrameSequences,
+}
+
+/// The error of buffer `index` whose Zstandard frame at byte `frame_at`
+/// fails a check for `reason`, worded as [`check_on_host`] words it.
+pub(crate) fn zstd_corrupt(index: usize, frame_at: usize, reason: &str) -> Error {
+    Error::Corrupt {
+        index,
+        reason: format!("bad Zstandard frame: {reason} (frame at byte {frame_at})"),
+    }
+}
+
+/// The error of the lowest buffer of `errors`, as [`check_on_host`] reports
+/// the first buffer that fails; other errors after those of buffers.
+pub(crate) fn lowest_buffer_error(errors: impl IntoIterator<Item = Error>) -> Result<()> {
+    match errors.into_iter().min_by_key(|e| match e {
+        Error::Corrupt { index, .. } => *index,
+        _ => usize::MAX,
+    }) {
+        Some(e) => Err(e),
+        None => Ok(()),
+    }
+}
+
+/// What [`check_on_host`] leaves to the device: the Huffman streams of the
+/// Zstandard literals, and the frames' sequences.
+#[derive(Debug, Default)]
+pub(crate) struct DeviceChecks {
+    /// The literals sections' Huffman streams.
+    pub literals: Vec<LiteralStreams>,
+    /// The frames' sequences.
+    pub sequences: Vec<FrameSequences>,
+}
+
 /// The threads [`check_on_host`] runs on: a pool of their own, so that a
 /// pass's framing and staging, which run on rayon's pool while the check
 /// does, are not queued behind the check's tasks (a sharded wave of 16,384
@@ -279,35 +320,37 @@ pub(crate) fn check_pool() -> &'static rayon::ThreadPool {
 /// reason). Its Zstandard decoder checks little of a frame: each frame's
 /// literals and sequences are decoded without their output
 /// ([`format::zstd::check_frames`]), on the host but for the
-/// literals' Huffman streams, which are returned, for the device
-/// (`super::huffman`).
-pub(crate) fn check_on_host(algorithm: &Algorithm, bufs: &[&[u8]]) -> Result<Vec<LiteralStreams>> {
-    let stream = |buf: &[u8]| -> std::result::Result<Vec<format::zstd::HuffmanStreams>, String> {
+/// literals' Huffman streams and the walk of the sequences, which are
+/// returned, for the device (`super::huffman`, `super::sequences`).
+pub(crate) fn check_on_host(algorithm: &Algorithm, bufs: &[&[u8]]) -> Result<DeviceChecks> {
+    let stream = |buf: &[u8]| -> std::result::Result<format::zstd::Defer, String> {
+        let mut kept = format::zstd::Defer::default();
         match algorithm {
             Algorithm::Gzip { .. } => {
                 let start = gzip::header_len(buf)?;
                 deflate::check_stream(&buf[start..buf.len() - gzip::TRAILER_LEN])?;
-                Ok(Vec::new())
             }
             Algorithm::Zstd => {
-                let mut kept = format::zstd::Defer::default();
                 format::zstd::check_frames(buf, &mut kept).map_err(|e| format!("bad Zstandard frame: {e}"))?;
-                Ok(kept.0)
             }
-            _ => deflate::check_stream(buf).map(|()| Vec::new()),
+            _ => deflate::check_stream(buf)?,
         }
+        Ok(kept)
     };
     let checked: Vec<_> = bufs.par_iter().map(|buf| stream(buf)).collect();
-    let mut literals = Vec::new();
-    for (index, sections) in checked.into_iter().enumerate() {
-        let sections = sections.map_err(|reason| Error::Corrupt { index, reason })?;
-        literals.extend(
-            sections
-                .into_iter()
-                .map(|section| LiteralStreams { buffer: index, section }),
-        );
+    let mut device = DeviceChecks::default();
+    for (index, kept) in checked.into_iter().enumerate() {
+        let kept = kept.map_err(|reason| Error::Corrupt { index, reason })?;
+        let literals = kept.literals.into_iter();
+        device
+            .literals
+            .extend(literals.map(|section| LiteralStreams { buffer: index, section }));
+        let sequences = kept.sequences.into_iter();
+        device
+            .sequences
+            .extend(sequences.map(|frame| FrameSequences { buffer: index, frame }));
     }
-    Ok(literals)
+    Ok(device)
 }
 
 /// What happens to one buffer of an encode.

@@ -12,9 +12,10 @@
 //!    them (device buffers copied to the host before phase 1,
 //!    [`super::host_copies`]), by other threads while phase 2 runs,
 //!    waited for here ([`chunking::check_on_host`]);
-//! 4. **literal streams**: the Huffman streams of the Zstandard literals
-//!    that the host check kept, checked by one kernel launch where the
-//!    inputs are staged (`super::huffman`); nvCOMP sees no untrusted
+//! 4. **literal streams** and **sequences**: the Huffman streams of the
+//!    Zstandard literals and the frames' sequences that the host check
+//!    kept, checked by one kernel launch each where the inputs are staged
+//!    (`super::huffman`, `super::sequences`); nvCOMP sees no untrusted
 //!    piece before phases 3 and 4 have passed it;
 //! 5. **size query**: nvCOMP's decoded sizes, for chunks whose framing does
 //!    not declare them;
@@ -160,19 +161,23 @@ impl CudaEngine {
                 let (Some(handle), Some(bufs)) = (check.take(), &checked) else {
                     return Ok(());
                 };
-                let (literals, done) = handle.join().expect("the host check does not panic");
+                let (device, done) = handle.join().expect("the host check does not panic");
                 profile.note("host check", done);
-                let literals = literals?;
-                if !literals.is_empty() {
-                    let table = Table::of(s.pinned_in.as_mut().expect("staged by stage_inputs"), pieces.len());
-                    let staged: Vec<u64> = (0..pieces.len()).map(|k| table.get(Table::IN_PTRS, k)).collect();
-                    // SAFETY: untrusted passes stage every piece into the
-                    // input scratch (`stage_inputs`), between its table and
-                    // its results, and nothing writes it before the next pass.
-                    unsafe { self.check_literal_streams(s, pieces, &staged, &literals, bufs, profile)? };
-                    profile.mark("literal streams");
+                let device = device?;
+                if device.literals.is_empty() && device.sequences.is_empty() {
+                    return Ok(());
                 }
-                Ok(())
+                let table = Table::of(s.pinned_in.as_mut().expect("staged by stage_inputs"), pieces.len());
+                let staged: Vec<u64> = (0..pieces.len()).map(|k| table.get(Table::IN_PTRS, k)).collect();
+                // SAFETY (both): untrusted passes stage every piece into the
+                // input scratch (`stage_inputs`), between its table and its
+                // results, and nothing writes it before the next pass.
+                let literals =
+                    unsafe { self.check_literal_streams(s, pieces, &staged, &device.literals, bufs, profile) };
+                profile.mark("literal streams");
+                let sequences = unsafe { self.check_sequences(s, pieces, &staged, &device.sequences, bufs, profile) };
+                profile.mark("sequences");
+                chunking::lowest_buffer_error([literals.err(), sequences.err()].into_iter().flatten())
             };
             let enqueued = self.enqueue_pass(
                 s,

@@ -21,6 +21,7 @@ use super::huffman::HuffmanKernel;
 use super::isolation;
 use super::memory::{cuda_err, DeviceBuffer, MemoryPool, PinnedBuffer};
 use super::scale_offset::ScaleOffsetKernel;
+use super::sequences::SequenceKernel;
 use super::unshuffle::UnshuffleKernel;
 use crate::error::{Error, GpuUnavailable, Result};
 use crate::profile::Profile;
@@ -83,6 +84,8 @@ pub(super) struct Scratch {
     pub(super) filler: Option<FillKernel>,
     /// The kernel checking Zstandard literals' Huffman streams, loaded at first use.
     pub(super) huffman: Option<HuffmanKernel>,
+    /// The kernel walking Zstandard frames' sequences, loaded at first use.
+    pub(super) sequences: Option<SequenceKernel>,
     /// Device inputs copied to the host ([`super::host_copies`]).
     pub(super) pinned_copies: Option<PinnedBuffer>,
 }

@@ -19,7 +19,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{result, CudaContext};
 
-use super::chunking::{DecodePiece, LiteralStreams};
+use super::chunking::{self, DecodePiece, LiteralStreams};
 use super::engine::{CudaEngine, Scratch};
 use super::memory::{cuda_err, ensure_device, upload_table, DeviceBuffer};
 use super::ptx::PtxKernel;
@@ -114,7 +114,7 @@ impl HuffmanKernel {
 /// Where each buffer's pieces start in `pieces` (in buffer order), and
 /// where the last buffer's end: `buffers + 1` indices, so that buffer `b`'s
 /// pieces are `pieces[starts[b]..starts[b + 1]]`.
-fn piece_starts(pieces: &[DecodePiece], buffers: usize) -> Vec<usize> {
+pub(super) fn piece_starts(pieces: &[DecodePiece], buffers: usize) -> Vec<usize> {
     let mut starts = Vec::with_capacity(buffers + 1);
     let mut k = 0;
     for b in 0..=buffers {
@@ -129,7 +129,7 @@ fn piece_starts(pieces: &[DecodePiece], buffers: usize) -> Vec<usize> {
 /// Where the stream bytes `bytes` of a buffer are staged: in the piece of
 /// that buffer holding them, of its `pieces` (staged at `staged`); `None`
 /// where no staged piece holds them.
-fn staged_address(pieces: &[DecodePiece], staged: &[u64], bytes: &std::ops::Range<usize>) -> Option<u64> {
+pub(super) fn staged_address(pieces: &[DecodePiece], staged: &[u64], bytes: &std::ops::Range<usize>) -> Option<u64> {
     pieces
         .iter()
         .zip(staged)
@@ -208,13 +208,7 @@ impl CudaEngine {
             });
             errors.extend(failed);
         }
-        match errors.into_iter().min_by_key(|e| match e {
-            Error::Corrupt { index, .. } => *index,
-            _ => usize::MAX,
-        }) {
-            Some(e) => Err(e),
-            None => Ok(()),
-        }
+        chunking::lowest_buffer_error(errors)
     }
 
     fn huffman_kernel<'s>(&self, s: &'s mut Scratch) -> Result<&'s mut HuffmanKernel> {
@@ -228,7 +222,8 @@ impl CudaEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::format::zstd::{check_frames, samples, xorshift, Defer, HuffmanCode, HuffmanStream};
+    use crate::cuda::ptx::host_build;
+    use crate::format::zstd::{check_frames, samples, walk_frame, xorshift, Defer, HuffmanCode, HuffmanStream};
 
     /// Bytes a stream must lie inside its allocation: the kernel reads the
     /// aligned words around its container.
@@ -266,29 +261,6 @@ mod tests {
         assert!(source.contains("THREADS = SECTIONS_PER_BLOCK * MAX_STREAMS * SEGMENTS,"));
     }
 
-    /// The kernel's source built for the host, as a C library, where a C
-    /// compiler is installed.
-    fn host_kernel() -> Option<(tempfile::TempDir, libloading::Library)> {
-        let dir = tempfile::tempdir().unwrap();
-        let lib = dir.path().join("huffman.so");
-        let source = concat!(env!("CARGO_MANIFEST_DIR"), "/src/cuda/kernels/huffman.cu");
-        let built = std::process::Command::new("cc")
-            .args(["-x", "c", "-O2", "-shared", "-fPIC", "-o"])
-            .arg(&lib)
-            .arg(source)
-            .status();
-        match built {
-            Ok(status) if status.success() => {}
-            other => {
-                eprintln!("skipped: no C compiler (cc) built the kernel source for the host: {other:?}");
-                return None;
-            }
-        }
-        // SAFETY: a library of plain C functions, without initialisers.
-        let lib = unsafe { libloading::Library::new(&lib) }.unwrap();
-        Some((dir, lib))
-    }
-
     type Entry = unsafe extern "C" fn(*const u64, u64, *mut u8);
 
     /// The host build's verdict on every stream of `buf` the host check
@@ -322,7 +294,9 @@ mod tests {
     /// serial walk's.
     #[test]
     fn walks_that_never_meet_give_the_serial_verdict() {
-        let Some((_dir, lib)) = host_kernel() else { return };
+        let Some((_dir, lib)) = host_build("huffman.cu") else {
+            return;
+        };
         // SAFETY: the entry's C signature.
         let entry: libloading::Symbol<Entry> = unsafe { lib.get(b"huffman_streams") }.unwrap();
         let mut next = xorshift(0x51ED);
@@ -379,7 +353,9 @@ mod tests {
 
     #[test]
     fn the_kernel_decides_as_the_host_decoder_does() {
-        let Some((_dir, lib)) = host_kernel() else { return };
+        let Some((_dir, lib)) = host_build("huffman.cu") else {
+            return;
+        };
         // SAFETY: the entry's C signature.
         let entry: libloading::Symbol<Entry> = unsafe { lib.get(b"huffman_streams") }.unwrap();
         let mut next = xorshift(0x9E37);
@@ -397,11 +373,13 @@ mod tests {
                         bad[at] ^= 1 << (next() % 8);
                     }
                     let mut kept = Defer::default();
-                    if check_frames(&bad, &mut kept).is_err() {
+                    // Mutants whose sequences fail are `super::sequences`'.
+                    let walks = |kept: &Defer| kept.sequences.iter().all(|f| walk_frame(&bad, f).is_ok());
+                    if check_frames(&bad, &mut kept).is_err() || !walks(&kept) {
                         continue;
                     }
-                    streams_checked += kept.0.iter().map(|s| s.streams().len()).sum::<usize>();
-                    let on_kernel = kernel_verdict(&entry, &bad, &kept.0);
+                    streams_checked += kept.literals.iter().map(|s| s.streams().len()).sum::<usize>();
+                    let on_kernel = kernel_verdict(&entry, &bad, &kept.literals);
                     let on_host = check_frames(&bad, &mut DecodeHere::default());
                     assert_eq!(
                         on_kernel.is_none(),

@@ -54,6 +54,7 @@ mod memory;
 mod ptx;
 mod scale_offset;
 mod scatter;
+mod sequences;
 mod staging;
 mod unshuffle;
 

@@ -65,3 +65,30 @@ impl Drop for PtxKernel {
         let _ = unsafe { result::module::unload(self.module) };
     }
 }
+
+/// The kernel source `file` of `kernels/` built for the host, as a C
+/// library, where a C compiler is installed: the host tests of its
+/// arithmetic call its entry as a C function.
+#[cfg(test)]
+pub(super) fn host_build(file: &str) -> Option<(tempfile::TempDir, libloading::Library)> {
+    let dir = tempfile::tempdir().unwrap();
+    let lib = dir.path().join(file.replace(".cu", ".so"));
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("src/cuda/kernels")
+        .join(file);
+    let built = std::process::Command::new("cc")
+        .args(["-x", "c", "-O2", "-shared", "-fPIC", "-o"])
+        .arg(&lib)
+        .arg(source)
+        .status();
+    match built {
+        Ok(status) if status.success() => {}
+        other => {
+            eprintln!("skipped: no C compiler (cc) built {file} for the host: {other:?}");
+            return None;
+        }
+    }
+    // SAFETY: a library of plain C functions, without initialisers.
+    let lib = unsafe { libloading::Library::new(&lib) }.unwrap();
+    Some((dir, lib))
+}

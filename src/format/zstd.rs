@@ -29,7 +29,8 @@ pub(crate) use super::zstd_literals::HuffmanCode;
 #[cfg(test)]
 pub(crate) use super::zstd_literals::HuffmanStream;
 pub(crate) use super::zstd_literals::{DecodeHere, Defer, HuffmanStreams, StreamCheck, StreamEnd, MAX_TABLE_LOG};
-use super::zstd_sequences::{self, BlockPlace, FrameSequences};
+use super::zstd_sequences;
+pub(crate) use super::zstd_sequences::{walk_frame, BlockSequences, FrameSequences, TableSource};
 
 /// One data frame of a Zstandard buffer.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -113,11 +114,17 @@ fn check_frame(buf: &[u8], range: Range<usize>, streamed: bool, streams: &mut dy
         ));
     }
     let block_size_max = header.window.min(MAX_BLOCK_DECODED_LEN);
-    let mut output = 0u64;
     let mut code: Option<HuffmanCode> = None;
-    let mut sequences = FrameSequences::default();
+    let mut sequences = FrameSequences {
+        at: range.start,
+        window: header.window,
+        block_size_max,
+        content_size: header.content_size,
+        blocks: Vec::new(),
+        tail: 0,
+    };
     frame_blocks(frame, &mut |at, block| {
-        let decoded = match block {
+        sequences.tail += match block {
             Block::Raw(len) | Block::Rle(len) => {
                 if len as u64 > block_size_max {
                     return Err(format!(
@@ -134,30 +141,33 @@ fn check_frame(buf: &[u8], range: Range<usize>, streamed: bool, streams: &mut dy
                     ));
                 }
                 // The body follows the block's 3-byte header; the literals'
-                // streams are named by their place in the whole buffer.
+                // and sequences' streams are named by their place in the
+                // whole buffer.
                 let body_at = range.start + at + 3;
                 let body_in_buf = body_at..body_at + body.len();
+                let in_block = |e: String| format!("{e} (block at byte {at})");
                 let literals =
-                    zstd_literals::check_section(buf, body_in_buf, block_size_max as usize, &mut code, streams)
-                        .map_err(|e| format!("{e} (block at byte {at})"))?;
-                let place = BlockPlace {
-                    frame_output: output,
-                    window: header.window,
-                    block_size_max,
-                };
-                zstd_sequences::check_section(&body[literals.section_len..], literals.count, place, &mut sequences)
-                    .map_err(|e| format!("{e} (block at byte {at})"))?
+                    zstd_literals::check_section(buf, body_in_buf.clone(), block_size_max as usize, &mut code, streams)
+                        .map_err(in_block)?;
+                let section = body_at + literals.section_len..body_in_buf.end;
+                let repeatable = !sequences.blocks.is_empty();
+                let place = (at, literals.count as u32);
+                match zstd_sequences::read_section(buf, section, place, repeatable).map_err(in_block)? {
+                    None => literals.count as u64,
+                    Some(block) => {
+                        let gap = std::mem::take(&mut sequences.tail);
+                        sequences.blocks.push(BlockSequences { gap, ..block });
+                        0
+                    }
+                }
             }
         };
-        output += decoded;
-        match header.content_size {
-            Some(size) if output > size => Err(format!("frame decodes to more than the {size} bytes it declares")),
-            _ => Ok(()),
-        }
+        Ok(())
     })?;
-    match header.content_size {
-        Some(size) if output != size => Err(format!("frame decodes to {output} bytes, not the {size} it declares")),
-        _ => Ok(()),
+    if sequences.blocks.is_empty() {
+        zstd_sequences::check_frame_total(&sequences, sequences.tail)
+    } else {
+        streams.sequences(buf, sequences)
     }
 }
 

@@ -35,6 +35,7 @@
 use std::ops::Range;
 
 use super::fse::{self, BackwardBits, State};
+use super::zstd_sequences::{self, FrameSequences};
 
 /// Most weights a description holds (the last symbol's is implied).
 const MAX_WEIGHTS: usize = 255;
@@ -122,6 +123,10 @@ pub(crate) trait StreamCheck {
     /// Checks, or keeps to check later, that each stream of `section`
     /// (bytes of `buf`) decodes to exactly its literals.
     fn check(&mut self, buf: &[u8], section: HuffmanStreams) -> Result<(), String>;
+
+    /// Walks, or keeps to walk later, the sequences of one frame of `buf`
+    /// ([`zstd_sequences::walk_frame`]).
+    fn sequences(&mut self, buf: &[u8], frame: FrameSequences) -> Result<(), String>;
 }
 
 /// Decodes each stream on the host, at once.
@@ -154,15 +159,30 @@ impl StreamCheck for DecodeHere {
             }
         }
     }
+
+    fn sequences(&mut self, buf: &[u8], frame: FrameSequences) -> Result<(), String> {
+        zstd_sequences::walk_frame(buf, &frame)
+    }
 }
 
-/// Keeps every section, for a check of all of them together.
+/// Keeps every literals section and every frame's sequences, for a check
+/// of all of them together.
 #[derive(Debug, Default)]
-pub(crate) struct Defer(pub(crate) Vec<HuffmanStreams>);
+pub(crate) struct Defer {
+    /// The literals sections' Huffman streams.
+    pub(crate) literals: Vec<HuffmanStreams>,
+    /// The frames' sequences.
+    pub(crate) sequences: Vec<FrameSequences>,
+}
 
 impl StreamCheck for Defer {
     fn check(&mut self, _buf: &[u8], section: HuffmanStreams) -> Result<(), String> {
-        self.0.push(section);
+        self.literals.push(section);
+        Ok(())
+    }
+
+    fn sequences(&mut self, _buf: &[u8], frame: FrameSequences) -> Result<(), String> {
+        self.sequences.push(frame);
         Ok(())
     }
 }

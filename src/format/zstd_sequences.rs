@@ -27,6 +27,7 @@
 //! decodes in some of its buffer layouts: those are refused here, as nvCOMP
 //! has no reason to decode them as libzstd does.
 
+use std::ops::Range;
 use std::sync::OnceLock;
 
 use super::fse::{self, BackwardBits};
@@ -219,97 +220,164 @@ impl Kind {
     }
 }
 
-/// What a frame's sequences carry from block to block.
-#[derive(Debug, Clone)]
-pub(crate) struct FrameSequences {
-    /// The tables of the last block with sequences, which "repeat" reuses.
-    tables: Option<[Table; 3]>,
-    /// The repeated offsets.
-    repeats: [u64; 3],
+/// How a block's sequences section gives one kind of symbol its table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum TableSource {
+    /// The predefined distribution.
+    Predefined,
+    /// One symbol for every sequence: no bits read.
+    Rle(u8),
+    /// The distribution the section describes: its accuracy log and counts.
+    Counts {
+        /// The accuracy log.
+        log: u32,
+        /// The normalised count of each symbol, -1 for "less than one".
+        counts: Vec<i16>,
+    },
+    /// The table of the frame's previous block with sequences.
+    Repeat,
 }
 
-impl Default for FrameSequences {
-    fn default() -> Self {
-        Self {
-            tables: None,
-            repeats: [1, 4, 8],
+impl TableSource {
+    /// The accuracy log and counts of a distribution (`None` for RLE and
+    /// repeated tables).
+    pub(crate) fn distribution(&self, kind: usize) -> Option<(u32, &[i16])> {
+        match self {
+            TableSource::Predefined => {
+                let (log, counts): (u32, &[i16]) = match kind {
+                    0 => (LITERAL_LENGTHS_DEFAULT.0, &LITERAL_LENGTHS_DEFAULT.1),
+                    1 => (OFFSETS_DEFAULT.0, &OFFSETS_DEFAULT.1),
+                    _ => (MATCH_LENGTHS_DEFAULT.0, &MATCH_LENGTHS_DEFAULT.1),
+                };
+                Some((log, counts))
+            }
+            TableSource::Counts { log, counts } => Some((*log, counts)),
+            TableSource::Rle(_) | TableSource::Repeat => None,
         }
     }
 }
 
-/// Where a block lies in its frame, for [`check_section`].
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct BlockPlace {
-    /// Bytes the frame decoded to before this block.
-    pub(crate) frame_output: u64,
+/// The sequences of one compressed block, read up to their bit stream.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct BlockSequences {
+    /// Where the block's header lies in its frame, for errors.
+    pub(crate) at: usize,
+    /// Bytes the frame decodes to before this block's literals that no
+    /// earlier block with sequences accounts for: raw and RLE blocks, and
+    /// blocks of literals only, since the previous block with sequences.
+    pub(crate) gap: u64,
+    /// The bit stream, bytes of the buffer (at least one, its last not 0).
+    pub(crate) stream: Range<usize>,
+    /// Number of sequences.
+    pub(crate) count: u32,
+    /// The block's literals, which the sequences copy out.
+    pub(crate) literals: u32,
+    /// The tables of the literal lengths, offsets and match lengths.
+    pub(crate) tables: [TableSource; 3],
+}
+
+/// The blocks with sequences of one frame, in order, and what their walk is
+/// checked against: walked on the host ([`walk_frame`]) or on the device
+/// (`cuda::sequences`), one frame at a time, since repeated offsets and
+/// tables carry from block to block.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FrameSequences {
+    /// Where the frame starts in its buffer, for errors.
+    pub(crate) at: usize,
     /// The frame's window size.
     pub(crate) window: u64,
     /// The most a block decodes to.
     pub(crate) block_size_max: u64,
+    /// The content size the frame declares.
+    pub(crate) content_size: Option<u64>,
+    /// Its blocks with sequences.
+    pub(crate) blocks: Vec<BlockSequences>,
+    /// Bytes it decodes to after the last of them.
+    pub(crate) tail: u64,
 }
 
-/// Checks the sequences section `section` of a block whose literals section
-/// holds `literals` literals, and returns what the block decodes to.
-pub(crate) fn check_section(
-    section: &[u8],
-    literals: usize,
-    place: BlockPlace,
-    frame: &mut FrameSequences,
-) -> Result<u64, String> {
-    let (&first, mut rest) = section.split_first().ok_or("no sequences section")?;
+/// Where a block lies in its frame, for [`decode`].
+#[derive(Debug, Clone, Copy)]
+struct BlockPlace {
+    /// Bytes the frame decoded to before this block.
+    frame_output: u64,
+    /// The frame's window size.
+    window: u64,
+    /// The most a block decodes to.
+    block_size_max: u64,
+}
+
+/// Reads the header and table descriptions of the sequences section
+/// `buf[section]` of the block at byte `at` of its frame, whose literals
+/// section holds `literals` literals; `repeatable`: whether an earlier
+/// block of the frame had sequences, whose tables may be repeated. `None`:
+/// the block has no sequences. Its [`BlockSequences::gap`] is left 0.
+pub(crate) fn read_section(
+    buf: &[u8],
+    section: Range<usize>,
+    (at, literals): (usize, u32),
+    repeatable: bool,
+) -> Result<Option<BlockSequences>, String> {
+    let bytes = &buf[section.clone()];
+    let (&first, mut rest) = bytes.split_first().ok_or("no sequences section")?;
     let count = match first {
-        0..=0x7F => usize::from(first),
+        0..=0x7F => u32::from(first),
         0xFF => {
             let n = rest.get(..2).ok_or("sequences header truncated")?;
             rest = &rest[2..];
-            usize::from(u16::from_le_bytes([n[0], n[1]])) + 0x7F00
+            u32::from(u16::from_le_bytes([n[0], n[1]])) + 0x7F00
         }
         _ => {
             let (&low, tail) = rest.split_first().ok_or("sequences header truncated")?;
             rest = tail;
-            (usize::from(first - 0x80) << 8) + usize::from(low)
+            (u32::from(first - 0x80) << 8) + u32::from(low)
         }
     };
-    let decoded = if count == 0 {
+    if count == 0 {
         if !rest.is_empty() {
             return Err("bytes after a sequences section of no sequences".into());
         }
-        literals as u64
-    } else {
-        let (&modes, tail) = rest.split_first().ok_or("sequences header truncated")?;
-        rest = tail;
-        if modes & 3 != 0 {
-            return Err("reserved bits of the sequences' modes are set".into());
-        }
-        let previous = frame.tables.take();
-        let mut tables: [Table; 3] = Default::default();
-        for (i, kind) in [Kind::LiteralLength, Kind::Offset, Kind::MatchLength]
-            .into_iter()
-            .enumerate()
-        {
-            let mode = (modes >> (6 - 2 * i)) & 3;
-            let (table, used) = table(kind, mode, rest, previous.as_ref().map(|t| &t[i]))?;
-            tables[i] = table;
-            rest = &rest[used..];
-        }
-        let decoded = decode(rest, count, literals, place, &tables, &mut frame.repeats)?;
-        frame.tables = Some(tables);
-        decoded
-    };
-    if decoded > place.block_size_max {
-        return Err(format!(
-            "block decodes to {decoded} bytes, more than the block maximum of {}",
-            place.block_size_max
-        ));
+        return Ok(None);
     }
-    Ok(decoded)
+    let (&modes, tail) = rest.split_first().ok_or("sequences header truncated")?;
+    rest = tail;
+    if modes & 3 != 0 {
+        return Err("reserved bits of the sequences' modes are set".into());
+    }
+    let mut tables = [
+        TableSource::Predefined,
+        TableSource::Predefined,
+        TableSource::Predefined,
+    ];
+    for (i, kind) in [Kind::LiteralLength, Kind::Offset, Kind::MatchLength]
+        .into_iter()
+        .enumerate()
+    {
+        let mode = (modes >> (6 - 2 * i)) & 3;
+        let (table, used) = table_source(kind, mode, rest, repeatable)?;
+        tables[i] = table;
+        rest = &rest[used..];
+    }
+    match rest.last() {
+        None => return Err("sequences' empty bit stream".into()),
+        Some(0) => return Err("sequences' bit stream has no end mark".into()),
+        Some(_) => {}
+    }
+    Ok(Some(BlockSequences {
+        at,
+        gap: 0,
+        stream: section.end - rest.len()..section.end,
+        count,
+        literals,
+        tables,
+    }))
 }
 
-/// The table `mode` gives `kind` from the header bytes `header`, and the
-/// bytes it takes.
-fn table(kind: Kind, mode: u8, header: &[u8], previous: Option<&Table>) -> Result<(Table, usize), String> {
+/// Where `mode` has `kind` find its table, from the header bytes `header`,
+/// and the bytes it takes.
+fn table_source(kind: Kind, mode: u8, header: &[u8], repeatable: bool) -> Result<(TableSource, usize), String> {
     match mode {
-        0 => Ok((kind.predefined().clone(), 0)),
+        0 => Ok((TableSource::Predefined, 0)),
         1 => {
             let &symbol = header
                 .first()
@@ -317,24 +385,81 @@ fn table(kind: Kind, mode: u8, header: &[u8], previous: Option<&Table>) -> Resul
             if usize::from(symbol) > kind.max_symbol() {
                 return Err(format!("{} RLE symbol {symbol} is out of range", kind.name()));
             }
-            let (baseline, extra) = kind.code(usize::from(symbol));
-            let entries = vec![Entry {
-                baseline,
-                extra,
-                bits: 0,
-                next: 0,
-            }];
-            Ok((Table { log: 0, entries }, 1))
+            Ok((TableSource::Rle(symbol), 1))
         }
         2 => {
             let (log, counts, used) = fse::read_counts(header, kind.max_symbol(), kind.max_log())
                 .map_err(|e| format!("{} table: {e}", kind.name()))?;
-            Ok((kind.table(log, &counts)?, used))
+            Ok((TableSource::Counts { log, counts }, used))
         }
-        _ => previous
-            .cloned()
-            .map(|t| (t, 0))
-            .ok_or_else(|| format!("{} table repeated before any in the frame", kind.name())),
+        _ if repeatable => Ok((TableSource::Repeat, 0)),
+        _ => Err(format!("{} table repeated before any in the frame", kind.name())),
+    }
+}
+
+impl Kind {
+    /// The table `source` gives this kind, `previous` the one it repeats.
+    fn table_of(self, source: &TableSource, previous: Option<&Table>) -> Result<Table, String> {
+        match source {
+            TableSource::Predefined => Ok(self.predefined().clone()),
+            TableSource::Rle(symbol) => {
+                let (baseline, extra) = self.code(usize::from(*symbol));
+                let entries = vec![Entry {
+                    baseline,
+                    extra,
+                    bits: 0,
+                    next: 0,
+                }];
+                Ok(Table { log: 0, entries })
+            }
+            TableSource::Counts { log, counts } => self.table(*log, counts),
+            TableSource::Repeat => previous
+                .cloned()
+                .ok_or_else(|| format!("{} table repeated before any in the frame", self.name())),
+        }
+    }
+}
+
+/// Walks the sequences of `frame` (bit streams of `buf`) on the host, as
+/// libzstd decodes them: each must stay within its block's literals, the
+/// frame's output and its window, each block within the block maximum,
+/// and the frame must decode to the content size it declares.
+pub(crate) fn walk_frame(buf: &[u8], frame: &FrameSequences) -> Result<(), String> {
+    const KINDS: [Kind; 3] = [Kind::LiteralLength, Kind::Offset, Kind::MatchLength];
+    let mut repeats = [1u64, 4, 8];
+    let mut previous: Option<[Table; 3]> = None;
+    let mut output = 0u64;
+    for block in &frame.blocks {
+        let mut tables: [Table; 3] = Default::default();
+        for (i, kind) in KINDS.into_iter().enumerate() {
+            tables[i] = kind.table_of(&block.tables[i], previous.as_ref().map(|t| &t[i]))?;
+        }
+        output += block.gap;
+        let place = BlockPlace {
+            frame_output: output,
+            window: frame.window,
+            block_size_max: frame.block_size_max,
+        };
+        let stream = &buf[block.stream.clone()];
+        output += decode(
+            stream,
+            block.count as usize,
+            block.literals as usize,
+            place,
+            &tables,
+            &mut repeats,
+        )
+        .map_err(|e| format!("{e} (block at byte {})", block.at))?;
+        previous = Some(tables);
+    }
+    check_frame_total(frame, output + frame.tail)
+}
+
+/// Checks what a frame decodes to, `total`, against its declared size.
+pub(crate) fn check_frame_total(frame: &FrameSequences, total: u64) -> Result<(), String> {
+    match frame.content_size {
+        Some(size) if total != size => Err(format!("frame decodes to {total} bytes, not the {size} it declares")),
+        _ => Ok(()),
     }
 }
 
@@ -439,5 +564,12 @@ fn decode_body(
             "the sequences' bit stream has bits left after its sequences".into()
         });
     }
-    Ok(output - place.frame_output + literals_left)
+    let decoded = output - place.frame_output + literals_left;
+    if decoded > place.block_size_max {
+        return Err(format!(
+            "block decodes to {decoded} bytes, more than the block maximum of {}",
+            place.block_size_max
+        ));
+    }
+    Ok(decoded)
 }

@@ -51,6 +51,7 @@
 // The verdict of stream i of section k goes to byte 4k + i.
 
 #include "prelude.h"
+#include "bits.h"
 
 enum { LOOKAHEAD_BITS = 12, LOOKAHEADS = 1 << LOOKAHEAD_BITS, MAX_WEIGHT = 12 };
 enum { SECTION_WORDS = 12, MAX_STREAMS = 4, SECTIONS_PER_BLOCK = 16, SEGMENTS = 8 };
@@ -95,28 +96,6 @@ DEVICE u32 table_word(const struct code *c, u32 j) {
     u32 word = 0;
     for (u32 e = 0; e < 8; e++) word |= table_length(c, 8 * j + e) << (4 * e);
     return word;
-}
-
-DEVICE u64 load_aligned(const u8 *p) {
-#ifdef __CUDA__
-    return *(const u64 *)p;
-#else
-    u64 v = 0;
-    for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-    return v;
-#endif
-}
-
-// The 8 bytes of the stream at `p` from `base` (at least -7) as a
-// little-endian word, zeros before the stream's start.
-DEVICE u64 load_word(const u8 *p, long long base) {
-    u64 at = (u64)(p + base);
-    const u8 *aligned = (const u8 *)(at & ~7ULL);
-    u32 shift = (u32)(at & 7) * 8;
-    u64 v = load_aligned(aligned) >> shift;
-    if (shift) v |= load_aligned(aligned + 8) << (64 - shift);
-    if (base < 0) v &= ~0ULL << (8 * (u32)(-base));
-    return v;
 }
 
 // One stream of a section: `len` bytes at `p` (its last byte not 0) that

@@ -15,7 +15,9 @@
 #endif
 
 typedef unsigned char u8;
+typedef unsigned short u16;
 typedef unsigned int u32;
 typedef unsigned long long u64;
+typedef short i16;
 
 #endif

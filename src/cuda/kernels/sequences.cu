@@ -1,0 +1,277 @@
+// The sequences of Zstandard frames, walked on the device as libzstd
+// decodes them, without writing their output: each sequence must stay
+// within its block's literals, the frame's output so far and its window,
+// each block within the block maximum, the last sequence must read its bit
+// stream's last bit, and the frame must decode to the content size it
+// declares. The host has read every header and table description
+// (`format::zstd_sequences::read_section`) and walks the same way
+// (`walk_frame`): this is that walk, one thread per frame, since repeated
+// offsets and tables carry from block to block. A verdict is only "passed"
+// or "refused": the host walks a refused frame again for its error.
+//
+// Compiled to PTX by scripts/regenerate-ptx.sh (clang, no CUDA toolkit);
+// the PTX is committed next to this file and loaded by the driver at run
+// time. The host build (plain C) is what the Rust tests compare with the
+// host's own walk.
+//
+// A frame is FRAME_WORDS 64-bit words:
+//   0  its first block (low 32 bits) and its number of blocks (high 32)
+//   1  its window
+//   2  the block maximum (low 32 bits); bit 63: it declares a content size
+//   3  the content size it declares
+//   4  bytes it decodes to after its last block
+// A block (of those with sequences) is BLOCK_WORDS words:
+//   0  the device address of its bit stream (its last byte not 0)
+//   1  the stream's bytes (low 32 bits) and the number of sequences (high 32)
+//   2  its literals (low 32 bits) and where its counts start (high 32)
+//   3  bytes the frame decodes to before its literals since the last block
+//   4  its tables: literal lengths (bits 0-15), offsets (16-31), match
+//      lengths (32-47), each: bits 0-1 the mode, 2-5 the accuracy log, 6-11
+//      the number of counts or the RLE symbol
+// Counts are 16-bit, the block's kinds with MODE_COUNTS one after another.
+//
+// Each walker (a thread) builds its tables in its own TABLE_ENTRIES
+// entries of `tables`; a stream is read as `format::fse::BackwardBits`
+// reads it.
+
+#include "prelude.h"
+#include "bits.h"
+
+enum { FRAME_WORDS = 5, BLOCK_WORDS = 5, WALKERS_PER_BLOCK = 64 };
+enum { MODE_COUNTS = 0, MODE_RLE = 1, MODE_REPEAT = 2 };
+enum { LITERAL_LENGTH = 0, OFFSET = 1, MATCH_LENGTH = 2 };
+enum { MAX_SYMBOLS = 53 };
+// A walker's tables: literal lengths (log <= 9), offsets (<= 8), match
+// lengths (<= 9).
+enum { OFFSETS_AT = 512, MATCH_LENGTHS_AT = 768, TABLE_ENTRIES = 1280 };
+
+// One decoding state: its symbol's baseline and extra bits, and the next
+// state's bits and base.
+struct entry {
+    u32 baseline;
+    u8 extra, bits;
+    u16 next;
+};
+
+// Extra bits of long length code k (codes from 16 for literal lengths, from
+// 32 for match lengths, RFC 8878 3.1.1.3.2.1.1): pairs of growing widths,
+// then one more bit a code.
+DEVICE u32 long_code_extra(u32 kind, u32 k) {
+    if (k < 4) return 1;
+    if (kind == LITERAL_LENGTH) return k < 9 ? k / 2 : k - 3;
+    return k < 10 ? k / 2 : k == 10 ? 5 : k - 4;
+}
+
+// The baseline and extra bits symbol `symbol` of `kind` stands for: each
+// long code starts where the one before it ends.
+DEVICE void code_of(u32 kind, u32 symbol, u32 *baseline, u32 *extra) {
+    if (kind == OFFSET) {
+        *baseline = 1u << symbol;
+        *extra = symbol;
+        return;
+    }
+    u32 short_codes = kind == LITERAL_LENGTH ? 16 : 32, base = kind == LITERAL_LENGTH ? 0 : 3;
+    if (symbol < short_codes) {
+        *baseline = symbol + base;
+        *extra = 0;
+        return;
+    }
+    u32 b = short_codes + base;
+    for (u32 k = 0; k < symbol - short_codes; k++) b += 1u << long_code_extra(kind, k);
+    *baseline = b;
+    *extra = long_code_extra(kind, symbol - short_codes);
+}
+
+DEVICE u32 highest_bit(u32 v) {
+    u32 h = 0;
+    while (v >>= 1) h++;
+    return h;
+}
+
+// The FSE decoding table of `n` counts (RFC 8878 4.1.1): "less than one"
+// symbols at the top, the others spread by the standard step; returns 0
+// where the spread does not fill the states (never for counts the host
+// read, which add up to the table's size).
+DEVICE u32 build_table(struct entry *t, u32 kind, u32 log, const i16 *counts, u32 n) {
+    u32 size = 1u << log, mask = size - 1, high = size;
+    u16 next[MAX_SYMBOLS];
+    for (u32 s = 0; s < n; s++) {
+        if (counts[s] == -1) {
+            t[--high].next = (u16)s;
+            next[s] = 1;
+        } else {
+            next[s] = (u16)counts[s];
+        }
+    }
+    u32 step = (size >> 1) + (size >> 3) + 3, at = 0;
+    for (u32 s = 0; s < n; s++) {
+        for (i16 c = 0; c < counts[s]; c++) {
+            t[at].next = (u16)s;
+            at = (at + step) & mask;
+            while (at >= high) at = (at + step) & mask;
+        }
+    }
+    if (at != 0) return 0;
+    for (u32 state = 0; state < size; state++) {
+        u32 s = t[state].next, c = next[s]++, bits = log - highest_bit(c), baseline, extra;
+        code_of(kind, s, &baseline, &extra);
+        struct entry e = {baseline, (u8)extra, (u8)bits, (u16)((c << bits) - size)};
+        t[state] = e;
+    }
+    return 1;
+}
+
+// A block's table of `kind` from its spec, and its log in `*log`; counts
+// at `*counts`, moved past them. Repeated tables stay as the last block
+// left them.
+DEVICE u32 block_table(struct entry *t, u32 kind, u32 spec, const i16 **counts, u32 *log) {
+    u32 mode = spec & 3, n = (spec >> 6) & 63;
+    if (mode == MODE_REPEAT) return 1;
+    if (mode == MODE_RLE) {
+        u32 baseline, extra;
+        code_of(kind, n, &baseline, &extra);
+        struct entry e = {baseline, (u8)extra, 0, 0};
+        t[0] = e;
+        *log = 0;
+        return 1;
+    }
+    *log = (spec >> 2) & 15;
+    if (n > MAX_SYMBOLS || *log > 9) return 0;
+    u32 built = build_table(t, kind, *log, *counts, n);
+    *counts += n;
+    return built;
+}
+
+// `format::fse::BackwardBits`: the 8 bytes from `base` in `container`, of
+// which the top `consumed` bits are read.
+struct bits {
+    const u8 *p;
+    long long base;
+    u64 container;
+    u32 consumed;
+};
+
+DEVICE struct bits bits_of(const u8 *p, u32 len) {
+    u32 last = p[len - 1], marks = 1;
+    while (!(last & 0x80)) {
+        last <<= 1;
+        marks++;
+    }
+    struct bits b = {p, (long long)len - 8, 0, marks};
+    b.container = load_word(p, b.base);
+    return b;
+}
+
+DEVICE void refill(struct bits *b) {
+    if (b->base > 0 && b->consumed >= 8) {
+        long long step = b->consumed / 8 < b->base ? b->consumed / 8 : b->base;
+        b->base -= step;
+        b->consumed -= 8 * (u32)step;
+        b->container = load_word(b->p, b->base);
+    }
+}
+
+DEVICE u64 read_bits(struct bits *b, u32 n) {
+    if (n == 0) return 0;
+    u64 v = (b->container << (b->consumed & 63)) >> (64 - n);
+    b->consumed += n;
+    return v;
+}
+
+DEVICE long long bits_left(const struct bits *b) { return 8 * b->base + 64 - (long long)b->consumed; }
+
+// The sequences of one block; returns 0 where the walk refuses them, else
+// adds what the block decodes to to `*output`.
+DEVICE u32 walk_block(const u64 *block, const struct entry *tables, const u32 *logs, u64 window, u64 block_max,
+                      u64 *repeats, u64 *output) {
+    const struct entry *ll_table = tables, *of_table = tables + OFFSETS_AT, *ml_table = tables + MATCH_LENGTHS_AT;
+    struct bits b = bits_of((const u8 *)block[0], (u32)block[1]);
+    u32 count = (u32)(block[1] >> 32);
+    u64 literals_left = (u32)block[2], frame_output = *output, out = frame_output;
+    refill(&b);
+    u32 ll_state = (u32)read_bits(&b, logs[0]);
+    u32 of_state = (u32)read_bits(&b, logs[1]);
+    u32 ml_state = (u32)read_bits(&b, logs[2]);
+    for (u32 left = count; left-- > 0;) {
+        struct entry ll = ll_table[ll_state], of = of_table[of_state], ml = ml_table[ml_state];
+        refill(&b);
+        u64 offset;
+        if (of.extra > 1) {
+            offset = (u64)of.baseline - 3 + read_bits(&b, of.extra);
+            repeats[2] = repeats[1];
+            repeats[1] = repeats[0];
+            repeats[0] = offset;
+        } else {
+            u32 no_literals = ll.baseline == 0;
+            if (of.extra == 0) {
+                offset = repeats[no_literals];
+                repeats[1] = repeats[1 - no_literals];
+                repeats[0] = offset;
+            } else {
+                u32 index = 1 + no_literals + (u32)read_bits(&b, 1);
+                offset = index == 3 ? repeats[0] - 1 : repeats[index];
+                if (index != 1) repeats[2] = repeats[1];
+                repeats[1] = repeats[0];
+                repeats[0] = offset;
+            }
+        }
+        refill(&b);
+        u64 match_len = ml.baseline + read_bits(&b, ml.extra);
+        u64 literal_len = ll.baseline + read_bits(&b, ll.extra);
+        if (left > 0) {
+            refill(&b);
+            ll_state = ll.next + (u32)read_bits(&b, ll.bits);
+            ml_state = ml.next + (u32)read_bits(&b, ml.bits);
+            of_state = of.next + (u32)read_bits(&b, of.bits);
+        }
+        if (literal_len > literals_left) return 0;
+        literals_left -= literal_len;
+        out += literal_len;
+        if (offset == 0 || offset > out || offset > window) return 0;
+        out += match_len;
+        if (out - frame_output > block_max) return 0;
+    }
+    if (bits_left(&b) != 0) return 0;
+    u64 decoded = out - frame_output + literals_left;
+    if (decoded > block_max) return 0;
+    *output = frame_output + decoded;
+    return 1;
+}
+
+// Walks frame `frame`'s blocks with the tables at `t`; 1 where it passes.
+DEVICE u32 walk_frame(const u64 *frame, const u64 *blocks, const i16 *counts, struct entry *t) {
+    u32 first = (u32)frame[0], n = (u32)(frame[0] >> 32);
+    u64 window = frame[1], block_max = frame[2] & 0xFFFFFFFFu, output = 0;
+    u64 repeats[3] = {1, 4, 8};
+    u32 logs[3] = {0, 0, 0};
+    for (u32 k = 0; k < n; k++) {
+        const u64 *block = blocks + BLOCK_WORDS * (u64)(first + k);
+        const i16 *c = counts + (u32)(block[2] >> 32);
+        u32 built = block_table(t, LITERAL_LENGTH, (u32)block[4] & 0xFFFF, &c, &logs[0]) &&
+                    block_table(t + OFFSETS_AT, OFFSET, (u32)(block[4] >> 16) & 0xFFFF, &c, &logs[1]) &&
+                    block_table(t + MATCH_LENGTHS_AT, MATCH_LENGTH, (u32)(block[4] >> 32) & 0xFFFF, &c, &logs[2]);
+        if (!built) return 0;
+        output += block[3];
+        if (!walk_block(block, t, logs, window, block_max, repeats, &output)) return 0;
+    }
+    output += frame[4];
+    return !(frame[2] >> 63) || output == frame[3];
+}
+
+// `frames` holds `count` frames, `blocks` and `counts` their blocks and
+// counts; `tables` TABLE_ENTRIES entries for each of `walkers` walkers;
+// `verdicts` receives a byte per frame, 1 where it passes. Launched with
+// blocks of WALKERS_PER_BLOCK threads, `walkers` threads in all.
+KERNEL void sequence_frames(const u64 *frames, u64 count, const u64 *blocks, const i16 *counts, struct entry *tables,
+                            u64 walkers, u8 *verdicts) {
+#ifdef __CUDA__
+    u64 walker = (u64)__nvvm_read_ptx_sreg_ctaid_x() * WALKERS_PER_BLOCK + __nvvm_read_ptx_sreg_tid_x();
+    if (walker >= walkers) return;
+#else
+    u64 walker = 0;
+    walkers = 1;
+#endif
+    for (u64 f = walker; f < count; f += walkers) {
+        verdicts[f] = (u8)walk_frame(frames + FRAME_WORDS * f, blocks, counts, tables + TABLE_ENTRIES * walker);
+    }
+}
