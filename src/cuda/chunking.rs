@@ -273,6 +273,23 @@ pub(crate) fn zstd_corrupt(index: usize, frame_at: usize, reason: &str) -> Error
     }
 }
 
+/// Frames of fewer sequences are walked by the host check at once: a host
+/// core walks a sequence in 17-24 ns (field data and the untrusted
+/// benchmark's, on the development machine), so these take it at most
+/// about 25 us.
+const HOST_WALK_SEQUENCES: u64 = 1024;
+
+/// Batches whose other frames hold this many sequences or fewer are walked
+/// on the host too, in parallel, while the pass stages its inputs: the
+/// device's walk lasts as long as the longest frame's, one thread a frame,
+/// and starts only once the host check is done. On the H200, a 1 GiB
+/// wave of 1 MiB chunks of the untrusted benchmark's data (2.5 million
+/// sequences, up to 58,000 in a frame) decoded in 66 ms walked on the host
+/// and 98 ms on the device; one of 64 KiB inner chunks of field data
+/// (105 million, 6,400 a frame), in 128 ms on the device and 235 ms on
+/// the host.
+const HOST_WALK_TOTAL: u64 = 8 << 20;
+
 /// The error of the lowest buffer of `errors`, as [`check_on_host`] reports
 /// the first buffer that fails; other errors after those of buffers.
 pub(crate) fn lowest_buffer_error(errors: impl IntoIterator<Item = Error>) -> Result<()> {
@@ -311,7 +328,9 @@ pub(crate) fn check_pool() -> &'static rayon::ThreadPool {
 }
 
 /// What the host checks of streams nvCOMP decodes without checking them,
-/// in parallel over `bufs`; the error names the first buffer that fails.
+/// in parallel over `bufs`; the error names the first buffer that fails
+/// (the first whose frames do not parse, else the first whose sequences do
+/// not walk).
 ///
 /// nvCOMP's deflate decoder accepts matches reaching before the start of
 /// the output and codes DEFLATE does not define, anywhere in a stream, which
@@ -323,8 +342,18 @@ pub(crate) fn check_pool() -> &'static rayon::ThreadPool {
 /// literals' Huffman streams and the walk of the sequences, which are
 /// returned, for the device (`super::huffman`, `super::sequences`).
 pub(crate) fn check_on_host(algorithm: &Algorithm, bufs: &[&[u8]]) -> Result<DeviceChecks> {
+    check_on_host_walking(algorithm, bufs, (HOST_WALK_SEQUENCES, HOST_WALK_TOTAL))
+}
+
+/// [`check_on_host`], walking on the host the frames of fewer than
+/// `below` sequences, and all of them where the others hold `total` or
+/// fewer.
+fn check_on_host_walking(algorithm: &Algorithm, bufs: &[&[u8]], (below, total): (u64, u64)) -> Result<DeviceChecks> {
     let stream = |buf: &[u8]| -> std::result::Result<format::zstd::Defer, String> {
-        let mut kept = format::zstd::Defer::default();
+        let mut kept = format::zstd::Defer {
+            walk_below: below,
+            ..Default::default()
+        };
         match algorithm {
             Algorithm::Gzip { .. } => {
                 let start = gzip::header_len(buf)?;
@@ -349,6 +378,18 @@ pub(crate) fn check_on_host(algorithm: &Algorithm, bufs: &[&[u8]]) -> Result<Dev
         device
             .sequences
             .extend(sequences.map(|frame| FrameSequences { buffer: index, frame }));
+    }
+    if device.sequences.iter().map(|f| f.frame.sequences()).sum::<u64>() <= total {
+        let walked: Vec<Result<()>> = device
+            .sequences
+            .par_iter()
+            .map(|f| {
+                format::zstd::walk_frame(bufs[f.buffer], &f.frame)
+                    .map_err(|reason| zstd_corrupt(f.buffer, f.frame.at, &reason))
+            })
+            .collect();
+        lowest_buffer_error(walked.into_iter().filter_map(Result::err))?;
+        device.sequences.clear();
     }
     Ok(device)
 }
@@ -515,6 +556,56 @@ mod tests {
             pieces_of(&Algorithm::Zstd, 4, &frame, 1 << 31).unwrap()[0].decoded,
             Some(100)
         );
+    }
+
+    /// Frames of few sequences are walked by the host check, and refused
+    /// there; frames of many are left to the device, whole, unless all of
+    /// them hold few enough.
+    #[test]
+    fn the_host_walks_frames_of_few_sequences_and_leaves_the_others() {
+        // Words drawn from 64: matches of a word or two, many to a block.
+        let mut next = format::zstd::xorshift(11);
+        let text: Vec<u8> = (0..50_000)
+            .flat_map(|_| (next() % 64 * 0x0101_0307).to_le_bytes()[..4].to_vec())
+            .collect();
+        let many = zstd::bulk::compress(&text, 1).unwrap();
+        let few = zstd::bulk::compress(&text[..4000], 1).unwrap();
+        let sequences =
+            |frame: &format::zstd::FrameSequences| -> u64 { frame.blocks.iter().map(|b| u64::from(b.count)).sum() };
+        let host_walk = (HOST_WALK_SEQUENCES, 0);
+        let checked = check_on_host_walking(&Algorithm::Zstd, &[&few, &many], host_walk).unwrap();
+        let [kept] = &checked.sequences[..] else {
+            panic!("{} frames kept", checked.sequences.len())
+        };
+        assert_eq!(kept.buffer, 1);
+        assert!(sequences(&kept.frame) >= HOST_WALK_SEQUENCES);
+        let mut kept_few = format::zstd::Defer::default();
+        format::zstd::check_frames(&few, &mut kept_few).unwrap();
+        let walked: u64 = kept_few.sequences.iter().map(sequences).sum();
+        assert!((1..HOST_WALK_SEQUENCES).contains(&walked), "{walked} sequences");
+        // A frame of few sequences that lies about its size fails the check.
+        let mut wrong = few.clone();
+        let frame = format::zstd::frames(&few).unwrap().remove(0);
+        assert_eq!(frame.content_size, Some(4000));
+        let size_at = few
+            .windows(2)
+            .position(|w| w == (4000u16 - 256).to_le_bytes())
+            .expect("the size field");
+        wrong[size_at] = 0x91;
+        let err = check_on_host_walking(&Algorithm::Zstd, &[&many, &wrong], host_walk).unwrap_err();
+        assert!(
+            matches!(&err, Error::Corrupt { index: 1, reason } if reason.contains("decodes to") || reason.contains("match reaches")),
+            "{err}"
+        );
+        // Few enough sequences in all: none left to the device.
+        let all_here = (HOST_WALK_SEQUENCES, sequences(&kept.frame));
+        let checked = check_on_host_walking(&Algorithm::Zstd, &[&few, &many], all_here).unwrap();
+        assert!(checked.sequences.is_empty());
+        let mut wrong_many = many.clone();
+        let size_at = 5 + usize::from(wrong_many[4] & 0x20 == 0);
+        wrong_many[size_at] ^= 1;
+        let err = check_on_host_walking(&Algorithm::Zstd, &[&few, &wrong_many], all_here).unwrap_err();
+        assert!(matches!(&err, Error::Corrupt { index: 1, .. }), "{err}");
     }
 
     #[test]

@@ -37,12 +37,7 @@ const FRAME_WORDS: usize = 5;
 /// Words per block, the kernel's `BLOCK_WORDS`.
 const BLOCK_WORDS: usize = 5;
 /// Threads per thread block, the kernel's `WALKERS_PER_BLOCK`.
-const WALKERS_PER_BLOCK: usize = 64;
-/// Table entries of one walker, the kernel's `TABLE_ENTRIES`, 8 bytes each.
-const TABLE_ENTRIES: usize = 1280;
-/// Most walkers of one launch: 80 MiB of tables. A wave of 1 GiB in
-/// 64 KiB chunks has 16,384 frames, two to a walker.
-const MAX_WALKERS: usize = 8192;
+const WALKERS_PER_BLOCK: usize = 8;
 
 /// The kernel's modes of a table.
 const MODE_COUNTS: u64 = 0;
@@ -108,13 +103,12 @@ fn kernel_words(frames: &[(&FrameSequences, Vec<u64>)]) -> (Vec<u64>, usize, usi
     (words, blocks_at, counts_at)
 }
 
-/// The loaded kernel of one context, with the device memory of its words,
-/// tables and verdicts.
+/// The loaded kernel of one context, with the device memory of its words
+/// and verdicts.
 #[derive(Debug)]
 pub(super) struct SequenceKernel {
     kernel: PtxKernel,
     words: Option<DeviceBuffer>,
-    tables: Option<DeviceBuffer>,
     verdicts: Option<DeviceBuffer>,
 }
 
@@ -124,7 +118,6 @@ impl SequenceKernel {
         Ok(Self {
             kernel: PtxKernel::load(ctx, PTX, "sequence_frames")?,
             words: None,
-            tables: None,
             verdicts: None,
         })
     }
@@ -147,23 +140,19 @@ impl SequenceKernel {
     ) -> Result<u64> {
         // SAFETY: the word buffer is used on `stream` only.
         let mut frames_ptr = unsafe { upload_table(ctx, &mut self.words, words, stream)? };
-        let walkers = frames.min(MAX_WALKERS);
-        let mut tables = ensure_device(ctx, &mut self.tables, 8 * TABLE_ENTRIES * walkers)?.ptr();
         let mut verdicts = ensure_device(ctx, &mut self.verdicts, frames)?.ptr();
         let mut blocks = frames_ptr + 8 * *blocks_at as u64;
         let mut counts = frames_ptr + 8 * *counts_at as u64;
-        let (mut count, mut walker_count) = (frames as u64, walkers as u64);
-        let mut params: [*mut c_void; 7] = [
+        let mut count = frames as u64;
+        let mut params: [*mut c_void; 5] = [
             (&mut frames_ptr as *mut u64).cast(),
             (&mut count as *mut u64).cast(),
             (&mut blocks as *mut u64).cast(),
             (&mut counts as *mut u64).cast(),
-            (&mut tables as *mut u64).cast(),
-            (&mut walker_count as *mut u64).cast(),
             (&mut verdicts as *mut u64).cast(),
         ];
-        let grid = walkers.div_ceil(WALKERS_PER_BLOCK) as u32;
-        // SAFETY: seven u64 parameters, as the kernel declares; the caller
+        let grid = u32::try_from(frames.div_ceil(WALKERS_PER_BLOCK)).expect("fewer than 2^32 blocks per launch");
+        // SAFETY: five u64 parameters, as the kernel declares; the caller
         // vouches for the streams, the other buffers are ours.
         unsafe {
             self.kernel
@@ -261,11 +250,11 @@ mod tests {
     /// aligned words around its container.
     const MARGIN: usize = 16;
 
-    type Entry = unsafe extern "C" fn(*const u64, u64, *const u64, *const i16, *mut u64, u64, *mut u8);
+    type Entry = unsafe extern "C" fn(*const u64, u64, *const u64, *const i16, *mut u8);
 
     /// The host build's verdict on each frame of `frames` (kept from
     /// `buf`), `buf` copied [`MARGIN`] bytes inside a buffer, as the kernel
-    /// needs; one walker walks them all, one after the other.
+    /// needs; the host build walks them one after the other.
     fn kernel_verdicts(entry: &Entry, buf: &[u8], frames: &[zstd::FrameSequences]) -> Vec<u8> {
         let mut padded = vec![0u8; buf.len() + 2 * MARGIN];
         padded[MARGIN..MARGIN + buf.len()].copy_from_slice(buf);
@@ -287,18 +276,14 @@ mod tests {
             })
             .collect();
         let (words, blocks_at, counts_at) = kernel_words(&placed);
-        let mut tables = vec![0u64; TABLE_ENTRIES];
         let mut verdicts = vec![0u8; frames.len()];
-        // SAFETY: the words name streams of `padded`, alive for the call;
-        // one walker's tables.
+        // SAFETY: the words name streams of `padded`, alive for the call.
         unsafe {
             entry(
                 words.as_ptr(),
                 frames.len() as u64,
                 words[blocks_at..].as_ptr(),
                 words[counts_at..].as_ptr().cast(),
-                tables.as_mut_ptr(),
-                1,
                 verdicts.as_mut_ptr(),
             );
         }

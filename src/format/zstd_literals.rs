@@ -165,14 +165,17 @@ impl StreamCheck for DecodeHere {
     }
 }
 
-/// Keeps every literals section and every frame's sequences, for a check
-/// of all of them together.
+/// Keeps every literals section and the sequences of frames of at least
+/// [`Self::walk_below`] sequences, for a check of all of them together;
+/// the sequences of smaller frames are walked at once.
 #[derive(Debug, Default)]
 pub(crate) struct Defer {
     /// The literals sections' Huffman streams.
     pub(crate) literals: Vec<HuffmanStreams>,
     /// The frames' sequences.
     pub(crate) sequences: Vec<FrameSequences>,
+    /// Frames of fewer sequences than this are walked here.
+    pub(crate) walk_below: u64,
 }
 
 impl StreamCheck for Defer {
@@ -181,7 +184,10 @@ impl StreamCheck for Defer {
         Ok(())
     }
 
-    fn sequences(&mut self, _buf: &[u8], frame: FrameSequences) -> Result<(), String> {
+    fn sequences(&mut self, buf: &[u8], frame: FrameSequences) -> Result<(), String> {
+        if frame.sequences() < self.walk_below {
+            return zstd_sequences::walk_frame(buf, &frame);
+        }
         self.sequences.push(frame);
         Ok(())
     }

@@ -296,6 +296,13 @@ pub(crate) struct FrameSequences {
     pub(crate) tail: u64,
 }
 
+impl FrameSequences {
+    /// The number of sequences of its blocks: what its walk costs.
+    pub(crate) fn sequences(&self) -> u64 {
+        self.blocks.iter().map(|b| u64::from(b.count)).sum()
+    }
+}
+
 /// Where a block lies in its frame, for [`decode`].
 #[derive(Debug, Clone, Copy)]
 struct BlockPlace {

@@ -31,13 +31,18 @@
 // Counts are 16-bit, the block's kinds with MODE_COUNTS one after another.
 //
 // Each walker (a thread) builds its tables in its own TABLE_ENTRIES
-// entries of `tables`; a stream is read as `format::fse::BackwardBits`
-// reads it.
+// entries of shared memory, 4 bytes each: in global memory, the tables of
+// thousands of walkers overflow the caches, and each sequence waited on
+// three loads from device memory (2.9 us a sequence on the H200, against
+// 17 ns on a host core). WALKERS_PER_BLOCK walkers take 40 KiB, under the
+// 48 KiB of static shared memory a block may have; the baselines of the
+// length codes, shared by a block's walkers, follow. A stream is read as
+// `format::fse::BackwardBits` reads it.
 
 #include "prelude.h"
 #include "bits.h"
 
-enum { FRAME_WORDS = 5, BLOCK_WORDS = 5, WALKERS_PER_BLOCK = 64 };
+enum { FRAME_WORDS = 5, BLOCK_WORDS = 5, WALKERS_PER_BLOCK = 8 };
 enum { MODE_COUNTS = 0, MODE_RLE = 1, MODE_REPEAT = 2 };
 enum { LITERAL_LENGTH = 0, OFFSET = 1, MATCH_LENGTH = 2 };
 enum { MAX_SYMBOLS = 53 };
@@ -45,13 +50,19 @@ enum { MAX_SYMBOLS = 53 };
 // lengths (<= 9).
 enum { OFFSETS_AT = 512, MATCH_LENGTHS_AT = 768, TABLE_ENTRIES = 1280 };
 
-// One decoding state: its symbol's baseline and extra bits, and the next
-// state's bits and base.
-struct entry {
-    u32 baseline;
-    u8 extra, bits;
-    u16 next;
-};
+// One decoding state: the next state's base (bits 0-8) and bits (9-12),
+// its symbol (13-18) and the symbol's extra bits (19-23). A symbol's
+// baseline is looked up in the block's `baselines`, by kind.
+typedef u32 entry;
+enum { SYMBOL_SLOTS = 64 };
+
+DEVICE u32 entry_next(entry e) { return e & 0x1FF; }
+DEVICE u32 entry_bits(entry e) { return (e >> 9) & 15; }
+DEVICE u32 entry_symbol(entry e) { return (e >> 13) & 63; }
+DEVICE u32 entry_extra(entry e) { return e >> 19; }
+DEVICE entry entry_of(u32 next, u32 bits, u32 symbol, u32 extra) {
+    return next | bits << 9 | symbol << 13 | extra << 19;
+}
 
 // Extra bits of long length code k (codes from 16 for literal lengths, from
 // 32 for match lengths, RFC 8878 3.1.1.3.2.1.1): pairs of growing widths,
@@ -89,15 +100,16 @@ DEVICE u32 highest_bit(u32 v) {
 }
 
 // The FSE decoding table of `n` counts (RFC 8878 4.1.1): "less than one"
-// symbols at the top, the others spread by the standard step; returns 0
+// symbols at the top, the others spread by the standard step, each
+// symbol's next state counted in `next` (MAX_SYMBOLS); returns 0
 // where the spread does not fill the states (never for counts the host
 // read, which add up to the table's size).
-DEVICE u32 build_table(struct entry *t, u32 kind, u32 log, const i16 *counts, u32 n) {
+DEVICE u32 build_table(entry *t, u16 *next, u32 kind, u32 log, const i16 *counts, u32 n) {
     u32 size = 1u << log, mask = size - 1, high = size;
-    u16 next[MAX_SYMBOLS];
+    // The spread writes each state's symbol first.
     for (u32 s = 0; s < n; s++) {
         if (counts[s] == -1) {
-            t[--high].next = (u16)s;
+            t[--high] = s;
             next[s] = 1;
         } else {
             next[s] = (u16)counts[s];
@@ -106,17 +118,16 @@ DEVICE u32 build_table(struct entry *t, u32 kind, u32 log, const i16 *counts, u3
     u32 step = (size >> 1) + (size >> 3) + 3, at = 0;
     for (u32 s = 0; s < n; s++) {
         for (i16 c = 0; c < counts[s]; c++) {
-            t[at].next = (u16)s;
+            t[at] = s;
             at = (at + step) & mask;
             while (at >= high) at = (at + step) & mask;
         }
     }
     if (at != 0) return 0;
     for (u32 state = 0; state < size; state++) {
-        u32 s = t[state].next, c = next[s]++, bits = log - highest_bit(c), baseline, extra;
+        u32 s = t[state], c = next[s]++, bits = log - highest_bit(c), baseline, extra;
         code_of(kind, s, &baseline, &extra);
-        struct entry e = {baseline, (u8)extra, (u8)bits, (u16)((c << bits) - size)};
-        t[state] = e;
+        t[state] = entry_of((c << bits) - size, bits, s, extra);
     }
     return 1;
 }
@@ -124,32 +135,51 @@ DEVICE u32 build_table(struct entry *t, u32 kind, u32 log, const i16 *counts, u3
 // A block's table of `kind` from its spec, and its log in `*log`; counts
 // at `*counts`, moved past them. Repeated tables stay as the last block
 // left them.
-DEVICE u32 block_table(struct entry *t, u32 kind, u32 spec, const i16 **counts, u32 *log) {
+DEVICE u32 block_table(entry *t, u16 *next, u32 kind, u32 spec, const i16 **counts, u32 *log) {
     u32 mode = spec & 3, n = (spec >> 6) & 63;
     if (mode == MODE_REPEAT) return 1;
     if (mode == MODE_RLE) {
         u32 baseline, extra;
         code_of(kind, n, &baseline, &extra);
-        struct entry e = {baseline, (u8)extra, 0, 0};
-        t[0] = e;
+        t[0] = entry_of(0, 0, n, extra);
         *log = 0;
         return 1;
     }
     *log = (spec >> 2) & 15;
     if (n > MAX_SYMBOLS || *log > 9) return 0;
-    u32 built = build_table(t, kind, *log, *counts, n);
+    u32 built = build_table(t, next, kind, *log, *counts, n);
     *counts += n;
     return built;
 }
 
 // `format::fse::BackwardBits`: the 8 bytes from `base` in `container`, of
-// which the top `consumed` bits are read.
+// which the top `consumed` bits are read. A refill moves `base` back by at
+// most 4 bytes, so the aligned words the container is cut from are kept:
+// `lo` at `lo_at` and `hi` after it, and `ahead`, the word before `lo`,
+// loaded when `lo` comes into use, one refill across an 8-byte boundary
+// before it is needed. Read from device memory, each refill waited on its
+// own loads otherwise, about 1 us a sequence on the H200. Words are read at
+// most 15 bytes before the stream and 8 after it.
 struct bits {
     const u8 *p;
     long long base;
     u64 container;
     u32 consumed;
+    u64 lo_at, lo, hi, ahead;
 };
+
+DEVICE void load_around(struct bits *b) {
+    u64 at = (u64)(b->p + b->base), first = (u64)b->p & ~7ULL;
+    b->lo_at = at & ~7ULL;
+    b->lo = load_aligned((const u8 *)b->lo_at);
+    b->hi = load_aligned((const u8 *)b->lo_at + 8);
+    b->ahead = b->lo_at >= first + 8 ? load_aligned((const u8 *)b->lo_at - 8) : 0;
+}
+
+DEVICE void cut_container(struct bits *b) {
+    u32 shift = (u32)((u64)(b->p + b->base) & 7) * 8;
+    b->container = shift ? b->lo >> shift | b->hi << (64 - shift) : b->lo;
+}
 
 DEVICE struct bits bits_of(const u8 *p, u32 len) {
     u32 last = p[len - 1], marks = 1;
@@ -157,8 +187,14 @@ DEVICE struct bits bits_of(const u8 *p, u32 len) {
         last <<= 1;
         marks++;
     }
-    struct bits b = {p, (long long)len - 8, 0, marks};
-    b.container = load_word(p, b.base);
+    struct bits b = {p, (long long)len - 8, 0, marks, 0, 0, 0, 0};
+    if (b.base < 0) {
+        // A stream under 8 bytes: one container, never refilled.
+        b.container = load_word(p, b.base);
+    } else {
+        load_around(&b);
+        cut_container(&b);
+    }
     return b;
 }
 
@@ -167,7 +203,16 @@ DEVICE void refill(struct bits *b) {
         long long step = b->consumed / 8 < b->base ? b->consumed / 8 : b->base;
         b->base -= step;
         b->consumed -= 8 * (u32)step;
-        b->container = load_word(b->p, b->base);
+        u64 at = ((u64)(b->p + b->base)) & ~7ULL, first = (u64)b->p & ~7ULL;
+        if (at + 8 == b->lo_at) {
+            b->hi = b->lo;
+            b->lo = b->ahead;
+            b->lo_at = at;
+            b->ahead = at >= first + 8 ? load_aligned((const u8 *)at - 8) : 0;
+        } else if (at != b->lo_at) {
+            load_around(b);
+        }
+        cut_container(b);
     }
 }
 
@@ -182,9 +227,16 @@ DEVICE long long bits_left(const struct bits *b) { return 8 * b->base + 64 - (lo
 
 // The sequences of one block; returns 0 where the walk refuses them, else
 // adds what the block decodes to to `*output`.
-DEVICE u32 walk_block(const u64 *block, const struct entry *tables, const u32 *logs, u64 window, u64 block_max,
-                      u64 *repeats, u64 *output) {
-    const struct entry *ll_table = tables, *of_table = tables + OFFSETS_AT, *ml_table = tables + MATCH_LENGTHS_AT;
+// The repeated offsets, in registers: an array indexed by the sequence
+// would live in local memory, which the shared tables leave little cache.
+struct repeats {
+    u64 r0, r1, r2;
+};
+
+DEVICE u32 walk_block(const u64 *block, const entry *tables, const u32 *baselines, const u32 *logs, u64 window,
+                      u64 block_max, struct repeats *rep, u64 *output) {
+    const entry *ll_table = tables, *of_table = tables + OFFSETS_AT, *ml_table = tables + MATCH_LENGTHS_AT;
+    const u32 *ll_baselines = baselines, *ml_baselines = baselines + SYMBOL_SLOTS;
     struct bits b = bits_of((const u8 *)block[0], (u32)block[1]);
     u32 count = (u32)(block[1] >> 32);
     u64 literals_left = (u32)block[2], frame_output = *output, out = frame_output;
@@ -193,36 +245,39 @@ DEVICE u32 walk_block(const u64 *block, const struct entry *tables, const u32 *l
     u32 of_state = (u32)read_bits(&b, logs[1]);
     u32 ml_state = (u32)read_bits(&b, logs[2]);
     for (u32 left = count; left-- > 0;) {
-        struct entry ll = ll_table[ll_state], of = of_table[of_state], ml = ml_table[ml_state];
+        entry ll = ll_table[ll_state], of = of_table[of_state], ml = ml_table[ml_state];
+        u32 ll_baseline = ll_baselines[entry_symbol(ll)], of_extra = entry_extra(of);
         refill(&b);
         u64 offset;
-        if (of.extra > 1) {
-            offset = (u64)of.baseline - 3 + read_bits(&b, of.extra);
-            repeats[2] = repeats[1];
-            repeats[1] = repeats[0];
-            repeats[0] = offset;
+        u64 r0 = rep->r0, r1 = rep->r1, r2 = rep->r2;
+        if (of_extra > 1) {
+            offset = (1ull << entry_symbol(of)) - 3 + read_bits(&b, of_extra);
+            r2 = r1;
+            r1 = r0;
         } else {
-            u32 no_literals = ll.baseline == 0;
-            if (of.extra == 0) {
-                offset = repeats[no_literals];
-                repeats[1] = repeats[1 - no_literals];
-                repeats[0] = offset;
+            u32 no_literals = ll_baseline == 0;
+            if (of_extra == 0) {
+                // Repeat 1, or repeat 2 after a sequence without literals.
+                offset = no_literals ? r1 : r0;
+                r1 = no_literals ? r0 : r1;
             } else {
                 u32 index = 1 + no_literals + (u32)read_bits(&b, 1);
-                offset = index == 3 ? repeats[0] - 1 : repeats[index];
-                if (index != 1) repeats[2] = repeats[1];
-                repeats[1] = repeats[0];
-                repeats[0] = offset;
+                offset = index == 3 ? r0 - 1 : index == 1 ? r1 : r2;
+                r2 = index != 1 ? r1 : r2;
+                r1 = r0;
             }
         }
+        rep->r0 = offset;
+        rep->r1 = r1;
+        rep->r2 = r2;
         refill(&b);
-        u64 match_len = ml.baseline + read_bits(&b, ml.extra);
-        u64 literal_len = ll.baseline + read_bits(&b, ll.extra);
+        u64 match_len = ml_baselines[entry_symbol(ml)] + read_bits(&b, entry_extra(ml));
+        u64 literal_len = ll_baseline + read_bits(&b, entry_extra(ll));
         if (left > 0) {
             refill(&b);
-            ll_state = ll.next + (u32)read_bits(&b, ll.bits);
-            ml_state = ml.next + (u32)read_bits(&b, ml.bits);
-            of_state = of.next + (u32)read_bits(&b, of.bits);
+            ll_state = entry_next(ll) + (u32)read_bits(&b, entry_bits(ll));
+            ml_state = entry_next(ml) + (u32)read_bits(&b, entry_bits(ml));
+            of_state = entry_next(of) + (u32)read_bits(&b, entry_bits(of));
         }
         if (literal_len > literals_left) return 0;
         literals_left -= literal_len;
@@ -239,39 +294,60 @@ DEVICE u32 walk_block(const u64 *block, const struct entry *tables, const u32 *l
 }
 
 // Walks frame `frame`'s blocks with the tables at `t`; 1 where it passes.
-DEVICE u32 walk_frame(const u64 *frame, const u64 *blocks, const i16 *counts, struct entry *t) {
+DEVICE u32 walk_frame(const u64 *frame, const u64 *blocks, const i16 *counts, entry *t, u16 *next,
+                      const u32 *baselines) {
     u32 first = (u32)frame[0], n = (u32)(frame[0] >> 32);
     u64 window = frame[1], block_max = frame[2] & 0xFFFFFFFFu, output = 0;
-    u64 repeats[3] = {1, 4, 8};
+    struct repeats rep = {1, 4, 8};
     u32 logs[3] = {0, 0, 0};
     for (u32 k = 0; k < n; k++) {
         const u64 *block = blocks + BLOCK_WORDS * (u64)(first + k);
         const i16 *c = counts + (u32)(block[2] >> 32);
-        u32 built = block_table(t, LITERAL_LENGTH, (u32)block[4] & 0xFFFF, &c, &logs[0]) &&
-                    block_table(t + OFFSETS_AT, OFFSET, (u32)(block[4] >> 16) & 0xFFFF, &c, &logs[1]) &&
-                    block_table(t + MATCH_LENGTHS_AT, MATCH_LENGTH, (u32)(block[4] >> 32) & 0xFFFF, &c, &logs[2]);
+        u32 built = block_table(t, next, LITERAL_LENGTH, (u32)block[4] & 0xFFFF, &c, &logs[0]) &&
+                    block_table(t + OFFSETS_AT, next, OFFSET, (u32)(block[4] >> 16) & 0xFFFF, &c, &logs[1]) &&
+                    block_table(t + MATCH_LENGTHS_AT, next, MATCH_LENGTH, (u32)(block[4] >> 32) & 0xFFFF, &c, &logs[2]);
         if (!built) return 0;
         output += block[3];
-        if (!walk_block(block, t, logs, window, block_max, repeats, &output)) return 0;
+        if (!walk_block(block, t, baselines, logs, window, block_max, &rep, &output)) return 0;
     }
     output += frame[4];
     return !(frame[2] >> 63) || output == frame[3];
 }
 
-// `frames` holds `count` frames, `blocks` and `counts` their blocks and
-// counts; `tables` TABLE_ENTRIES entries for each of `walkers` walkers;
-// `verdicts` receives a byte per frame, 1 where it passes. Launched with
-// blocks of WALKERS_PER_BLOCK threads, `walkers` threads in all.
-KERNEL void sequence_frames(const u64 *frames, u64 count, const u64 *blocks, const i16 *counts, struct entry *tables,
-                            u64 walkers, u8 *verdicts) {
-#ifdef __CUDA__
-    u64 walker = (u64)__nvvm_read_ptx_sreg_ctaid_x() * WALKERS_PER_BLOCK + __nvvm_read_ptx_sreg_tid_x();
-    if (walker >= walkers) return;
-#else
-    u64 walker = 0;
-    walkers = 1;
-#endif
-    for (u64 f = walker; f < count; f += walkers) {
-        verdicts[f] = (u8)walk_frame(frames + FRAME_WORDS * f, blocks, counts, tables + TABLE_ENTRIES * walker);
+// The baselines of the literal length codes, then of the match length
+// codes, SYMBOL_SLOTS each.
+DEVICE void fill_baselines(u32 *baselines, u32 first, u32 step) {
+    for (u32 i = first; i < 2 * SYMBOL_SLOTS; i += step) {
+        u32 kind = i < SYMBOL_SLOTS ? LITERAL_LENGTH : MATCH_LENGTH, symbol = i % SYMBOL_SLOTS;
+        u32 max = kind == LITERAL_LENGTH ? 35 : 52, baseline = 0, extra;
+        if (symbol <= max) code_of(kind, symbol, &baseline, &extra);
+        baselines[i] = baseline;
     }
+}
+
+// `frames` holds `count` frames, `blocks` and `counts` their blocks and
+// counts; `verdicts` receives a byte per frame, 1 where it passes.
+// Launched with blocks of WALKERS_PER_BLOCK threads, a thread a frame.
+KERNEL void sequence_frames(const u64 *frames, u64 count, const u64 *blocks, const i16 *counts, u8 *verdicts) {
+#ifdef __CUDA__
+    static __attribute__((shared)) entry tables[WALKERS_PER_BLOCK * TABLE_ENTRIES];
+    static __attribute__((shared)) u16 next[WALKERS_PER_BLOCK * MAX_SYMBOLS];
+    static __attribute__((shared)) u32 baselines[2 * SYMBOL_SLOTS];
+    u32 t = __nvvm_read_ptx_sreg_tid_x();
+    u64 f = (u64)__nvvm_read_ptx_sreg_ctaid_x() * WALKERS_PER_BLOCK + t;
+    fill_baselines(baselines, t, WALKERS_PER_BLOCK);
+    __syncthreads();
+    if (f < count) {
+        const u64 *frame = frames + FRAME_WORDS * f;
+        verdicts[f] = (u8)walk_frame(frame, blocks, counts, tables + TABLE_ENTRIES * t, next + MAX_SYMBOLS * t, baselines);
+    }
+#else
+    entry tables[TABLE_ENTRIES];
+    u16 next[MAX_SYMBOLS];
+    u32 baselines[2 * SYMBOL_SLOTS];
+    fill_baselines(baselines, 0, 1);
+    for (u64 f = 0; f < count; f++) {
+        verdicts[f] = (u8)walk_frame(frames + FRAME_WORDS * f, blocks, counts, tables, next, baselines);
+    }
+#endif
 }
