@@ -44,7 +44,7 @@ use super::decode_results::InFlight;
 use super::engine::{CudaEngine, Scratch};
 use super::host_copies::host_views;
 use super::isolation::{self, Request, Shared};
-use super::memory::{ensure_device, ensure_pinned, DeviceBuffer, PinnedBuffer};
+use super::memory::{ensure_device, ensure_pinned, ensure_shared, DeviceBuffer, PinnedBuffer};
 use super::staging::{results_bytes, scatter_into, transfer_groups, InputArea, Inputs, Staging, Table};
 use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
@@ -319,7 +319,7 @@ impl CudaEngine {
             }
         };
         let results_at = staging.results_at();
-        let dev_in = ensure_device(&self.ctx, &mut s.dev_in, results_at + results_bytes(n))?.ptr();
+        let dev_in = ensure_shared(&self.ctx, &mut s.dev_in, results_at + results_bytes(n))?.ptr();
         // A mirrored arena is uploaded from where it is: only the table is pinned here.
         let pinned_len = if mirrored.is_some() {
             Table::bytes(n)
@@ -471,7 +471,7 @@ impl CudaEngine {
                 ptr
             }
             Dest::Given(_) if in_place => 0,
-            _ => ensure_device(&self.ctx, &mut s.dev_out, len)?.ptr(),
+            _ => ensure_shared(&self.ctx, &mut s.dev_out, len)?.ptr(),
         };
         let mut max_piece = 0;
         let mut filled = vec![0usize; count];

@@ -20,7 +20,7 @@ use super::copies::Copy;
 use super::device_batch::DeviceBatch;
 use super::encoded::Encoded;
 use super::engine::{CudaEngine, Scratch};
-use super::memory::{cuda_err, ensure_device, ensure_pinned, DeviceBuffer, PinnedBuffer};
+use super::memory::{cuda_err, ensure_device, ensure_pinned, ensure_shared, DeviceBuffer, PinnedBuffer};
 use super::staging::{results_bytes, scatter_into, InputArea, Inputs, Staging, Table};
 use super::DeviceRegion;
 use crate::algorithm::Algorithm;
@@ -196,13 +196,13 @@ impl CudaEngine {
     ) -> Result<()> {
         let n = chunks.len();
         let results_at = staging.results_at();
-        let dev_in = ensure_device(&self.ctx, &mut s.dev_in, results_at + results_bytes(n))?.ptr();
+        let dev_in = ensure_shared(&self.ctx, &mut s.dev_in, results_at + results_bytes(n))?.ptr();
         let area = InputArea {
             base: dev_in,
             n,
             results_at,
         };
-        let dev_out = ensure_device(&self.ctx, &mut s.dev_out, slots.len)?.ptr();
+        let dev_out = ensure_shared(&self.ctx, &mut s.dev_out, slots.len)?.ptr();
         let total_in: usize = chunks.iter().map(|(_, r)| r.len()).sum();
         let temp_bytes = api.compress_temp_bytes(n, slots.max_chunk, total_in)?;
         let temp = ensure_device(&self.ctx, &mut s.temp, temp_bytes)?.ptr();

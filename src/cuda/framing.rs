@@ -12,7 +12,7 @@ use rayon::prelude::*;
 use super::chunking::{self, DecodePiece, Pieces};
 use super::copies::Copy;
 use super::engine::{CudaEngine, Scratch};
-use super::memory::{ensure_device, ensure_pinned, PinnedBuffer};
+use super::memory::{ensure_pinned, ensure_shared, PinnedBuffer};
 use super::staging::Inputs;
 use super::DeviceRegion;
 use crate::algorithm::Algorithm;
@@ -96,7 +96,7 @@ impl CudaEngine {
         let offs = crate::batch::offsets_of(lens.iter().copied());
         let gathered = *offs.last().unwrap();
         if gathered > 0 {
-            let dev = ensure_device(&self.ctx, &mut s.dev_in, gathered)?.ptr();
+            let dev = ensure_shared(&self.ctx, &mut s.dev_in, gathered)?.ptr();
             let copies: Vec<Copy> = srcs
                 .zip(&lens)
                 .zip(&offs)

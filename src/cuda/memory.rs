@@ -210,11 +210,38 @@ pub(crate) fn ensure_device<'a>(
     slot: &'a mut Option<DeviceBuffer>,
     len: usize,
 ) -> Result<&'a DeviceBuffer> {
+    grow_device(ctx, slot, len, 1)
+}
+
+/// [`ensure_device`], new allocations a multiple of `granule` bytes.
+fn grow_device<'a>(
+    ctx: &Arc<CudaContext>,
+    slot: &'a mut Option<DeviceBuffer>,
+    len: usize,
+    granule: usize,
+) -> Result<&'a DeviceBuffer> {
     if slot.as_ref().is_none_or(|b| b.len() < len) {
         *slot = None;
-        *slot = Some(DeviceBuffer::new(ctx, len + len / 4)?);
+        *slot = Some(DeviceBuffer::new(ctx, (len + len / 4).next_multiple_of(granule))?);
     }
     Ok(slot.as_ref().unwrap())
+}
+
+/// The granule of the device memory an engine shares with its worker: the
+/// driver places smaller `cuMemAlloc` allocations side by side in one
+/// block, whose IPC handles then name the same memory, so that the worker,
+/// holding one of them open, could not open another
+/// (`CUDA_ERROR_ALREADY_MAPPED`, seen by the GPU fuzz on small batches).
+const SHARED_GRANULE: usize = 2 << 20;
+
+/// [`ensure_device`] for memory the worker maps ([`super::isolation`]): in
+/// whole granules of its own.
+pub(crate) fn ensure_shared<'a>(
+    ctx: &Arc<CudaContext>,
+    slot: &'a mut Option<DeviceBuffer>,
+    len: usize,
+) -> Result<&'a DeviceBuffer> {
+    grow_device(ctx, slot, len, SHARED_GRANULE)
 }
 
 /// Grows `slot` to at least `len` bytes, keeping it when large enough.
