@@ -222,12 +222,8 @@ impl CudaEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cuda::ptx::host_build;
+    use crate::cuda::ptx::{host_build, MARGIN};
     use crate::format::zstd::{check_frames, samples, walk_frame, xorshift, Defer, HuffmanCode, HuffmanStream};
-
-    /// Bytes a stream must lie inside its allocation: the kernel reads the
-    /// aligned words around its container.
-    const MARGIN: usize = 16;
 
     #[test]
     fn streams_are_found_in_the_pieces_of_their_buffer() {

@@ -16,8 +16,8 @@
 //! - `decode`: the decode calls, their destinations, the ANS retry;
 //! - `framing`: the framing of a batch's inputs, device ones included;
 //! - `host_copies`: device inputs copied to the host for its checks;
-//! - `huffman`: the Huffman streams of untrusted Zstandard literals, checked
-//!   on the device;
+//! - `huffman`, `sequences`: the Huffman streams of untrusted Zstandard
+//!   literals, and the frames' sequences, checked on the device;
 //! - `decode_pass`, `decode_results`: one decode, phase by phase;
 //! - `copies`: the copy kernel; `scatter`: decoding a batch and placing its
 //!   rows in one device buffer; `memory`: pinned and device buffers;
@@ -80,9 +80,9 @@ pub struct DecodeOptions {
     /// the process or leave its CUDA context unusable, and deflate and gzip
     /// buffers are also inflated whole on the host, since nvCOMP accepts
     /// matches and codes the CPU decoder rejects, and Zstandard frames are
-    /// decoded there without their output (`format::zstd::check_frames`),
-    /// their literals' Huffman streams on the device by this crate's own
-    /// kernel, since nvCOMP checks little of them (buffers in
+    /// read there (`format::zstd::check_frames`), their literals' Huffman
+    /// streams and their sequences walked on the device by this crate's own
+    /// kernels, since nvCOMP checks little of them (buffers in
     /// device memory are copied to the host for both).
     pub trusted: bool,
 }

@@ -66,6 +66,11 @@ impl Drop for PtxKernel {
     }
 }
 
+/// Bytes a stream must lie inside its allocation for the kernels that read
+/// it by the aligned words around it (`kernels/bits.h`).
+#[cfg(test)]
+pub(super) const MARGIN: usize = 16;
+
 /// The kernel source `file` of `kernels/` built for the host, as a C
 /// library, where a C compiler is installed: the host tests of its
 /// arithmetic call its entry as a C function.

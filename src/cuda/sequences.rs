@@ -243,12 +243,8 @@ impl CudaEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cuda::ptx::host_build;
+    use crate::cuda::ptx::{host_build, MARGIN};
     use crate::format::zstd::{check_frames, samples, xorshift, Defer};
-
-    /// Bytes a stream must lie inside its allocation: the kernel reads the
-    /// aligned words around its container.
-    const MARGIN: usize = 16;
 
     type Entry = unsafe extern "C" fn(*const u64, u64, *const u64, *const i16, *mut u8);
 
