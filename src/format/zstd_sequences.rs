@@ -203,18 +203,25 @@ impl Kind {
         Ok(Table { log, entries })
     }
 
+    /// The three kinds, in the order of a section's modes and tables.
+    const ALL: [Kind; 3] = [Kind::LiteralLength, Kind::Offset, Kind::MatchLength];
+
+    /// The accuracy log and counts of the predefined distribution.
+    fn predefined_distribution(self) -> (u32, &'static [i16]) {
+        match self {
+            Kind::LiteralLength => (LITERAL_LENGTHS_DEFAULT.0, &LITERAL_LENGTHS_DEFAULT.1),
+            Kind::Offset => (OFFSETS_DEFAULT.0, &OFFSETS_DEFAULT.1),
+            Kind::MatchLength => (MATCH_LENGTHS_DEFAULT.0, &MATCH_LENGTHS_DEFAULT.1),
+        }
+    }
+
     fn predefined(self) -> &'static Table {
         static TABLES: OnceLock<[Table; 3]> = OnceLock::new();
         let tables = TABLES.get_or_init(|| {
-            let built = |kind: Kind, (log, counts): (u32, &[i16])| kind.table(log, counts).expect("predefined");
-            [
-                built(
-                    Kind::LiteralLength,
-                    (LITERAL_LENGTHS_DEFAULT.0, &LITERAL_LENGTHS_DEFAULT.1),
-                ),
-                built(Kind::Offset, (OFFSETS_DEFAULT.0, &OFFSETS_DEFAULT.1)),
-                built(Kind::MatchLength, (MATCH_LENGTHS_DEFAULT.0, &MATCH_LENGTHS_DEFAULT.1)),
-            ]
+            Kind::ALL.map(|kind| {
+                let (log, counts) = kind.predefined_distribution();
+                kind.table(log, counts).expect("predefined")
+            })
         });
         &tables[self as usize]
     }
@@ -239,18 +246,12 @@ pub(crate) enum TableSource {
 }
 
 impl TableSource {
-    /// The accuracy log and counts of a distribution (`None` for RLE and
+    /// The accuracy log and counts of a distribution of the `kind`-th kind
+    /// (literal lengths, offsets, match lengths; `None` for RLE and
     /// repeated tables).
     pub(crate) fn distribution(&self, kind: usize) -> Option<(u32, &[i16])> {
         match self {
-            TableSource::Predefined => {
-                let (log, counts): (u32, &[i16]) = match kind {
-                    0 => (LITERAL_LENGTHS_DEFAULT.0, &LITERAL_LENGTHS_DEFAULT.1),
-                    1 => (OFFSETS_DEFAULT.0, &OFFSETS_DEFAULT.1),
-                    _ => (MATCH_LENGTHS_DEFAULT.0, &MATCH_LENGTHS_DEFAULT.1),
-                };
-                Some((log, counts))
-            }
+            TableSource::Predefined => Some(Kind::ALL[kind].predefined_distribution()),
             TableSource::Counts { log, counts } => Some((*log, counts)),
             TableSource::Rle(_) | TableSource::Repeat => None,
         }
@@ -356,10 +357,7 @@ pub(crate) fn read_section(
         TableSource::Predefined,
         TableSource::Predefined,
     ];
-    for (i, kind) in [Kind::LiteralLength, Kind::Offset, Kind::MatchLength]
-        .into_iter()
-        .enumerate()
-    {
+    for (i, kind) in Kind::ALL.into_iter().enumerate() {
         let mode = (modes >> (6 - 2 * i)) & 3;
         let (table, used) = table_source(kind, mode, rest, repeatable)?;
         tables[i] = table;
@@ -432,13 +430,12 @@ impl Kind {
 /// frame's output and its window, each block within the block maximum,
 /// and the frame must decode to the content size it declares.
 pub(crate) fn walk_frame(buf: &[u8], frame: &FrameSequences) -> Result<(), String> {
-    const KINDS: [Kind; 3] = [Kind::LiteralLength, Kind::Offset, Kind::MatchLength];
     let mut repeats = [1u64, 4, 8];
     let mut previous: Option<[Table; 3]> = None;
     let mut output = 0u64;
     for block in &frame.blocks {
         let mut tables: [Table; 3] = Default::default();
-        for (i, kind) in KINDS.into_iter().enumerate() {
+        for (i, kind) in Kind::ALL.into_iter().enumerate() {
             tables[i] = kind.table_of(&block.tables[i], previous.as_ref().map(|t| &t[i]))?;
         }
         output += block.gap;
