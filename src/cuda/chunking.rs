@@ -570,18 +570,20 @@ mod tests {
             .collect();
         let many = zstd::bulk::compress(&text, 1).unwrap();
         let few = zstd::bulk::compress(&text[..4000], 1).unwrap();
-        let sequences =
-            |frame: &format::zstd::FrameSequences| -> u64 { frame.blocks.iter().map(|b| u64::from(b.count)).sum() };
         let host_walk = (HOST_WALK_SEQUENCES, 0);
         let checked = check_on_host_walking(&Algorithm::Zstd, &[&few, &many], host_walk).unwrap();
         let [kept] = &checked.sequences[..] else {
             panic!("{} frames kept", checked.sequences.len())
         };
         assert_eq!(kept.buffer, 1);
-        assert!(sequences(&kept.frame) >= HOST_WALK_SEQUENCES);
+        assert!(kept.frame.sequences() >= HOST_WALK_SEQUENCES);
         let mut kept_few = format::zstd::Defer::default();
         format::zstd::check_frames(&few, &mut kept_few).unwrap();
-        let walked: u64 = kept_few.sequences.iter().map(sequences).sum();
+        let walked: u64 = kept_few
+            .sequences
+            .iter()
+            .map(format::zstd::FrameSequences::sequences)
+            .sum();
         assert!((1..HOST_WALK_SEQUENCES).contains(&walked), "{walked} sequences");
         // A frame of few sequences that lies about its size fails the check.
         let mut wrong = few.clone();
@@ -598,7 +600,7 @@ mod tests {
             "{err}"
         );
         // Few enough sequences in all: none left to the device.
-        let all_here = (HOST_WALK_SEQUENCES, sequences(&kept.frame));
+        let all_here = (HOST_WALK_SEQUENCES, kept.frame.sequences());
         let checked = check_on_host_walking(&Algorithm::Zstd, &[&few, &many], all_here).unwrap();
         assert!(checked.sequences.is_empty());
         let mut wrong_many = many.clone();

@@ -197,6 +197,24 @@ impl CudaEngine {
         self.stream.synchronize().map_err(cuda_err("cuStreamSynchronize"))
     }
 
+    /// The `len` verdict bytes a check kernel writes at the device address
+    /// its enqueueing returned (`enqueued`), once the stream has run it. The
+    /// stream is waited for also after a failed launch: the kernel's uploads
+    /// may be queued.
+    ///
+    /// # Safety
+    /// The address must hold `len` bytes of device memory of this engine,
+    /// written by work on its stream only.
+    pub(super) unsafe fn verdicts(&self, enqueued: Result<u64>, len: usize) -> Result<Vec<u8>> {
+        let synced = self.sync();
+        let at = enqueued.and_then(|at| synced.map(|()| at))?;
+        let mut verdicts = vec![0u8; len];
+        // SAFETY: `len` bytes at `at`, as the caller vouches, written by
+        // the finished stream.
+        unsafe { result::memcpy_dtoh_sync(&mut verdicts, at) }.map_err(cuda_err("cuMemcpyDtoH"))?;
+        Ok(verdicts)
+    }
+
     pub(super) fn cu_stream(&self) -> cudarc::driver::sys::CUstream {
         self.stream.cu_stream()
     }

@@ -17,11 +17,11 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
-use cudarc::driver::{result, CudaContext};
+use cudarc::driver::CudaContext;
 
 use super::chunking::{self, DecodePiece, LiteralStreams};
 use super::engine::{CudaEngine, Scratch};
-use super::memory::{cuda_err, ensure_device, upload_table, DeviceBuffer};
+use super::memory::{ensure_device, upload_table, DeviceBuffer};
 use super::ptx::PtxKernel;
 use crate::error::{Error, Result};
 use crate::format::zstd::{DecodeHere, HuffmanStreams, StreamCheck, StreamEnd, MAX_TABLE_LOG};
@@ -193,12 +193,8 @@ impl CudaEngine {
             let kernel = self.huffman_kernel(s)?;
             // SAFETY: every address is a staged piece's, as the caller vouches.
             let enqueued = unsafe { kernel.enqueue(&self.ctx, &words, self.cu_stream()) };
-            // Wait also after a failed launch: the section upload may be queued.
-            let synced = self.sync();
-            let at = enqueued.and_then(|at| synced.map(|()| at))?;
-            let mut verdicts = vec![0u8; MAX_STREAMS * on_device.len()];
-            // SAFETY: 4 bytes per section, written by the finished kernel.
-            unsafe { result::memcpy_dtoh_sync(&mut verdicts, at) }.map_err(cuda_err("cuMemcpyDtoH"))?;
+            // SAFETY: 4 bytes per section, written by the kernel.
+            let verdicts = unsafe { self.verdicts(enqueued, MAX_STREAMS * on_device.len())? };
             let failed = on_device.iter().enumerate().find_map(|(j, &k)| {
                 let l = &literals[k];
                 let streams = l.section.streams().iter();

@@ -20,12 +20,12 @@ use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
-use cudarc::driver::{result, CudaContext};
+use cudarc::driver::CudaContext;
 
 use super::chunking::{self, DecodePiece, FrameSequences};
 use super::engine::{CudaEngine, Scratch};
 use super::huffman::{piece_starts, staged_address};
-use super::memory::{cuda_err, ensure_device, upload_table, DeviceBuffer};
+use super::memory::{ensure_device, upload_table, DeviceBuffer};
 use super::ptx::PtxKernel;
 use crate::error::{Error, Result};
 use crate::format::zstd::{self, TableSource};
@@ -214,12 +214,8 @@ impl CudaEngine {
             let kernel = self.sequence_kernel(s)?;
             // SAFETY: every address is a staged piece's, as the caller vouches.
             let enqueued = unsafe { kernel.enqueue(&self.ctx, &words, on_device.len(), self.cu_stream()) };
-            // Wait also after a failed launch: the word upload may be queued.
-            let synced = self.sync();
-            let at = enqueued.and_then(|at| synced.map(|()| at))?;
-            let mut verdicts = vec![0u8; on_device.len()];
-            // SAFETY: a byte per frame, written by the finished kernel.
-            unsafe { result::memcpy_dtoh_sync(&mut verdicts, at) }.map_err(cuda_err("cuMemcpyDtoH"))?;
+            // SAFETY: a byte per frame, written by the kernel.
+            let verdicts = unsafe { self.verdicts(enqueued, on_device.len())? };
             let refused = on_device.iter().zip(&verdicts).find(|(_, &v)| v != 1);
             if let Some(((f, _), _)) = refused {
                 // The host's walk words the error; were it to pass what the
