@@ -31,12 +31,15 @@
 // Counts are 16-bit, the block's kinds with MODE_COUNTS one after another.
 //
 // Each walker (a thread) builds its tables in its own TABLE_ENTRIES
-// entries of shared memory, 4 bytes each: in global memory, the tables of
+// entries of shared memory, 2 bytes each: in global memory, the tables of
 // thousands of walkers overflow the caches, and each sequence waited on
 // three loads from device memory (2.9 us a sequence on the H200, against
-// 17 ns on a host core). WALKERS_PER_BLOCK walkers take 40 KiB, under the
-// 48 KiB of static shared memory a block may have; the baselines of the
-// length codes, shared by a block's walkers, follow. A stream is read as
+// 17 ns on a host core). Shared memory bounds the walkers an SM holds at
+// once: 4-byte entries fit 40 on an H200's SM, 2-byte ones 80, which took
+// the walk of 16,384 frames of 64 KiB from 23.6 to 17.0 ms and sharded
+// reads from 11.1 to 12.6 GB/s (blocks of 4, 8 and 16 walkers: 12.0, 12.6
+// and 12.4). WALKERS_PER_BLOCK walkers take 21 KiB; the codes of the
+// length symbols, shared by a block's walkers, follow. A stream is read as
 // `format::fse::BackwardBits` reads it.
 
 #include "prelude.h"
@@ -50,19 +53,33 @@ enum { MAX_SYMBOLS = 53 };
 // lengths (<= 9).
 enum { OFFSETS_AT = 512, MATCH_LENGTHS_AT = 768, TABLE_ENTRIES = 1280 };
 
-// One decoding state: the next state's base (bits 0-8) and bits (9-12),
-// its symbol (13-18) and the symbol's extra bits (19-23). A symbol's
-// baseline is looked up in the block's `baselines`, by kind.
-typedef u32 entry;
+// One decoding state: its symbol (bits 0-5) and its count in the spread
+// (6-15, under twice the table's size): the next state is read with
+// `log - highest_bit(count)` bits onto `(count << bits) - size` (RFC 8878
+// 4.1.1). A length symbol's baseline and extra bits are looked up in the
+// block's `codes`, by kind; an offset symbol is its own number of extra
+// bits.
+typedef u16 entry;
 enum { SYMBOL_SLOTS = 64 };
 
-DEVICE u32 entry_next(entry e) { return e & 0x1FF; }
-DEVICE u32 entry_bits(entry e) { return (e >> 9) & 15; }
-DEVICE u32 entry_symbol(entry e) { return (e >> 13) & 63; }
-DEVICE u32 entry_extra(entry e) { return e >> 19; }
-DEVICE entry entry_of(u32 next, u32 bits, u32 symbol, u32 extra) {
-    return next | bits << 9 | symbol << 13 | extra << 19;
+DEVICE u32 entry_symbol(entry e) { return e & 63; }
+DEVICE u32 entry_count(entry e) { return e >> 6; }
+DEVICE entry entry_of(u32 symbol, u32 count) { return (entry)(symbol | count << 6); }
+
+DEVICE u32 highest_bit(u32 v) { return 31 - (u32)__builtin_clz(v); }
+
+// The next state's bits of `e` in a table of log `log`, and its base in
+// `*base`.
+DEVICE u32 next_bits(entry e, u32 log, u32 *base) {
+    u32 count = entry_count(e), bits = log - highest_bit(count);
+    *base = (count << bits) - (1u << log);
+    return bits;
 }
+
+// A length code as the block's `codes` keep it: the baseline (bits 0-23)
+// and the extra bits (24-31).
+DEVICE u32 code_baseline(u32 code) { return code & 0xFFFFFF; }
+DEVICE u32 code_extra(u32 code) { return code >> 24; }
 
 // Extra bits of long length code k (codes from 16 for literal lengths, from
 // 32 for match lengths, RFC 8878 3.1.1.3.2.1.1): pairs of growing widths,
@@ -73,14 +90,10 @@ DEVICE u32 long_code_extra(u32 kind, u32 k) {
     return k < 10 ? k / 2 : k == 10 ? 5 : k - 4;
 }
 
-// The baseline and extra bits symbol `symbol` of `kind` stands for: each
-// long code starts where the one before it ends.
+// The baseline and extra bits length symbol `symbol` of `kind` (literal
+// or match lengths) stands for: each long code starts where the one before
+// it ends.
 DEVICE void code_of(u32 kind, u32 symbol, u32 *baseline, u32 *extra) {
-    if (kind == OFFSET) {
-        *baseline = 1u << symbol;
-        *extra = symbol;
-        return;
-    }
     u32 short_codes = kind == LITERAL_LENGTH ? 16 : 32, base = kind == LITERAL_LENGTH ? 0 : 3;
     if (symbol < short_codes) {
         *baseline = symbol + base;
@@ -93,18 +106,12 @@ DEVICE void code_of(u32 kind, u32 symbol, u32 *baseline, u32 *extra) {
     *extra = long_code_extra(kind, symbol - short_codes);
 }
 
-DEVICE u32 highest_bit(u32 v) {
-    u32 h = 0;
-    while (v >>= 1) h++;
-    return h;
-}
-
 // The FSE decoding table of `n` counts (RFC 8878 4.1.1): "less than one"
 // symbols at the top, the others spread by the standard step, each
 // symbol's next state counted in `next` (MAX_SYMBOLS); returns 0
 // where the spread does not fill the states (never for counts the host
 // read, which add up to the table's size).
-DEVICE u32 build_table(entry *t, u16 *next, u32 kind, u32 log, const i16 *counts, u32 n) {
+DEVICE u32 build_table(entry *t, u16 *next, u32 log, const i16 *counts, u32 n) {
     u32 size = 1u << log, mask = size - 1, high = size;
     // The spread writes each state's symbol first.
     for (u32 s = 0; s < n; s++) {
@@ -125,9 +132,8 @@ DEVICE u32 build_table(entry *t, u16 *next, u32 kind, u32 log, const i16 *counts
     }
     if (at != 0) return 0;
     for (u32 state = 0; state < size; state++) {
-        u32 s = t[state], c = next[s]++, bits = log - highest_bit(c), baseline, extra;
-        code_of(kind, s, &baseline, &extra);
-        t[state] = entry_of((c << bits) - size, bits, s, extra);
+        u32 s = t[state];
+        t[state] = entry_of(s, next[s]++);
     }
     return 1;
 }
@@ -135,19 +141,18 @@ DEVICE u32 build_table(entry *t, u16 *next, u32 kind, u32 log, const i16 *counts
 // A block's table of `kind` from its spec, and its log in `*log`; counts
 // at `*counts`, moved past them. Repeated tables stay as the last block
 // left them.
-DEVICE u32 block_table(entry *t, u16 *next, u32 kind, u32 spec, const i16 **counts, u32 *log) {
+DEVICE u32 block_table(entry *t, u16 *next, u32 spec, const i16 **counts, u32 *log) {
     u32 mode = spec & 3, n = (spec >> 6) & 63;
     if (mode == MODE_REPEAT) return 1;
     if (mode == MODE_RLE) {
-        u32 baseline, extra;
-        code_of(kind, n, &baseline, &extra);
-        t[0] = entry_of(0, 0, n, extra);
+        // One state, whose count 1 reads no bits onto base 0.
+        t[0] = entry_of(n, 1);
         *log = 0;
         return 1;
     }
     *log = (spec >> 2) & 15;
     if (n > MAX_SYMBOLS || *log > 9) return 0;
-    u32 built = build_table(t, next, kind, *log, *counts, n);
+    u32 built = build_table(t, next, *log, *counts, n);
     *counts += n;
     return built;
 }
@@ -233,20 +238,21 @@ struct repeats {
     u64 r0, r1, r2;
 };
 
-DEVICE u32 walk_block(const u64 *block, const entry *tables, const u32 *baselines, const u32 *logs, u64 window,
+DEVICE u32 walk_block(const u64 *block, const entry *tables, const u32 *codes, const u32 *logs, u64 window,
                       u64 block_max, struct repeats *rep, u64 *output) {
     const entry *ll_table = tables, *of_table = tables + OFFSETS_AT, *ml_table = tables + MATCH_LENGTHS_AT;
-    const u32 *ll_baselines = baselines, *ml_baselines = baselines + SYMBOL_SLOTS;
+    const u32 *ll_codes = codes, *ml_codes = codes + SYMBOL_SLOTS;
     struct bits b = bits_of((const u8 *)block[0], (u32)block[1]);
     u32 count = (u32)(block[1] >> 32);
     u64 literals_left = (u32)block[2], frame_output = *output, out = frame_output;
     refill(&b);
-    u32 ll_state = (u32)read_bits(&b, logs[0]);
-    u32 of_state = (u32)read_bits(&b, logs[1]);
-    u32 ml_state = (u32)read_bits(&b, logs[2]);
+    u32 ll_state = (u32)read_bits(&b, logs[LITERAL_LENGTH]);
+    u32 of_state = (u32)read_bits(&b, logs[OFFSET]);
+    u32 ml_state = (u32)read_bits(&b, logs[MATCH_LENGTH]);
     for (u32 left = count; left-- > 0;) {
         entry ll = ll_table[ll_state], of = of_table[of_state], ml = ml_table[ml_state];
-        u32 ll_baseline = ll_baselines[entry_symbol(ll)], of_extra = entry_extra(of);
+        u32 ll_code = ll_codes[entry_symbol(ll)], ml_code = ml_codes[entry_symbol(ml)];
+        u32 ll_baseline = code_baseline(ll_code), of_extra = entry_symbol(of);
         refill(&b);
         u64 offset;
         u64 r0 = rep->r0, r1 = rep->r1, r2 = rep->r2;
@@ -271,13 +277,16 @@ DEVICE u32 walk_block(const u64 *block, const entry *tables, const u32 *baseline
         rep->r1 = r1;
         rep->r2 = r2;
         refill(&b);
-        u64 match_len = ml_baselines[entry_symbol(ml)] + read_bits(&b, entry_extra(ml));
-        u64 literal_len = ll_baseline + read_bits(&b, entry_extra(ll));
+        u64 match_len = code_baseline(ml_code) + read_bits(&b, code_extra(ml_code));
+        u64 literal_len = ll_baseline + read_bits(&b, code_extra(ll_code));
         if (left > 0) {
             refill(&b);
-            ll_state = entry_next(ll) + (u32)read_bits(&b, entry_bits(ll));
-            ml_state = entry_next(ml) + (u32)read_bits(&b, entry_bits(ml));
-            of_state = entry_next(of) + (u32)read_bits(&b, entry_bits(of));
+            u32 base, bits = next_bits(ll, logs[LITERAL_LENGTH], &base);
+            ll_state = base + (u32)read_bits(&b, bits);
+            bits = next_bits(ml, logs[MATCH_LENGTH], &base);
+            ml_state = base + (u32)read_bits(&b, bits);
+            bits = next_bits(of, logs[OFFSET], &base);
+            of_state = base + (u32)read_bits(&b, bits);
         }
         if (literal_len > literals_left) return 0;
         literals_left -= literal_len;
@@ -295,7 +304,7 @@ DEVICE u32 walk_block(const u64 *block, const entry *tables, const u32 *baseline
 
 // Walks frame `frame`'s blocks with the tables at `t`; 1 where it passes.
 DEVICE u32 walk_frame(const u64 *frame, const u64 *blocks, const i16 *counts, entry *t, u16 *next,
-                      const u32 *baselines) {
+                      const u32 *codes) {
     u32 first = (u32)frame[0], n = (u32)(frame[0] >> 32);
     u64 window = frame[1], block_max = frame[2] & 0xFFFFFFFFu, output = 0;
     struct repeats rep = {1, 4, 8};
@@ -303,25 +312,25 @@ DEVICE u32 walk_frame(const u64 *frame, const u64 *blocks, const i16 *counts, en
     for (u32 k = 0; k < n; k++) {
         const u64 *block = blocks + BLOCK_WORDS * (u64)(first + k);
         const i16 *c = counts + (u32)(block[2] >> 32);
-        u32 built = block_table(t, next, LITERAL_LENGTH, (u32)block[4] & 0xFFFF, &c, &logs[0]) &&
-                    block_table(t + OFFSETS_AT, next, OFFSET, (u32)(block[4] >> 16) & 0xFFFF, &c, &logs[1]) &&
-                    block_table(t + MATCH_LENGTHS_AT, next, MATCH_LENGTH, (u32)(block[4] >> 32) & 0xFFFF, &c, &logs[2]);
+        u32 built = block_table(t, next, (u32)block[4] & 0xFFFF, &c, &logs[LITERAL_LENGTH]) &&
+                    block_table(t + OFFSETS_AT, next, (u32)(block[4] >> 16) & 0xFFFF, &c, &logs[OFFSET]) &&
+                    block_table(t + MATCH_LENGTHS_AT, next, (u32)(block[4] >> 32) & 0xFFFF, &c, &logs[MATCH_LENGTH]);
         if (!built) return 0;
         output += block[3];
-        if (!walk_block(block, t, baselines, logs, window, block_max, &rep, &output)) return 0;
+        if (!walk_block(block, t, codes, logs, window, block_max, &rep, &output)) return 0;
     }
     output += frame[4];
     return !(frame[2] >> 63) || output == frame[3];
 }
 
-// The baselines of the literal length codes, then of the match length
-// codes, SYMBOL_SLOTS each.
-DEVICE void fill_baselines(u32 *baselines, u32 first, u32 step) {
+// The codes of the literal length symbols, then of the match length
+// symbols, SYMBOL_SLOTS each; 0 past the last symbol.
+DEVICE void fill_codes(u32 *codes, u32 first, u32 step) {
     for (u32 i = first; i < 2 * SYMBOL_SLOTS; i += step) {
         u32 kind = i < SYMBOL_SLOTS ? LITERAL_LENGTH : MATCH_LENGTH, symbol = i % SYMBOL_SLOTS;
-        u32 max = kind == LITERAL_LENGTH ? 35 : 52, baseline = 0, extra;
+        u32 max = kind == LITERAL_LENGTH ? 35 : 52, baseline = 0, extra = 0;
         if (symbol <= max) code_of(kind, symbol, &baseline, &extra);
-        baselines[i] = baseline;
+        codes[i] = baseline | extra << 24;
     }
 }
 
@@ -332,22 +341,22 @@ KERNEL void sequence_frames(const u64 *frames, u64 count, const u64 *blocks, con
 #ifdef __CUDA__
     static __attribute__((shared)) entry tables[WALKERS_PER_BLOCK * TABLE_ENTRIES];
     static __attribute__((shared)) u16 next[WALKERS_PER_BLOCK * MAX_SYMBOLS];
-    static __attribute__((shared)) u32 baselines[2 * SYMBOL_SLOTS];
+    static __attribute__((shared)) u32 codes[2 * SYMBOL_SLOTS];
     u32 t = __nvvm_read_ptx_sreg_tid_x();
     u64 f = (u64)__nvvm_read_ptx_sreg_ctaid_x() * WALKERS_PER_BLOCK + t;
-    fill_baselines(baselines, t, WALKERS_PER_BLOCK);
+    fill_codes(codes, t, WALKERS_PER_BLOCK);
     __syncthreads();
     if (f < count) {
         const u64 *frame = frames + FRAME_WORDS * f;
-        verdicts[f] = (u8)walk_frame(frame, blocks, counts, tables + TABLE_ENTRIES * t, next + MAX_SYMBOLS * t, baselines);
+        verdicts[f] = (u8)walk_frame(frame, blocks, counts, tables + TABLE_ENTRIES * t, next + MAX_SYMBOLS * t, codes);
     }
 #else
     entry tables[TABLE_ENTRIES];
     u16 next[MAX_SYMBOLS];
-    u32 baselines[2 * SYMBOL_SLOTS];
-    fill_baselines(baselines, 0, 1);
+    u32 codes[2 * SYMBOL_SLOTS];
+    fill_codes(codes, 0, 1);
     for (u64 f = 0; f < count; f++) {
-        verdicts[f] = (u8)walk_frame(frames + FRAME_WORDS * f, blocks, counts, tables, next, baselines);
+        verdicts[f] = (u8)walk_frame(frames + FRAME_WORDS * f, blocks, counts, tables, next, codes);
     }
 #endif
 }
