@@ -9,34 +9,11 @@ mod reader_common;
 use std::sync::{Arc, Mutex};
 
 use reader_common::*;
-use serde_json::{json, Value};
-use zarrs::array::{ArrayBytes, ArraySubset};
+use zarrs::array::ArraySubset;
 use zarrs_nvcomp::reader::{
-    batched_algorithm, read_chunks_parallel, ProgressHook, ReadOptions, Selection, StridedRange,
+    batched_algorithm, read_chunks_parallel, ProgressHook, ReadOptions, Selection, StoreIo, StridedRange,
 };
 use zarrs_nvcomp::Backend;
-
-fn float32() -> Dtype {
-    dtypes()
-        .into_iter()
-        .find(|d| d.v3 == "float32")
-        .expect("float32 is tested")
-}
-
-fn sharded(shape: &[u64], shard: &[u64], inner: &[u64], location: &str, crc: bool, inner_codecs: Value) -> Value {
-    let index_codecs = if crc {
-        json!([bytes_codec(), {"name": "crc32c"}])
-    } else {
-        json!([bytes_codec()])
-    };
-    let codecs = json!([{"name": "sharding_indexed", "configuration": {
-        "chunk_shape": inner, "codecs": inner_codecs, "index_codecs": index_codecs, "index_location": location}}]);
-    v3_metadata(shape, shard, &float32(), codecs)
-}
-
-fn zstd_chain() -> Value {
-    json!([bytes_codec(), {"name": "zstd", "configuration": {"level": 1, "checksum": false}}])
-}
 
 fn cpu() -> ReadOptions {
     ReadOptions {
@@ -67,61 +44,40 @@ fn index_pairs(shard: &[u8], inner_chunks: usize, location: &str, crc: bool) -> 
 #[tokio::test(flavor = "multi_thread")]
 async fn shards_read_like_zarrs_with_empty_inner_chunks_and_steps() {
     let store = memory_store();
-    let inner_chains = [
-        zstd_chain(),
-        json!([bytes_codec(), {"name": "gzip", "configuration": {"level": 1}}, {"name": "crc32c"}]),
-    ];
-    let mut case = 0;
-    for location in ["end", "start"] {
-        for crc in [false, true] {
-            for chain in &inner_chains {
-                case += 1;
-                let metadata = sharded(&[40, 56], &[20, 28], &[5, 7], location, crc, chain.clone());
-                let path = format!("s/{case}");
-                let array = write_array(&store, &path, &metadata, &float32(), case).await;
-                assert!(batched_algorithm(&array).is_ok(), "{location} crc {crc}");
-                // Fill values over two inner chunks of shard 0/0: zarrs
-                // leaves them empty in the index.
-                let fill = array.fill_value().as_ne_bytes().repeat(5 * 14);
-                let region = ArraySubset::new_with_ranges(&[0..5, 0..14]);
-                array
-                    .async_store_array_subset(&region, ArrayBytes::new_flen(fill))
-                    .await
-                    .unwrap();
-                let shard = get(&store, &format!("{path}/c/0/0")).await;
-                let pairs = index_pairs(&shard, 16, location, crc);
-                assert_eq!(pairs[0], (u64::MAX, u64::MAX), "inner chunk [0, 0] is empty");
-                let what = format!("{location} crc32c {crc} {chain}");
-                assert_reads_like_zarrs(&array, &what).await;
+    for case in sharded_arrays(&store).await {
+        let (array, what) = (&case.array, &case.what);
+        assert!(batched_algorithm(array).is_ok(), "{what}");
+        let shard = get(&store, &format!("{}/c/0/0", case.path)).await;
+        let pairs = index_pairs(&shard, 16, case.location, case.crc);
+        assert_eq!(pairs[0], (u64::MAX, u64::MAX), "inner chunk [0, 0] is empty");
+        assert_reads_like_zarrs(array, what).await;
 
-                let all = zarrs_read(&array, &ArraySubset::new_with_shape(vec![40, 56])).await;
-                let steps = Selection::new(vec![
-                    StridedRange {
-                        start: 1,
-                        stop: 39,
-                        step: 3,
-                    },
-                    StridedRange {
-                        start: 2,
-                        stop: 56,
-                        step: 5,
-                    },
-                ]);
-                let (rows, cols): (Vec<u64>, Vec<u64>) = ((1..39).step_by(3).collect(), (2..56).step_by(5).collect());
-                let expected: Vec<u8> = rows
-                    .iter()
-                    .flat_map(|r| cols.iter().map(move |c| (r * 56 + c) as usize * 4))
-                    .flat_map(|at| all[at..at + 4].to_vec())
-                    .collect();
-                let data = read_chunks_parallel(&array, steps, &cpu()).await.unwrap();
-                assert_eq!(data.into_host_bytes().unwrap(), expected, "{what}: steps");
-            }
-        }
+        let all = zarrs_read(array, &ArraySubset::new_with_shape(vec![40, 56])).await;
+        let steps = Selection::new(vec![
+            StridedRange {
+                start: 1,
+                stop: 39,
+                step: 3,
+            },
+            StridedRange {
+                start: 2,
+                stop: 56,
+                step: 5,
+            },
+        ]);
+        let (rows, cols): (Vec<u64>, Vec<u64>) = ((1..39).step_by(3).collect(), (2..56).step_by(5).collect());
+        let expected: Vec<u8> = rows
+            .iter()
+            .flat_map(|r| cols.iter().map(move |c| (r * 56 + c) as usize * 4))
+            .flat_map(|at| all[at..at + 4].to_vec())
+            .collect();
+        let data = read_chunks_parallel(array, steps, &cpu()).await.unwrap();
+        assert_eq!(data.into_host_bytes().unwrap(), expected, "{what}: steps");
     }
 }
 
-/// Bytes fetched by a CPU read of `selection`, from the reader's progress.
-async fn fetched_bytes(array: &zarrs::array::Array<Store>, selection: ArraySubset) -> u64 {
+/// Bytes fetched by a read of `selection` with `options`, from the reader's progress.
+async fn fetched_bytes(array: &zarrs::array::Array<Store>, selection: ArraySubset, options: &ReadOptions) -> u64 {
     let seen = Arc::new(Mutex::new(0u64));
     let hook = {
         let seen = seen.clone();
@@ -129,18 +85,30 @@ async fn fetched_bytes(array: &zarrs::array::Array<Store>, selection: ArraySubse
     };
     let options = ReadOptions {
         progress: Some(hook),
-        ..cpu()
+        ..options.clone()
     };
     read_chunks_parallel(array, &selection, &options).await.unwrap();
     let fetched = *seen.lock().unwrap();
     fetched
 }
 
+/// Through the store, and with the reader reading a local directory's
+/// shard files itself ([`StoreIo::Files`]).
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sixteenth_fetches_at_most_one_fifth_more_than_its_inner_chunks() {
-    let store = memory_store();
+    let dir = tempfile::tempdir().unwrap();
+    let files = ReadOptions {
+        store_io: StoreIo::Files(dir.path().to_path_buf()),
+        ..cpu()
+    };
+    for (store, options) in [(memory_store(), cpu()), (local_store(dir.path()), files)] {
+        sixteenth_fetches(store, &options).await;
+    }
+}
+
+async fn sixteenth_fetches(store: Arc<dyn object_store::ObjectStore>, options: &ReadOptions) {
     // 16 KiB inner chunks, 16 per shard, 4 shards.
-    let metadata = sharded(&[512, 512], &[256, 256], &[64, 64], "end", true, zstd_chain());
+    let metadata = sharded_metadata(&[512, 512], &[256, 256], &[64, 64], "end", true, zstd_chain());
     let array = write_array(&store, "sixteenth", &metadata, &float32(), 7).await;
     let pairs = |key: &str| {
         let store = store.clone();
@@ -151,14 +119,14 @@ async fn a_sixteenth_fetches_at_most_one_fifth_more_than_its_inner_chunks() {
     let size = |p: &[(u64, u64)], chunks: &[usize]| chunks.iter().map(|&c| p[c].1).sum::<u64>();
     // A band of 32 rows: the first row of inner chunks of shards 0/0 and 0/1.
     let needed = size(&s00, &[0, 1, 2, 3]) + size(&s01, &[0, 1, 2, 3]);
-    let fetched = fetched_bytes(&array, ArraySubset::new_with_ranges(&[0..32, 0..512])).await;
+    let fetched = fetched_bytes(&array, ArraySubset::new_with_ranges(&[0..32, 0..512]), options).await;
     assert!(
         fetched >= needed && fetched * 5 <= needed * 6,
         "band: {fetched} for {needed}"
     );
     // A 128 x 128 box: inner chunks 0, 1, 4, 5 of shard 0/0 (two runs).
     let needed = size(&s00, &[0, 1, 4, 5]);
-    let fetched = fetched_bytes(&array, ArraySubset::new_with_ranges(&[0..128, 0..128])).await;
+    let fetched = fetched_bytes(&array, ArraySubset::new_with_ranges(&[0..128, 0..128]), options).await;
     assert!(
         fetched >= needed && fetched * 5 <= needed * 6,
         "box: {fetched} for {needed}"
@@ -168,7 +136,7 @@ async fn a_sixteenth_fetches_at_most_one_fifth_more_than_its_inner_chunks() {
         .iter()
         .map(|(i, j)| futures::executor::block_on(get(&store, &format!("sixteenth/c/{i}/{j}"))).len() as u64)
         .sum();
-    let fetched = fetched_bytes(&array, ArraySubset::new_with_ranges(&[0..512, 0..512])).await;
+    let fetched = fetched_bytes(&array, ArraySubset::new_with_ranges(&[0..512, 0..512]), options).await;
     assert_eq!(
         fetched,
         total + 3 * 260,
@@ -176,12 +144,24 @@ async fn a_sixteenth_fetches_at_most_one_fifth_more_than_its_inner_chunks() {
     );
 }
 
+/// Through the store, and with the reader reading a local directory's
+/// shard files itself ([`StoreIo::Files`]).
 #[tokio::test(flavor = "multi_thread")]
 async fn corrupt_shards_name_the_shard_and_the_inner_chunk() {
-    let store = memory_store();
+    let dir = tempfile::tempdir().unwrap();
+    let files = ReadOptions {
+        store_io: StoreIo::Files(dir.path().to_path_buf()),
+        ..cpu()
+    };
+    for (store, options) in [(memory_store(), cpu()), (local_store(dir.path()), files)] {
+        corrupt_shards_are_named(store, &options).await;
+    }
+}
+
+async fn corrupt_shards_are_named(store: Arc<dyn object_store::ObjectStore>, options: &ReadOptions) {
     for (case, (location, crc)) in [("end", true), ("start", false)].into_iter().enumerate() {
         let path = format!("bad/{case}");
-        let metadata = sharded(&[20, 28], &[10, 14], &[5, 7], location, crc, zstd_chain());
+        let metadata = sharded_metadata(&[20, 28], &[10, 14], &[5, 7], location, crc, zstd_chain());
         let array = write_array(&store, &path, &metadata, &float32(), 3).await;
         let key = format!("{path}/c/0/1");
         let good = get(&store, &key).await;
@@ -193,7 +173,7 @@ async fn corrupt_shards_name_the_shard_and_the_inner_chunk() {
         };
         let read = || async {
             let all = ArraySubset::new_with_shape(vec![20, 28]);
-            read_chunks_parallel(&array, &all, &cpu())
+            read_chunks_parallel(&array, &all, options)
                 .await
                 .unwrap_err()
                 .to_string()
@@ -346,7 +326,7 @@ async fn a_shards_index_at_its_end_is_one_request() {
     let store = memory_store();
     for location in ["end", "start"] {
         let path = format!("counted-{location}");
-        let metadata = sharded(&[40, 56], &[20, 28], &[5, 7], location, true, zstd_chain());
+        let metadata = sharded_metadata(&[40, 56], &[20, 28], &[5, 7], location, true, zstd_chain());
         // Four shards of 16 inner chunks; the fixture erases shard 1/1.
         let written = write_array(&store, &path, &metadata, &float32(), 11).await;
         let recording = Arc::new(Recording {

@@ -138,7 +138,7 @@ fn round_len(largest: usize) -> usize {
 /// for slot alignment. Compressed chunks rarely outgrow their
 /// decoded size by much; one that finds no room goes to ordinary memory, and
 /// its wave is then staged by copying.
-fn arena_capacity(decoded: usize, largest: usize, wave_bytes: usize) -> usize {
+pub(super) fn arena_capacity(decoded: usize, largest: usize, wave_bytes: usize) -> usize {
     let wave = wave_bytes.min(decoded);
     wave.saturating_add(wave / 32)
         .saturating_add(largest)

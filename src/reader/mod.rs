@@ -86,7 +86,8 @@
 //! [`runtime`] caps those threads, and a runtime of the caller's should too;
 //! [`StoreIo::Blocking`] reads them on rayon's threads instead.
 //!
-//! With [`StoreIo::Files`], the reader reads local chunk files itself: on the
+//! With [`StoreIo::Files`], the reader reads local chunk files itself (and
+//! the indexes and inner chunks of shard files, `shard_files`): on the
 //! GPU, each wave's files straight into a pinned arena of the engine, which
 //! uploads the wave's bytes as they lie there instead of copying each chunk
 //! into its staging memory first (the copy, and the page faults of fresh
@@ -119,6 +120,7 @@ mod scale_offset;
 mod selection;
 mod shard;
 mod shard_fetch;
+mod shard_files;
 pub mod store;
 mod stored;
 mod transpose;

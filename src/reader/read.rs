@@ -14,9 +14,10 @@ use super::host::{HostOutput, HostWaves};
 use super::output::{Lease, LeaseEnd, Leased, ReadInto, Target};
 use super::plan::Plan;
 use super::progress::Tracker;
-use super::shard::Sharded;
-use super::wave::{WaveCodec, WaveDecoder};
-use super::{fallback, fetch, limits, plan, shard_fetch, wave_loop};
+use super::shard::{ShardGrid, Sharded};
+use super::store::StoreIo;
+use super::wave::{ArenaSource, WaveCodec, WaveDecoder};
+use super::{fallback, fetch, file_fetch, limits, plan, shard_fetch, shard_files, wave_loop};
 use super::{ArrayData, ReadError, ReadOptions, Selection};
 use crate::cuda::DecodeOptions;
 use crate::format::blosc::BloscCodec;
@@ -176,10 +177,10 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     plan.chunks
         .iter_mut()
         .for_each(|chunk| chunk.decoded_len = chunk.decoded_len / elem * stored_size);
-    let shards = sharded.as_ref().map(|s| shard_fetch::group(array, s, &mut plan));
+    let shards = sharded.as_ref().map(|s| shard_fetch::group(array, &s.grid, &mut plan));
     let source = Source {
         array,
-        sharded: sharded.as_ref().zip(shards),
+        sharded: sharded.as_ref().map(|s| s.grid.clone()).zip(shards),
     };
     let plan = Arc::new(plan);
     let fill = array.fill_value().as_ne_bytes().to_vec();
@@ -209,7 +210,7 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
 /// inner chunks of its shards.
 struct Source<'a, S: ?Sized> {
     array: &'a Array<S>,
-    sharded: Option<(&'a Sharded<S>, Vec<shard_fetch::ShardRequest>)>,
+    sharded: Option<(ShardGrid, Vec<shard_fetch::ShardRequest>)>,
 }
 
 impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
@@ -236,10 +237,28 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
                 };
                 wave_loop::read_waves(plan, framing, options, decoder, produce).await
             }
-            Some((sharded, shards)) => {
-                // Shards are read in ranges through the store, into ordinary memory.
-                let produce = |wave_bytes, _arenas, tx| async move {
-                    shard_fetch::fetch_shard_waves(self.array, sharded, shards, &chunks, options, wave_bytes, tx).await
+            Some((grid, shards)) => {
+                let produce = |wave_bytes, arenas: Option<ArenaSource>, tx| async move {
+                    match &options.store_io {
+                        StoreIo::Files(dir) if shards.iter().all(|s| file_fetch::is_plain_key(s.key.as_str())) => {
+                            let dir = dir.clone();
+                            let files = move || {
+                                let arenas = arenas.as_ref();
+                                shard_files::fetch_shard_file_waves(
+                                    &dir, &grid, &shards, &chunks, wave_bytes, arenas, &tx,
+                                )
+                            };
+                            let task = |source| ReadError::Task {
+                                task: "fetching",
+                                source,
+                            };
+                            tokio::task::spawn_blocking(files).await.map_err(task)?
+                        }
+                        _ => {
+                            shard_fetch::fetch_shard_waves(self.array, &grid, shards, &chunks, options, wave_bytes, tx)
+                                .await
+                        }
+                    }
                 };
                 wave_loop::read_waves(plan, framing, options, decoder, produce).await
             }

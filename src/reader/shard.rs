@@ -19,6 +19,13 @@ pub(crate) struct Sharded<S: ?Sized> {
     /// The array with the inner chunks as its chunks (only for planning:
     /// its chunk keys are not store keys).
     pub inner: Array<S>,
+    /// Where the inner chunks lie in the shards.
+    pub grid: ShardGrid,
+}
+
+/// The inner chunks of every shard of an array, and their index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ShardGrid {
     /// Inner chunks per shard along each dimension.
     pub chunks_per_shard: Vec<u64>,
     /// How to find and read a shard's index.
@@ -117,11 +124,15 @@ impl<S: ?Sized> Sharded<S> {
             .map_err(|e| format!("inner chunks: {e}"))?;
         Ok(Self {
             inner,
-            chunks_per_shard,
-            index,
+            grid: ShardGrid {
+                chunks_per_shard,
+                index,
+            },
         })
     }
+}
 
+impl ShardGrid {
     /// The shard that holds the inner chunk at `inner` (inner grid
     /// indices), and the inner chunk's position in it: its indices inside
     /// the shard and its C-order index in the shard's index.

@@ -6,7 +6,9 @@
 //! concurrently, at most [`ReadOptions::max_concurrent_requests`] of each
 //! kind in flight; the inner chunks arrive in the same [`Wave`]s as the
 //! chunks of an unsharded read, so all inner chunks of all shards of a wave
-//! are decoded in one batch.
+//! are decoded in one batch. Shard files of a local directory read by the
+//! reader itself ([`super::shard_files`]) are planned by the same
+//! [`plan_reads`] and sliced by the same [`read_members`].
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -22,7 +24,7 @@ use zarrs::storage::{AsyncReadableStorageTraits, StorageError, StoreKey};
 
 use super::fetch::{self, Wave};
 use super::plan::Plan;
-use super::shard::{index_error, inner_key, Sharded};
+use super::shard::{index_error, inner_key, ShardGrid};
 use super::{ObjectStorage, ReadError, ReadOptions};
 use crate::format::shard_index::{IndexLocation, ShardIndexError, ShardIndexSpec};
 
@@ -40,33 +42,38 @@ const GAP_FRACTION: u64 = 8;
 const WHOLE_NUMERATOR: u64 = 7;
 const WHOLE_DENOMINATOR: u64 = 8;
 
+/// What one read of a shard fetched: its inner chunks (`(index into the
+/// plan's chunks, their bytes or None)`) and the other bytes read for it
+/// (the shard's index, gaps).
+pub(super) type Fetched = (Vec<(usize, Option<Bytes>)>, usize);
+
 /// The touched inner chunks of one shard.
 pub(crate) struct ShardRequest {
     /// The shard's store key.
-    key: StoreKey,
+    pub(super) key: StoreKey,
     /// `(index into the plan's chunks, C-order index in the shard)`.
     members: Vec<(usize, u64)>,
 }
 
 /// One read of a shard's bytes and the inner chunks it holds.
-struct RangeRead<'a> {
-    shard: &'a ShardRequest,
+pub(super) struct RangeRead<'a> {
+    pub(super) shard: &'a ShardRequest,
     /// Bytes to read (`None`: nothing, every member is empty or the shard is
     /// missing).
-    range: Option<Range<u64>>,
+    pub(super) range: Option<Range<u64>>,
     /// `(index into the plan's chunks, its bytes in the shard or None)`.
-    members: Vec<(usize, Option<Range<u64>>)>,
+    pub(super) members: Vec<(usize, Option<Range<u64>>)>,
     /// Bytes already fetched for this shard (its index), for the count.
     index_bytes: usize,
 }
 
 /// Groups the plan's inner chunks by shard, and names each by its shard's
 /// key and its indices in the shard (the keys errors give).
-pub(crate) fn group<S: ?Sized>(array: &Array<S>, sharded: &Sharded<S>, plan: &mut Plan) -> Vec<ShardRequest> {
+pub(crate) fn group<S: ?Sized>(array: &Array<S>, grid: &ShardGrid, plan: &mut Plan) -> Vec<ShardRequest> {
     let mut shards: Vec<ShardRequest> = Vec::new();
     let mut by_indices: HashMap<Vec<u64>, usize> = HashMap::new();
     for (i, chunk) in plan.chunks.iter_mut().enumerate() {
-        let (shard, within, linear) = sharded.locate(&chunk.indices);
+        let (shard, within, linear) = grid.locate(&chunk.indices);
         let key = array.chunk_key(&shard);
         chunk.key = inner_key(key.as_str(), &within);
         let at = *by_indices.entry(shard).or_insert_with(|| {
@@ -86,7 +93,7 @@ pub(crate) fn group<S: ?Sized>(array: &Array<S>, sharded: &Sharded<S>, plan: &mu
 /// be smaller) and stops when the receiver is gone.
 pub(crate) async fn fetch_shard_waves<S>(
     array: &Array<S>,
-    sharded: &Sharded<S>,
+    grid: &ShardGrid,
     shards: Vec<ShardRequest>,
     plan: &Plan,
     options: &ReadOptions,
@@ -98,9 +105,8 @@ where
 {
     let storage = array.storage();
     let (concurrency, timeout) = (options.max_concurrent_requests.max(1), options.request_timeout);
-    let spec = sharded.index;
     let reads = futures::stream::iter(shards.iter())
-        .map(|shard| read_index(&*storage, sharded, spec, shard, timeout))
+        .map(|shard| read_index(&*storage, grid, shard, timeout))
         .buffer_unordered(concurrency)
         .map_ok(|reads| futures::stream::iter(reads).map(Ok))
         .try_flatten()
@@ -132,26 +138,41 @@ async fn request<T>(
 
 /// Reads and parses the index of `shard`, and plans the reads of its
 /// members' bytes.
-async fn read_index<'a, S: ?Sized + AsyncReadableStorageTraits + 'static, T: ?Sized>(
+async fn read_index<'a, S: ?Sized + AsyncReadableStorageTraits + 'static>(
     storage: &S,
-    sharded: &Sharded<T>,
-    spec: ShardIndexSpec,
+    grid: &ShardGrid,
     shard: &'a ShardRequest,
     timeout: Option<Duration>,
 ) -> Result<Vec<RangeRead<'a>>, ReadError> {
+    match fetch_index(storage, grid.index, &shard.key, timeout).await? {
+        Some((index, shard_len)) => plan_reads(grid, shard, &index, shard_len),
+        None => Ok(missing(shard)),
+    }
+}
+
+/// The one read of a missing shard: none, every member missing.
+pub(super) fn missing(shard: &ShardRequest) -> Vec<RangeRead<'_>> {
+    vec![RangeRead {
+        shard,
+        range: None,
+        members: shard.members.iter().map(|&(i, _)| (i, None)).collect(),
+        index_bytes: 0,
+    }]
+}
+
+/// Parses `index`, the index of `shard` (of `shard_len` bytes), and plans
+/// the reads of its members' bytes; errors about an entry name its inner
+/// chunk.
+pub(super) fn plan_reads<'a>(
+    grid: &ShardGrid,
+    shard: &'a ShardRequest,
+    index: &[u8],
+    shard_len: u64,
+) -> Result<Vec<RangeRead<'a>>, ReadError> {
     let key = shard.key.as_str();
-    let Some((index, shard_len)) = fetch_index(storage, spec, &shard.key, timeout).await? else {
-        let members = shard.members.iter().map(|&(i, _)| (i, None)).collect();
-        return Ok(vec![RangeRead {
-            shard,
-            range: None,
-            members,
-            index_bytes: 0,
-        }]);
-    };
-    let entries = spec.parse(&index, shard_len).map_err(|e| match e {
+    let entries = grid.index.parse(index, shard_len).map_err(|e| match e {
         ShardIndexError::Chunk { chunk, .. } => ReadError::Corrupt {
-            key: inner_key(key, &sharded.unravel(chunk)),
+            key: inner_key(key, &grid.unravel(chunk)),
             reason: format!("shard index: {e}"),
         },
         e => index_error(key, e),
@@ -250,13 +271,10 @@ async fn fetch_range<S: ?Sized + AsyncReadableStorageTraits>(
     plan: &Plan,
     read: RangeRead<'_>,
     timeout: Option<Duration>,
-) -> Result<(Vec<(usize, Option<Bytes>)>, usize), ReadError> {
+) -> Result<Fetched, ReadError> {
     let key = read.shard.key.as_str();
-    let Some(range) = read.range else {
-        return Ok((
-            read.members.into_iter().map(|(i, _)| (i, None)).collect(),
-            read.index_bytes,
-        ));
+    let Some(range) = read.range.clone() else {
+        return read_members(plan, read, Bytes::new());
     };
     let len = range.end - range.start;
     let bytes = request(
@@ -266,8 +284,26 @@ async fn fetch_range<S: ?Sized + AsyncReadableStorageTraits>(
     )
     .await?
     .ok_or_else(|| index_error(key, "the shard disappeared while it was read"))?;
+    read_members(plan, read, bytes)
+}
+
+/// The inner chunks of `read` as slices of `bytes`, what was read of its
+/// range (nothing for a read without one), and the other bytes fetched for
+/// it (the shard's index, gaps); a read shorter than its range is an error
+/// naming its first inner chunk.
+pub(super) fn read_members(plan: &Plan, read: RangeRead<'_>, bytes: Bytes) -> Result<Fetched, ReadError> {
+    let Some(range) = read.range else {
+        return Ok((
+            read.members.into_iter().map(|(i, _)| (i, None)).collect(),
+            read.index_bytes,
+        ));
+    };
+    let len = range.end - range.start;
     if bytes.len() as u64 != len {
-        let first = read.members.first().map_or(key, |(i, _)| plan.chunks[*i].key.as_str());
+        let first = read
+            .members
+            .first()
+            .map_or(read.shard.key.as_str(), |(i, _)| plan.chunks[*i].key.as_str());
         return Err(ReadError::Corrupt {
             key: first.to_string(),
             reason: format!(

@@ -203,12 +203,13 @@ pub enum StoreIo {
     Blocking,
     /// As [`StoreIo::Blocking`], for a store that is the local file system
     /// rooted at this directory (what [`open_store`] opens for a local path
-    /// or `file://` URL): chunk files are read by the reader itself, each
+    /// or `file://` URL): chunk files, and the byte ranges of shard files
+    /// that a sharded read needs, are read by the reader itself, each
     /// straight into the memory its decoder stages from (pinned memory of
     /// the GPU's engine, which then uploads it without another copy). A read
-    /// whose chunk keys hold other characters than ASCII letters, digits,
-    /// `.`, `_`, `-` and `/` goes through the store, as with
-    /// [`StoreIo::Blocking`].
+    /// whose chunk or shard keys hold other characters than ASCII letters,
+    /// digits, `.`, `_`, `-` and `/` goes through the store, as with
+    /// [`StoreIo::Blocking`] (sharded reads: as with [`StoreIo::Async`]).
     Files(PathBuf),
 }
 

@@ -242,9 +242,16 @@ pub(crate) fn file_read_options(dir: &std::path::Path, device: Backend) -> Vec<R
 
 /// Some arrays of every batched v3 chain, and of zarr v2's zstd and lz4
 /// (whose size header puts the stream off every alignment), each with a
-/// missing chunk where it has more than one along every dimension.
+/// missing chunk where it has more than one along every dimension, and the
+/// [`sharded_arrays`].
 pub(crate) async fn file_arrays(store: &Arc<dyn ObjectStore>) -> Vec<(Array<Store>, String)> {
     let mut arrays: Vec<_> = v3_fast_chain_arrays(store).await.into_iter().step_by(5).collect();
+    arrays.extend(
+        sharded_arrays(store)
+            .await
+            .into_iter()
+            .map(|case| (case.array, case.what)),
+    );
     let compressors = [
         json!({"id": "zstd", "level": 1}),
         json!({"id": "lz4", "acceleration": 1}),
@@ -444,4 +451,90 @@ pub(crate) async fn v3_fast_chain_arrays(store: &Arc<dyn ObjectStore>) -> Vec<(A
         }
     }
     arrays
+}
+
+/// The float32 type of [`dtypes`].
+pub(crate) fn float32() -> Dtype {
+    dtypes()
+        .into_iter()
+        .find(|d| d.v3 == "float32")
+        .expect("float32 is tested")
+}
+
+/// zarr v3 metadata of a float32 array in shards of `shard`, of inner
+/// chunks of `inner` with the codecs `inner_codecs`, their index at
+/// `location` ("start" or "end"), with or without `crc32c`.
+pub(crate) fn sharded_metadata(
+    shape: &[u64],
+    shard: &[u64],
+    inner: &[u64],
+    location: &str,
+    crc: bool,
+    inner_codecs: Value,
+) -> Value {
+    let index_codecs = if crc {
+        json!([bytes_codec(), {"name": "crc32c"}])
+    } else {
+        json!([bytes_codec()])
+    };
+    let codecs = json!([{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": inner, "codecs": inner_codecs, "index_codecs": index_codecs, "index_location": location}}]);
+    v3_metadata(shape, shard, &float32(), codecs)
+}
+
+/// The inner chain `bytes` + `zstd`.
+pub(crate) fn zstd_chain() -> Value {
+    json!([bytes_codec(), {"name": "zstd", "configuration": {"level": 1, "checksum": false}}])
+}
+
+/// A sharded array of [`sharded_arrays`] and how it was made.
+pub(crate) struct ShardedCase {
+    pub array: Array<Store>,
+    /// Its path in the store.
+    pub path: String,
+    /// Where its shards' index is: "start" or "end".
+    pub location: &'static str,
+    /// Whether its index ends in a crc32c.
+    pub crc: bool,
+    /// What it is, for messages.
+    pub what: String,
+}
+
+/// Sharded float32 arrays of shape [40, 56] in shards of [20, 28] and inner
+/// chunks of [5, 7] (four shards of 16), with the index at either end, with
+/// and without crc32c, of zstd and of gzip + crc32c inner chunks; shard
+/// [1, 1] is missing ([`write_array`]), and inner chunks [0, 0] and [0, 1]
+/// of shard [0, 0] hold only fill values, which zarrs leaves empty in the
+/// index.
+pub(crate) async fn sharded_arrays(store: &Arc<dyn ObjectStore>) -> Vec<ShardedCase> {
+    let inner_chains = [
+        zstd_chain(),
+        json!([bytes_codec(), {"name": "gzip", "configuration": {"level": 1}}, {"name": "crc32c"}]),
+    ];
+    let mut cases = Vec::new();
+    for location in ["end", "start"] {
+        for crc in [false, true] {
+            for chain in &inner_chains {
+                let seed = cases.len() as u64 + 1;
+                let metadata = sharded_metadata(&[40, 56], &[20, 28], &[5, 7], location, crc, chain.clone());
+                let path = format!("s/{seed}");
+                let array = write_array(store, &path, &metadata, &float32(), seed).await;
+                let fill = array.fill_value().as_ne_bytes().repeat(5 * 14);
+                let region = ArraySubset::new_with_ranges(&[0..5, 0..14]);
+                array
+                    .async_store_array_subset(&region, ArrayBytes::new_flen(fill))
+                    .await
+                    .unwrap();
+                let what = format!("sharded, index at the {location}, crc32c {crc}, {chain}");
+                cases.push(ShardedCase {
+                    array,
+                    path,
+                    location,
+                    crc,
+                    what,
+                });
+            }
+        }
+    }
+    cases
 }
