@@ -239,9 +239,13 @@ pub(crate) fn inflates(algorithm: &Algorithm) -> bool {
 }
 
 /// Whether untrusted streams of `algorithm` get [`check_on_host`]: raw
-/// DEFLATE streams (deflate, and gzip's members) and Zstandard frames.
-pub(crate) fn checked_on_host(algorithm: &Algorithm) -> bool {
-    inflates(algorithm) || matches!(algorithm, Algorithm::Zstd)
+/// DEFLATE streams (deflate, and gzip's members), Zstandard frames, and
+/// raw LZ4 blocks whose exact decoded sizes the caller gives
+/// (`exact_sizes`: blosc's streams).
+pub(crate) fn checked_on_host(algorithm: &Algorithm, exact_sizes: bool) -> bool {
+    inflates(algorithm)
+        || matches!(algorithm, Algorithm::Zstd)
+        || (exact_sizes && matches!(algorithm, Algorithm::Lz4 { has_header: false, .. }))
 }
 
 /// The Huffman streams of one literals section of buffer `buffer`, which
@@ -340,16 +344,29 @@ pub(crate) fn check_pool() -> &'static rayon::ThreadPool {
 /// literals and sequences are decoded without their output
 /// ([`format::zstd::check_frames`]), on the host but for the
 /// literals' Huffman streams and the walk of the sequences, which are
-/// returned, for the device (`super::huffman`, `super::sequences`).
-pub(crate) fn check_on_host(algorithm: &Algorithm, bufs: &[&[u8]]) -> Result<DeviceChecks> {
-    check_on_host_walking(algorithm, bufs, (HOST_WALK_SEQUENCES, HOST_WALK_TOTAL))
+/// returned, for the device (`super::huffman`, `super::sequences`). Its LZ4
+/// decoder does not validate its input either: raw blocks of known sizes
+/// (`exact_sizes`, one per buffer) are walked ([`lz4::validate_block`]), so
+/// that each decodes to one well-defined output of exactly its size, or is
+/// refused as the CPU refuses it.
+pub(crate) fn check_on_host(
+    algorithm: &Algorithm,
+    bufs: &[&[u8]],
+    exact_sizes: Option<&[usize]>,
+) -> Result<DeviceChecks> {
+    check_on_host_walking(algorithm, bufs, exact_sizes, (HOST_WALK_SEQUENCES, HOST_WALK_TOTAL))
 }
 
 /// [`check_on_host`], walking on the host the frames of fewer than
 /// `below` sequences, and all of them where the others hold `total` or
 /// fewer.
-fn check_on_host_walking(algorithm: &Algorithm, bufs: &[&[u8]], (below, total): (u64, u64)) -> Result<DeviceChecks> {
-    let stream = |buf: &[u8]| -> std::result::Result<format::zstd::Defer, String> {
+fn check_on_host_walking(
+    algorithm: &Algorithm,
+    bufs: &[&[u8]],
+    exact_sizes: Option<&[usize]>,
+    (below, total): (u64, u64),
+) -> Result<DeviceChecks> {
+    let stream = |index: usize, buf: &[u8]| -> std::result::Result<format::zstd::Defer, String> {
         let mut kept = format::zstd::Defer {
             walk_below: below,
             ..Default::default()
@@ -362,11 +379,19 @@ fn check_on_host_walking(algorithm: &Algorithm, bufs: &[&[u8]], (below, total): 
             Algorithm::Zstd => {
                 format::zstd::check_frames(buf, &mut kept).map_err(|e| format!("bad Zstandard frame: {e}"))?;
             }
+            Algorithm::Lz4 { .. } => {
+                let size = exact_sizes.and_then(|sizes| sizes.get(index));
+                lz4::validate_block(buf, *size.ok_or("no decoded size was given for an LZ4 block")?)?;
+            }
             _ => deflate::check_stream(buf)?,
         }
         Ok(kept)
     };
-    let checked: Vec<_> = bufs.par_iter().map(|buf| stream(buf)).collect();
+    let checked: Vec<_> = bufs
+        .par_iter()
+        .enumerate()
+        .map(|(index, buf)| stream(index, buf))
+        .collect();
     let mut device = DeviceChecks::default();
     for (index, kept) in checked.into_iter().enumerate() {
         let kept = kept.map_err(|reason| Error::Corrupt { index, reason })?;
@@ -571,7 +596,7 @@ mod tests {
         let many = zstd::bulk::compress(&text, 1).unwrap();
         let few = zstd::bulk::compress(&text[..4000], 1).unwrap();
         let host_walk = (HOST_WALK_SEQUENCES, 0);
-        let checked = check_on_host_walking(&Algorithm::Zstd, &[&few, &many], host_walk).unwrap();
+        let checked = check_on_host_walking(&Algorithm::Zstd, &[&few, &many], None, host_walk).unwrap();
         let [kept] = &checked.sequences[..] else {
             panic!("{} frames kept", checked.sequences.len())
         };
@@ -594,19 +619,19 @@ mod tests {
             .position(|w| w == (4000u16 - 256).to_le_bytes())
             .expect("the size field");
         wrong[size_at] = 0x91;
-        let err = check_on_host_walking(&Algorithm::Zstd, &[&many, &wrong], host_walk).unwrap_err();
+        let err = check_on_host_walking(&Algorithm::Zstd, &[&many, &wrong], None, host_walk).unwrap_err();
         assert!(
             matches!(&err, Error::Corrupt { index: 1, reason } if reason.contains("decodes to") || reason.contains("match reaches")),
             "{err}"
         );
         // Few enough sequences in all: none left to the device.
         let all_here = (HOST_WALK_SEQUENCES, kept.frame.sequences());
-        let checked = check_on_host_walking(&Algorithm::Zstd, &[&few, &many], all_here).unwrap();
+        let checked = check_on_host_walking(&Algorithm::Zstd, &[&few, &many], None, all_here).unwrap();
         assert!(checked.sequences.is_empty());
         let mut wrong_many = many.clone();
         let size_at = 5 + usize::from(wrong_many[4] & 0x20 == 0);
         wrong_many[size_at] ^= 1;
-        let err = check_on_host_walking(&Algorithm::Zstd, &[&few, &wrong_many], all_here).unwrap_err();
+        let err = check_on_host_walking(&Algorithm::Zstd, &[&few, &wrong_many], None, all_here).unwrap_err();
         assert!(matches!(&err, Error::Corrupt { index: 1, .. }), "{err}");
     }
 
@@ -709,8 +734,8 @@ mod tests {
         // the same match is valid ("aaaa").
         let (bad, good) = (&[3u8, 2, 0][..], &[0x4b, 4, 2, 0][..]);
         let deflate = Algorithm::Deflate { algorithm: 0 };
-        assert!(check_on_host(&deflate, &[good, good]).is_ok());
-        let err = check_on_host(&deflate, &[good, bad, bad]).unwrap_err();
+        assert!(check_on_host(&deflate, &[good, good], None).is_ok());
+        let err = check_on_host(&deflate, &[good, bad, bad], None).unwrap_err();
         assert!(
             matches!(&err, Error::Corrupt { index: 1, reason } if reason.starts_with("bad deflate data")),
             "{err}"
@@ -722,17 +747,41 @@ mod tests {
         let gzip = Algorithm::Gzip { algorithm: 0 };
         let member = |body: &[u8]| [&gzip::HEADER[..], body, &gzip::Trailer::of(b"aaaa").to_bytes()].concat();
         let (bad, good) = (member(bad), member(good));
-        assert!(check_on_host(&gzip, &[&good]).is_ok());
-        let err = check_on_host(&gzip, &[&good, &good, &bad]).unwrap_err();
+        assert!(check_on_host(&gzip, &[&good], None).is_ok());
+        let err = check_on_host(&gzip, &[&good, &good, &bad], None).unwrap_err();
         assert!(matches!(err, Error::Corrupt { index: 2, .. }), "{err}");
         let cpu_err = cpu::decode_batch(&gzip, &[&good, &good, &bad], 1 << 20).unwrap_err();
         assert_eq!(err.to_string(), cpu_err.to_string());
         assert!(matches!(
-            check_on_host(&gzip, &[&bad[..5]]),
+            check_on_host(&gzip, &[&bad[..5]], None),
             Err(Error::Corrupt { index: 0, .. })
         ));
         assert!(inflates(&deflate) && inflates(&gzip) && !inflates(&Algorithm::Zstd));
-        assert!(checked_on_host(&Algorithm::Zstd) && !checked_on_host(&LZ4));
+        assert!(checked_on_host(&Algorithm::Zstd, false) && !checked_on_host(&LZ4, false));
+    }
+
+    #[test]
+    fn raw_lz4_blocks_of_exact_sizes_are_walked_on_the_host() {
+        let raw = Algorithm::Lz4 {
+            data_type: DataType::Char,
+            has_header: false,
+        };
+        assert!(checked_on_host(&raw, true) && !checked_on_host(&raw, false) && !checked_on_host(&LZ4, true));
+        let data: Vec<u8> = (0..5000u32).map(|i| (i % 251) as u8 ^ (i / 700) as u8).collect();
+        let good = lz4_flex::block::compress(&data);
+        let n = data.len();
+        assert!(check_on_host(&raw, &[&good, &good], Some(&[n, n])).is_ok());
+        // A size other than the block's, and a block cut short, are refused,
+        // naming the buffer, as the CPU refuses them.
+        for (bufs, sizes, index) in [
+            (vec![&good[..], &good[..]], vec![n, n + 1], 1),
+            (vec![&good[..good.len() - 3]], vec![n], 0),
+        ] {
+            let err = check_on_host(&raw, &bufs, Some(&sizes)).unwrap_err();
+            assert!(matches!(err, Error::Corrupt { index: i, .. } if i == index), "{err}");
+            assert!(lz4_flex::block::decompress(bufs[index], sizes[index]).map_or(true, |d| d.len() != sizes[index]));
+        }
+        assert!(check_on_host(&raw, &[&good], None).is_err(), "a block without its size");
     }
 
     #[test]

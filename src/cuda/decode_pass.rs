@@ -7,9 +7,9 @@
 //!    read in place staged into the input scratch ([`super::staging`]);
 //!    host inputs that a read fetched into one of the engine's arenas
 //!    ([`super::fetch_arena`]) by one upload of the arena's bytes;
-//! 3. **host check**: untrusted raw DEFLATE streams (deflate, gzip) and
-//!    Zstandard frames checked on the host where nvCOMP does not check
-//!    them (device buffers copied to the host before phase 1,
+//! 3. **host check**: untrusted raw DEFLATE streams (deflate, gzip),
+//!    Zstandard frames and raw LZ4 blocks of exact sizes (blosc's) checked
+//!    on the host where nvCOMP does not check them (device buffers copied to the host before phase 1,
 //!    [`super::host_copies`]), by other threads while phase 2 runs,
 //!    waited for here ([`chunking::check_on_host`]);
 //! 4. **literal streams** and **sequences**: the Huffman streams of the
@@ -123,7 +123,12 @@ impl CudaEngine {
         dest: &mut Dest<'_>,
         query_sizes: bool,
     ) -> Result<Decoded> {
-        let guarded = !options.trusted && chunking::checked_on_host(algorithm);
+        // The caller's exact sizes, which raw LZ4 blocks are walked against.
+        let exact_sizes: Option<Vec<usize>> = match dest {
+            Dest::Sized(outs) => Some(outs.iter().map(|o| o.len).collect()),
+            _ => None,
+        };
+        let guarded = !options.trusted && chunking::checked_on_host(algorithm, exact_sizes.is_some());
         // Device inputs are copied whole: raw DEFLATE is inflated whole, and
         // each Zstandard block's literals start with a tree that only
         // walking the frame's blocks finds.
@@ -146,7 +151,8 @@ impl CudaEngine {
                     // A pass that fails in framing drops the sender: the
                     // check runs anyway, its error coming first.
                     let _ = start.recv();
-                    let checked = chunking::check_pool().install(|| chunking::check_on_host(algorithm, bufs));
+                    let checked = chunking::check_pool()
+                        .install(|| chunking::check_on_host(algorithm, bufs, exact_sizes.as_deref()));
                     (checked, Instant::now())
                 })
             });

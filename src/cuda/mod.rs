@@ -32,7 +32,7 @@
 mod api;
 mod blosc;
 mod checksums;
-mod chunking;
+pub(crate) mod chunking;
 mod copies;
 mod decode;
 mod decode_pass;

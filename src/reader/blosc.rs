@@ -29,9 +29,9 @@ use crate::cuda::{
     WidenPlace,
 };
 use crate::format::blosc::{self, BloscCodec, BloscItem, BloscLayout, Shuffle};
+use crate::format::deflate;
 use crate::format::filters::ElementFilters;
 use crate::format::scale_offset::ScaleOffset;
-use crate::format::{deflate, lz4};
 
 /// Alignment of each chunk in the scratches: the decoders' outputs of a
 /// chunk's first stream start aligned.
@@ -96,13 +96,12 @@ fn prepare(item: &WaveItem<'_>) -> Result<Option<Chunk>, ReadError> {
     Ok(Some(Chunk::Streams(layout)))
 }
 
-/// What the host checks of a stream before the GPU decodes it: nvCOMP's LZ4
-/// decoder does not validate its input, so LZ4 blocks are walked first (as
-/// for every other LZ4 buffer of this crate); zlib streams need their
-/// header and trailer.
+/// What the host checks of a stream while it parses the chunk: zlib
+/// streams need their header and trailer. (nvCOMP's LZ4 decoder does not
+/// validate its input: untrusted LZ4 blocks are walked by the decode pass's
+/// host check, while it stages them, against their exact sizes.)
 fn check_stream(stream: &BloscItem, src: &[u8]) -> Result<(), String> {
     match stream.codec {
-        Some(BloscCodec::Lz4) => lz4::validate_block(src, stream.dst.len()),
         Some(BloscCodec::Zlib) if src.len() < deflate::ZLIB_HEADER_LEN + deflate::ZLIB_TRAILER_LEN => {
             Err(format!("{} bytes is too short for a zlib stream", src.len()))
         }

@@ -336,6 +336,51 @@ fn corrupt_chunks_are_errors_naming_the_chunk() {
             other => panic!("{other:?}"),
         }
     }
+    // Damaged LZ4 data parses: the decode pass's host check walks each
+    // stream against its exact size while it stages the batch, and refuses
+    // it. (A compressible chunk: `good`'s streams are stored as they are.)
+    let good = compress(
+        &data(chunk_bytes, 1),
+        BloscCompressor::LZ4,
+        BloscShuffleMode::Shuffle,
+        4,
+    );
+    let Ok(Some(Chunk::Streams(intact))) = prepared(&good, chunk_bytes) else {
+        panic!("the intact chunk parses")
+    };
+    let first = intact
+        .items
+        .iter()
+        .find(|s| s.codec == Some(BloscCodec::Lz4))
+        .expect("an LZ4 stream")
+        .src
+        .clone();
+    let mut bad_lz4 = good.clone();
+    bad_lz4[first.start + first.len() / 2..first.end].fill(0xff);
+    let layout = match prepared(&bad_lz4, chunk_bytes) {
+        Ok(Some(Chunk::Streams(layout))) => layout,
+        other => panic!("damaged LZ4 data parses: {other:?}"),
+    };
+    // The LZ4 batch's streams (others are stored as they are).
+    let coded: Vec<_> = layout
+        .items
+        .iter()
+        .filter(|s| s.codec == Some(BloscCodec::Lz4))
+        .collect();
+    assert!(
+        coded.iter().any(|s| s.src.contains(&(first.end - 1))),
+        "the damage is in an LZ4 stream"
+    );
+    let streams = |chunk: &[u8]| -> Vec<Vec<u8>> { coded.iter().map(|s| chunk[s.src.clone()].to_vec()).collect() };
+    let sizes: Vec<usize> = coded.iter().map(|s| s.dst.len()).collect();
+    let lz4 = algorithm(BloscCodec::Lz4);
+    let check = |chunk: &[u8]| {
+        let streams = streams(chunk);
+        let views: Vec<&[u8]> = streams.iter().map(Vec::as_slice).collect();
+        crate::cuda::chunking::check_on_host(&lz4, &views, Some(&sizes)).map(drop)
+    };
+    assert!(check(&good).is_ok());
+    assert!(check(&bad_lz4).is_err());
     match prepared(&good, chunk_bytes + 4) {
         Err(ReadError::ChunkSize { key, expected, actual }) => {
             assert_eq!((key.as_str(), expected, actual), ("c/7", chunk_bytes + 4, chunk_bytes));
