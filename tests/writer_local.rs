@@ -3,7 +3,9 @@
 //! pipeline) read back element for element by zarrs (over its own file
 //! system store) and by this crate's reader; partial writes keep the
 //! elements around them; chunks equal to the fill value are not stored and
-//! stored ones are deleted.
+//! stored ones are deleted. Each write is stored through the array's store
+//! and, as Python's writes of local arrays are, by the writer writing the
+//! chunk files itself ([`StoreIo::Files`]).
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -12,7 +14,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 use zarrs::array::{Array, ArraySubset};
 use zarrs::filesystem::FilesystemStore;
-use zarrs_nvcomp::reader::{read_chunks_parallel_blocking, ReadOptions};
+use zarrs_nvcomp::reader::{read_chunks_parallel_blocking, ReadOptions, StoreIo};
 use zarrs_nvcomp::writer::{
     create_array_blocking, write_chunks_parallel_blocking, NewArray, WriteData, WriteError, WriteOptions,
 };
@@ -69,6 +71,16 @@ fn cpu() -> WriteOptions {
     }
 }
 
+/// The ways a write to the local array at `dir` stores its chunks: puts
+/// through the store, and the files written by the writer itself.
+fn stores(dir: &Path) -> [WriteOptions; 2] {
+    let files = WriteOptions {
+        store_io: StoreIo::Files(dir.to_path_buf()),
+        ..cpu()
+    };
+    [cpu(), files]
+}
+
 /// The whole array as zarrs reads it, over its own store (not object_store).
 fn zarrs_read_all(dir: &Path) -> Vec<u8> {
     zarrs_nvcomp::zarrs_codec::register();
@@ -96,11 +108,12 @@ fn reader_read_all(url: &str) -> Vec<u8> {
         .unwrap()
 }
 
-/// Writes `expected`'s box `subset` and updates `expected` (the whole array).
-fn write_box(url: &str, subset: &ArraySubset, expected: &mut [u8], seed: u32) {
+/// Writes `expected`'s box `subset` with `options` and updates `expected`
+/// (the whole array).
+fn write_box(url: &str, subset: &ArraySubset, expected: &mut [u8], seed: u32, options: &WriteOptions) {
     let array = zarrs_nvcomp::reader::open_array_blocking(url, &HashMap::new()).unwrap();
     let data = field(subset.num_elements_usize(), seed);
-    write_chunks_parallel_blocking(&array, subset, WriteData::Host(&data), &cpu()).unwrap();
+    write_chunks_parallel_blocking(&array, subset, WriteData::Host(&data), options).unwrap();
     let (start, shape) = (subset.start(), subset.shape());
     for r in 0..shape[0] as usize {
         let row = (start[0] as usize + r) * SHAPE[1] as usize + start[1] as usize;
@@ -127,12 +140,27 @@ fn every_batched_chain_reads_back_through_zarrs_and_the_reader() {
             "v{format} {compressor} is batched"
         );
         let mut expected = vec![0u8; (SHAPE[0] * SHAPE[1] * 4) as usize];
-        let what = format!("v{format} {compressor}");
-        write_box(url, &ArraySubset::new_with_shape(SHAPE.to_vec()), &mut expected, 1);
-        assert_reads_back(&dir, &expected, &what);
-        // Partly covered chunks keep the elements around the box.
-        write_box(url, &ArraySubset::new_with_ranges(&[3..29, 5..41]), &mut expected, 2);
-        assert_reads_back(&dir, &expected, &format!("{what} after a partial write"));
+        for (mode, options) in stores(&dir).iter().enumerate() {
+            let what = format!("v{format} {compressor}, stored the {mode}th way");
+            let seed = 2 * mode as u32;
+            write_box(
+                url,
+                &ArraySubset::new_with_shape(SHAPE.to_vec()),
+                &mut expected,
+                seed + 1,
+                options,
+            );
+            assert_reads_back(&dir, &expected, &what);
+            // Partly covered chunks keep the elements around the box.
+            write_box(
+                url,
+                &ArraySubset::new_with_ranges(&[3..29, 5..41]),
+                &mut expected,
+                seed + 2,
+                options,
+            );
+            assert_reads_back(&dir, &expected, &format!("{what} after a partial write"));
+        }
     }
 }
 
@@ -158,34 +186,55 @@ fn sharded_arrays_read_back_with_the_index_at_either_end() {
         }
         std::fs::create_dir_all(&dir).unwrap();
         std::fs::write(dir.join(key), serde_json::to_vec(&metadata).unwrap()).unwrap();
-        let what = format!("sharded {compressor}, index at the {location}, crc32c {crc}");
         let mut expected = vec![0u8; (SHAPE[0] * SHAPE[1] * 4) as usize];
-        write_box(url, &ArraySubset::new_with_shape(SHAPE.to_vec()), &mut expected, 3);
-        assert_reads_back(&dir, &expected, &what);
-        // Partial shards, and inner chunks that become fill: zeros over
-        // shard (0, 0)'s inner chunk (0, 0).
-        write_box(url, &ArraySubset::new_with_ranges(&[10..20, 7..45]), &mut expected, 4);
-        let array = zarrs_nvcomp::reader::open_array_blocking(url, &HashMap::new()).unwrap();
-        let zeros = vec![0u8; 8 * 16 * 4];
-        let inner = ArraySubset::new_with_ranges(&[0..8, 0..16]);
-        write_chunks_parallel_blocking(&array, &inner, WriteData::Host(&zeros), &cpu()).unwrap();
-        for r in 0..8 {
-            expected[r * 50 * 4..(r * 50 + 16) * 4].fill(0);
+        for (mode, options) in stores(&dir).iter().enumerate() {
+            let what = format!("sharded {compressor}, index at the {location}, crc32c {crc}, stored the {mode}th way");
+            let seed = 2 * mode as u32;
+            write_box(
+                url,
+                &ArraySubset::new_with_shape(SHAPE.to_vec()),
+                &mut expected,
+                seed + 3,
+                options,
+            );
+            assert_reads_back(&dir, &expected, &what);
+            // Partial shards, and inner chunks that become fill: zeros over
+            // shard (0, 0)'s inner chunk (0, 0).
+            write_box(
+                url,
+                &ArraySubset::new_with_ranges(&[10..20, 7..45]),
+                &mut expected,
+                seed + 4,
+                options,
+            );
+            let array = zarrs_nvcomp::reader::open_array_blocking(url, &HashMap::new()).unwrap();
+            let zeros = vec![0u8; 8 * 16 * 4];
+            let inner = ArraySubset::new_with_ranges(&[0..8, 0..16]);
+            write_chunks_parallel_blocking(&array, &inner, WriteData::Host(&zeros), options).unwrap();
+            for r in 0..8 {
+                expected[r * 50 * 4..(r * 50 + 16) * 4].fill(0);
+            }
+            assert_reads_back(&dir, &expected, &format!("{what}, after partial writes"));
         }
-        assert_reads_back(&dir, &expected, &format!("{what}, after partial writes"));
     }
 }
 
 #[test]
 fn fill_value_chunks_are_not_stored_and_stored_ones_are_deleted() {
-    let tmp = tempfile::tempdir().unwrap();
-    let dir = tmp.path().join("f.zarr");
+    for mode in 0..2 {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("f.zarr");
+        fill_chunks_are_deleted(&dir, &stores(&dir)[mode]);
+    }
+}
+
+fn fill_chunks_are_deleted(dir: &Path, options: &WriteOptions) {
     let url = dir.to_str().unwrap();
     let zstd = json!({"name": "zstd", "configuration": {"level": 1, "checksum": true}});
     let array = create_array_blocking(url, &new_array(3, zstd, None), &HashMap::new()).unwrap();
     let all = ArraySubset::new_with_shape(SHAPE.to_vec());
     let data = field(all.num_elements_usize(), 5);
-    let written = write_chunks_parallel_blocking(&array, &all, WriteData::Host(&data), &cpu()).unwrap();
+    let written = write_chunks_parallel_blocking(&array, &all, WriteData::Host(&data), options).unwrap();
     assert_eq!((written.stored, written.fill_chunks), (5 * 4, 0));
     assert!(dir.join("c/0/0").is_file());
     // Chunk (0, 0) and (0, 1) become all fill: deleted; the write of the
@@ -195,14 +244,14 @@ fn fill_value_chunks_are_not_stored_and_stored_ones_are_deleted() {
     for r in 0..8 {
         zeros[(r * 50 + 32) * 4..(r + 1) * 50 * 4].fill(1);
     }
-    let rewritten = write_chunks_parallel_blocking(&array, &row0, WriteData::Host(&zeros), &cpu()).unwrap();
+    let rewritten = write_chunks_parallel_blocking(&array, &row0, WriteData::Host(&zeros), options).unwrap();
     assert_eq!((rewritten.stored, rewritten.fill_chunks), (2, 2));
     assert!(!dir.join("c/0/0").exists() && !dir.join("c/0/1").exists());
     assert!(dir.join("c/0/2").is_file() && dir.join("c/1/0").is_file());
     // write_empty_chunks stores them.
     let keep = WriteOptions {
         write_empty_chunks: true,
-        ..cpu()
+        ..options.clone()
     };
     let kept = write_chunks_parallel_blocking(&array, &row0, WriteData::Host(&zeros), &keep).unwrap();
     assert_eq!((kept.stored, kept.fill_chunks), (4, 0));
@@ -212,7 +261,27 @@ fn fill_value_chunks_are_not_stored_and_stored_ones_are_deleted() {
         let n = 50 * 4;
         expected[r * n..(r + 1) * n].copy_from_slice(&zeros[r * n..(r + 1) * n]);
     }
-    assert_reads_back(&dir, &expected, "after fill writes");
+    assert_reads_back(dir, &expected, "after fill writes");
+    // Into a new array of chunks that are all fill, nothing is written: no
+    // chunk, and no directory made for one is left behind.
+    let url = dir.join("empty");
+    let zstd = json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}});
+    let empty = create_array_blocking(url.to_str().unwrap(), &new_array(3, zstd, None), &HashMap::new()).unwrap();
+    let store = WriteOptions {
+        store_io: match &options.store_io {
+            StoreIo::Files(_) => StoreIo::Files(url.clone()),
+            other => other.clone(),
+        },
+        ..options.clone()
+    };
+    let nothing = vec![0u8; all.num_elements_usize() * 4];
+    let none = write_chunks_parallel_blocking(&empty, &all, WriteData::Host(&nothing), &store).unwrap();
+    assert_eq!((none.stored, none.fill_chunks), (0, 20));
+    assert!(
+        !url.join("c").exists(),
+        "{:?}",
+        std::fs::read_dir(&url).unwrap().collect::<Vec<_>>()
+    );
 }
 
 #[test]

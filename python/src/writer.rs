@@ -8,7 +8,7 @@ use std::collections::HashMap;
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use zarrs::array::ArraySubset;
-use zarrs_nvcomp::reader::open_array;
+use zarrs_nvcomp::reader::{open_array, StoreIo};
 use zarrs_nvcomp::writer::{create_array, write_chunks_parallel, NewArray, WriteData, WriteError, WriteOptions};
 
 use crate::config::to_json;
@@ -49,6 +49,7 @@ fn write_chunks(
         device: parse_device(device)?,
         write_empty_chunks,
         max_concurrent_requests: max_concurrent_requests.unwrap_or(WriteOptions::default().max_concurrent_requests),
+        store_io: StoreIo::for_url(&url),
         ..WriteOptions::default()
     };
     let subset =

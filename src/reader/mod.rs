@@ -144,6 +144,7 @@ pub use store::{open_store, StoreIo};
 pub use stored::{decode_blosc_chunks_into, StoredChunk};
 
 pub(crate) use chain::{classify as classify_chain, Chain, FastChain};
+pub(crate) use file_fetch::is_plain_key;
 pub(crate) use plan::{plan as plan_chunks, BoxCopy};
 
 /// An array opened by [`open_array`].

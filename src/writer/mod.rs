@@ -36,9 +36,10 @@
 //!    the zarrs pipeline, chunk by chunk, from host memory (device data is
 //!    copied to the host first, in one transfer).
 //! 4. The wave's chunks are stored with concurrent puts, at most
-//!    [`WriteOptions::max_concurrent_requests`] in flight, while the next
-//!    wave is gathered and encoded. Device data whose waves encode fewer
-//!    than 1,024 chunks (inner chunks, for sharded arrays) has four waves
+//!    [`WriteOptions::max_concurrent_requests`] in flight (or, for a local
+//!    directory, [`WriteOptions::store_io`], written as files on rayon's
+//!    threads), while the next wave is gathered and encoded. Device data
+//!    whose waves encode fewer than 1,024 chunks (inner chunks, for sharded arrays) has four waves
 //!    encoding at once, each on its own engine of the device
 //!    ([`CudaEngine::lanes`](crate::cuda::CudaEngine::lanes)): one batch of
 //!    few large chunks leaves most of the GPU idle. Chunks equal to the fill
@@ -50,6 +51,7 @@
 
 mod create;
 mod encode;
+mod file_store;
 mod gather;
 mod plan;
 mod shard;
@@ -70,7 +72,7 @@ pub use store::WriteSummary;
 
 use crate::codec::Backend;
 use crate::cuda::CudaEngine;
-use crate::reader::{classify_chain, runtime, BoxedSource, ReadError, Selection};
+use crate::reader::{classify_chain, is_plain_key, runtime, BoxedSource, ReadError, Selection, StoreIo};
 use encode::ChunkEncoder;
 use wave::{encode_wave, read_partial, WaveEncoder};
 use zarrs_pipeline::write_with_zarrs;
@@ -181,6 +183,16 @@ pub struct WriteOptions {
     /// Whether chunks equal to the fill value are stored too (default
     /// `false`: they are not, and any stored one is deleted, as zarr does).
     pub write_empty_chunks: bool,
+    /// How encoded chunks are stored: with [`StoreIo::Files`] (what
+    /// [`StoreIo::for_url`] gives for local paths, the array's store being
+    /// the local file system rooted there), the writer writes the chunk files
+    /// itself, each wave's on rayon's threads, their directories made while
+    /// the wave encodes; otherwise (default [`StoreIo::Async`]), and for
+    /// chunk keys other than plain ones, each chunk is a put through the
+    /// array's store. Either way a chunk is replaced whole (written beside
+    /// its file, then renamed over it), and chains without a batched encoder
+    /// go through the zarrs pipeline.
+    pub store_io: StoreIo,
 }
 
 impl Default for WriteOptions {
@@ -190,6 +202,7 @@ impl Default for WriteOptions {
             max_concurrent_requests: 64,
             wave_bytes: 256 << 20,
             write_empty_chunks: false,
+            store_io: StoreIo::Async,
         }
     }
 }
@@ -348,6 +361,10 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
         _ => vec![engine],
     };
     let storage = array.storage();
+    let files = match &options.store_io {
+        StoreIo::Files(dir) if chunks.iter().all(|c| is_plain_key(&c.key)) => Some(dir.clone()),
+        _ => None,
+    };
     let fill: Arc<[u8]> = fill.into();
     let mut summary = WriteSummary::default();
     let start = std::time::Instant::now();
@@ -360,14 +377,19 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
         while encoding.len() < lanes.len() {
             let Some((k, wave)) = waves.next() else { break };
             let (encoder, fill, lane) = (&encoder, &fill, lanes[k % lanes.len()].clone());
+            // The directories of a wave's chunk files are made while it encodes.
+            let dirs = files.clone().map(|dir| {
+                let keys: Vec<String> = wave.iter().map(|c| c.key.clone()).collect();
+                tokio::task::spawn_blocking(move || file_store::make_dirs(&dir, &keys))
+            });
             encoding.push_back(async move {
                 let old = read_partial(array, &wave, options).await?;
                 let stored = encode_wave(encoder, lane.as_ref(), &wave, data, old, fill).await?;
-                Ok::<_, WriteError>((wave, stored))
+                Ok::<_, WriteError>((wave, stored, dirs))
             });
         }
         let Some(encoded) = encoding.next().await else { break };
-        let (wave, stored) = encoded?;
+        let (wave, stored, dirs) = encoded?;
         if crate::profile::enabled() {
             let ms = start.elapsed().as_secs_f64() * 1e3;
             eprintln!(
@@ -382,11 +404,10 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
             }
         }
         let keyed = wave.into_iter().map(|c| c.key).zip(stored).collect();
-        storing.push_back(store::StoreTask::spawn(
-            storage.clone(),
-            keyed,
-            options.max_concurrent_requests,
-        ));
+        storing.push_back(match (&files, dirs) {
+            (Some(dir), Some(dirs)) => store::StoreTask::spawn_files(dir.clone(), keyed, dirs),
+            _ => store::StoreTask::spawn(storage.clone(), keyed, options.max_concurrent_requests),
+        });
     }
     for task in storing {
         summary += task.join().await?;

@@ -1,12 +1,14 @@
 //! Stores a wave's chunks: concurrent puts (and deletes of fill-value
 //! chunks), at most a given number in flight.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
 use zarrs::storage::{AsyncWritableStorageTraits, StoreKey};
 
 use super::encode::Stored;
+use super::file_store;
 use super::WriteError;
 
 /// What storing a wave did.
@@ -29,14 +31,9 @@ impl std::ops::AddAssign for WriteSummary {
     }
 }
 
-/// Puts or deletes every chunk of `wave` (keys and what to store), at most
-/// `in_flight` requests at once.
-async fn store_wave<S: ?Sized + AsyncWritableStorageTraits + 'static>(
-    storage: Arc<S>,
-    wave: Vec<(String, Stored)>,
-    in_flight: usize,
-) -> Result<WriteSummary, WriteError> {
-    let summary = wave.iter().fold(WriteSummary::default(), |mut s, (_, stored)| {
+/// What storing `wave` (keys and what to store) does.
+pub(super) fn summarize(wave: &[(String, Stored)]) -> WriteSummary {
+    wave.iter().fold(WriteSummary::default(), |mut s, (_, stored)| {
         match stored {
             Stored::Put(bytes) => {
                 s.stored += 1;
@@ -45,7 +42,17 @@ async fn store_wave<S: ?Sized + AsyncWritableStorageTraits + 'static>(
             Stored::Fill => s.fill_chunks += 1,
         }
         s
-    });
+    })
+}
+
+/// Puts or deletes every chunk of `wave` (keys and what to store), at most
+/// `in_flight` requests at once.
+async fn store_wave<S: ?Sized + AsyncWritableStorageTraits + 'static>(
+    storage: Arc<S>,
+    wave: Vec<(String, Stored)>,
+    in_flight: usize,
+) -> Result<WriteSummary, WriteError> {
+    let summary = summarize(&wave);
     futures::stream::iter(wave)
         .map(|(key, stored)| {
             let storage = storage.clone();
@@ -81,6 +88,20 @@ impl StoreTask {
         in_flight: usize,
     ) -> Self {
         Self(tokio::spawn(store_wave(storage, wave, in_flight)))
+    }
+
+    /// Spawns [`file_store::store_files`] of the chunk files under `dir`,
+    /// once `dirs` has made the wave's directories (returning those it made).
+    pub(super) fn spawn_files(
+        dir: PathBuf,
+        wave: Vec<(String, Stored)>,
+        dirs: tokio::task::JoinHandle<Result<Vec<PathBuf>, WriteError>>,
+    ) -> Self {
+        Self(tokio::spawn(async move {
+            let made = super::wave::joined(dirs.await)?;
+            let store = move || file_store::store_files(&dir, wave, made);
+            super::wave::joined(tokio::task::spawn_blocking(store).await)
+        }))
     }
 
     /// Waits for the puts.
