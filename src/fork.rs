@@ -96,14 +96,17 @@ impl<T: Send + Sync + 'static> PerProcess<T> {
 fn child_pool() -> Option<&'static rayon::ThreadPool> {
     static POOL: PerProcess<rayon::ThreadPool> = PerProcess::new();
     register();
-    (generation() > 0).then(|| {
-        POOL.get(|| {
-            rayon::ThreadPoolBuilder::new()
-                .thread_name(|i| format!("zarrs-nvcomp-{i}"))
-                .build()
-                .expect("cannot start a thread pool in the forked child")
-        })
-    })
+    (generation() > 0).then(|| POOL.get(|| new_pool("zarrs-nvcomp")))
+}
+
+/// A rayon pool of this crate's own, its threads named `{name}-{i}`, for
+/// work that must not queue behind (or hold up) the work on the other
+/// pools; keep it in a [`PerProcess`].
+pub(crate) fn new_pool(name: &'static str) -> rayon::ThreadPool {
+    rayon::ThreadPoolBuilder::new()
+        .thread_name(move |i| format!("{name}-{i}"))
+        .build()
+        .unwrap_or_else(|e| panic!("cannot start the thread pool {name}: {e}"))
 }
 
 /// Runs `work`, whose rayon parallelism then runs on a pool that has threads

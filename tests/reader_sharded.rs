@@ -22,6 +22,16 @@ fn cpu() -> ReadOptions {
     }
 }
 
+/// A memory store, read through it, and the store of the local directory
+/// `dir`, whose shard files the reader reads itself ([`StoreIo::Files`]).
+fn stores(dir: &std::path::Path) -> [(Arc<dyn object_store::ObjectStore>, ReadOptions); 2] {
+    let files = ReadOptions {
+        store_io: StoreIo::Files(dir.to_path_buf()),
+        ..cpu()
+    };
+    [(memory_store(), cpu()), (local_store(dir), files)]
+}
+
 /// The `(offset, nbytes)` pairs of a shard's index.
 fn index_pairs(shard: &[u8], inner_chunks: usize, location: &str, crc: bool) -> Vec<(u64, u64)> {
     let len = inner_chunks * 16 + if crc { 4 } else { 0 };
@@ -97,11 +107,7 @@ async fn fetched_bytes(array: &zarrs::array::Array<Store>, selection: ArraySubse
 #[tokio::test(flavor = "multi_thread")]
 async fn a_sixteenth_fetches_at_most_one_fifth_more_than_its_inner_chunks() {
     let dir = tempfile::tempdir().unwrap();
-    let files = ReadOptions {
-        store_io: StoreIo::Files(dir.path().to_path_buf()),
-        ..cpu()
-    };
-    for (store, options) in [(memory_store(), cpu()), (local_store(dir.path()), files)] {
+    for (store, options) in stores(dir.path()) {
         sixteenth_fetches(store, &options).await;
     }
 }
@@ -149,11 +155,7 @@ async fn sixteenth_fetches(store: Arc<dyn object_store::ObjectStore>, options: &
 #[tokio::test(flavor = "multi_thread")]
 async fn corrupt_shards_name_the_shard_and_the_inner_chunk() {
     let dir = tempfile::tempdir().unwrap();
-    let files = ReadOptions {
-        store_io: StoreIo::Files(dir.path().to_path_buf()),
-        ..cpu()
-    };
-    for (store, options) in [(memory_store(), cpu()), (local_store(dir.path()), files)] {
+    for (store, options) in stores(dir.path()) {
         corrupt_shards_are_named(store, &options).await;
     }
 }

@@ -323,12 +323,7 @@ pub(crate) struct DeviceChecks {
 /// shares the cores among both pools' threads.
 pub(crate) fn check_pool() -> &'static rayon::ThreadPool {
     static POOL: PerProcess<rayon::ThreadPool> = PerProcess::new();
-    POOL.get(|| {
-        rayon::ThreadPoolBuilder::new()
-            .thread_name(|i| format!("zarrs-nvcomp-check-{i}"))
-            .build()
-            .expect("cannot start the host check's thread pool")
-    })
+    POOL.get(|| crate::fork::new_pool("zarrs-nvcomp-check"))
 }
 
 /// What the host checks of streams nvCOMP decodes without checking them,

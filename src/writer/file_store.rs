@@ -64,12 +64,7 @@ fn make_dir(path: &Path, made: &mut Vec<PathBuf>) -> std::io::Result<()> {
 /// framing and shard assembly run on rayon's pool meanwhile.
 fn write_pool() -> &'static rayon::ThreadPool {
     static POOL: PerProcess<rayon::ThreadPool> = PerProcess::new();
-    POOL.get(|| {
-        rayon::ThreadPoolBuilder::new()
-            .thread_name(|i| format!("zarrs-nvcomp-write-{i}"))
-            .build()
-            .expect("cannot start the writer's thread pool")
-    })
+    POOL.get(|| crate::fork::new_pool("zarrs-nvcomp-write"))
 }
 
 /// Makes the directories the files of `keys` go in under `dir`, in
