@@ -59,6 +59,11 @@ def array_paths(path: Path):
         calls += 1
 
 
+def first_array_path(path: Path) -> Path:
+    """The path of the first call's array of ``array_paths(path)``."""
+    return next(array_paths(path))
+
+
 def zarr_array(path: Path, data_shape, chunks, compressors, shards=None):
     """A new float32 zarr array at ``path`` (replacing one there), fill value 0."""
     return zarr.create_array(
@@ -156,7 +161,7 @@ def plain_file_writes(source: Path, target: Path, threads: int = 32):
 
     def write(_data):
         if not files:
-            source_now = source.with_name(f"{source.name}-0") if NEW_ARRAYS else source
+            source_now = first_array_path(source)
             chunks = (p for p in (source_now / "c").rglob("*") if p.is_file())
             files.extend((p.relative_to(source_now), p.read_bytes()) for p in chunks)
         root = next(targets)
@@ -315,6 +320,7 @@ def run_s3(root: Path, size_mb: int, repeats: int, threads: int) -> None:
         )
         local = root / "s3-objects.zarr"
         ours(local, data.shape, chunks, None, "cpu")(data)
+        local = first_array_path(local)
         objects = [
             (p.relative_to(local).as_posix(), p.read_bytes())
             for p in local.rglob("c/*/*")
