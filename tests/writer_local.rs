@@ -301,6 +301,19 @@ fn bad_writes_are_errors_naming_what_is_wrong() {
         err.to_string().contains("399") && err.to_string().contains("400"),
         "{err}"
     );
+    // A chunk whose directory cannot be made (a file stands where it goes):
+    // an error naming a chunk of that directory, however chunks are stored.
+    let all = ArraySubset::new_with_shape(SHAPE.to_vec());
+    let data = field(all.num_elements_usize(), 9);
+    std::fs::write(tmp.path().join("e.zarr/c"), b"not a directory").unwrap();
+    for options in stores(&tmp.path().join("e.zarr")) {
+        let err = write_chunks_parallel_blocking(&array, &all, WriteData::Host(&data), &options).unwrap_err();
+        assert!(
+            matches!(&err, WriteError::Store { key, .. } if key.starts_with("c/")),
+            "{:?}: {err}",
+            options.store_io
+        );
+    }
     let bad = new_array(3, json!({"configuration": {}}), None);
     assert!(matches!(
         create_array_blocking(url, &bad, &HashMap::new()),

@@ -2,7 +2,9 @@
 from host (NumPy) or GPU (CuPy, ``__cuda_array_interface__``, DLPack) memory
 to a local directory or an object store, encoding every chunk of a wave in
 one batch call (one nvCOMP batch on the GPU, the CPU backend in parallel
-otherwise) and storing the chunks with concurrent puts.
+otherwise) and storing the chunks with concurrent puts (a local array's
+chunk files written in parallel by the writer itself, each beside its file
+and renamed over it).
 
 >>> import numpy as np, zarrs_nvcomp
 >>> a = zarrs_nvcomp.create_array("/data/out.zarr", shape=(4096, 4096), dtype="float32",
@@ -148,7 +150,7 @@ def write_chunks_parallel(
     are not stored (stored ones are deleted) unless ``write_empty_chunks``.
     Errors: :class:`IndexError` for bad selections, :class:`ValueError` for
     data of the wrong shape, :class:`zarrs_nvcomp.StoreError` naming the
-    chunk's key when a put fails.
+    chunk's key when a put (or a chunk file's write) fails.
     """
     array = open_array(store, storage_options)
     strided, flips, out_shape = _normalize(selection, array.shape)
