@@ -9,8 +9,9 @@
 //!    ([`super::fetch_arena`]) by one upload of the arena's bytes;
 //! 3. **host check**: untrusted raw DEFLATE streams (deflate, gzip),
 //!    Zstandard frames and raw LZ4 blocks of exact sizes (blosc's) checked
-//!    on the host where nvCOMP does not check them (device buffers copied to the host before phase 1,
-//!    [`super::host_copies`]), by other threads while phase 2 runs,
+//!    on the host where nvCOMP does not check them (device buffers copied
+//!    to the host before phase 1, [`super::host_copies`]), by other threads
+//!    while phase 2 runs,
 //!    waited for here ([`chunking::check_on_host`]);
 //! 4. **literal streams** and **sequences**: the Huffman streams of the
 //!    Zstandard literals and the frames' sequences that the host check

@@ -94,20 +94,17 @@ pub(crate) async fn fetch_waves<S: ?Sized + AsyncReadableStorageTraits + 'static
         timeout,
         arenas,
     } = requests;
-    let task = |source| ReadError::Task {
-        task: "fetching",
-        source,
-    };
     match io {
         StoreIo::Files(dir) if plan.chunks.iter().all(|c| file_fetch::is_plain_key(&c.key)) => {
             let (dir, plan) = (dir.clone(), plan.clone());
-            let files = move || file_fetch::fetch_file_waves(&dir, &plan.chunks, wave_bytes, arenas.as_ref(), &tx);
-            return tokio::task::spawn_blocking(files).await.map_err(task)?;
+            return on_blocking_pool(move || {
+                file_fetch::fetch_file_waves(&dir, &plan.chunks, wave_bytes, arenas.as_ref(), &tx)
+            })
+            .await;
         }
         StoreIo::Files(_) | StoreIo::Blocking => {
             let (array, plan) = (array.with_storage(array.storage()), plan.clone());
-            let blocking = move || fetch_waves_blocking(&array, &plan.chunks, wave_bytes, &tx);
-            return tokio::task::spawn_blocking(blocking).await.map_err(task)?;
+            return on_blocking_pool(move || fetch_waves_blocking(&array, &plan.chunks, wave_bytes, &tx)).await;
         }
         StoreIo::Async => {}
     }
@@ -119,6 +116,17 @@ pub(crate) async fn fetch_waves<S: ?Sized + AsyncReadableStorageTraits + 'static
         })
         .buffer_unordered(concurrency.max(1));
     send_waves(fetched, wave_bytes, &tx).await
+}
+
+/// Runs the blocking fetch `work` on tokio's blocking pool.
+pub(super) async fn on_blocking_pool(
+    work: impl FnOnce() -> Result<(), ReadError> + Send + 'static,
+) -> Result<(), ReadError> {
+    let task = |source| ReadError::Task {
+        task: "fetching",
+        source,
+    };
+    tokio::task::spawn_blocking(work).await.map_err(task)?
 }
 
 /// Sends what `fetched` yields on `tx` in waves of at least `wave_bytes`

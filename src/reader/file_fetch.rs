@@ -145,10 +145,11 @@ pub(super) fn arena_capacity(decoded: usize, largest: usize, wave_bytes: usize) 
         .saturating_add(1 << 20)
 }
 
-/// The error of a file operation on `chunk`'s file.
-fn failed(chunk: &ChunkPlan) -> impl Fn(std::io::Error) -> ReadError + '_ {
-    |e| ReadError::Fetch {
-        key: chunk.key.clone(),
+/// The error of a file operation on the file of the chunk (or shard) at
+/// `key`.
+pub(super) fn failed(key: &str) -> impl Fn(std::io::Error) -> ReadError + '_ {
+    move |e| ReadError::Fetch {
+        key: key.to_string(),
         source: StorageError::IOError(Arc::new(e)),
     }
 }
@@ -158,9 +159,9 @@ fn file_len(dir: &Path, chunk: &ChunkPlan) -> Result<Option<usize>, ReadError> {
     let len = match std::fs::metadata(dir.join(&chunk.key)) {
         Ok(metadata) => metadata.len(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(failed(chunk)(e)),
+        Err(e) => return Err(failed(&chunk.key)(e)),
     };
-    let too_long = || failed(chunk)(std::io::Error::other(format!("a file of {len} bytes")));
+    let too_long = || failed(&chunk.key)(std::io::Error::other(format!("a file of {len} bytes")));
     usize::try_from(len).map(Some).map_err(|_| too_long())
 }
 
@@ -171,18 +172,20 @@ fn read(dir: &Path, chunk: &ChunkPlan, len: usize, slot: Option<ArenaSlot>) -> R
     let mut file = match File::open(dir.join(&chunk.key)) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(failed(chunk)(e)),
+        Err(e) => return Err(failed(&chunk.key)(e)),
     };
     match slot {
         Some(mut slot) => {
-            file.read_exact(slot.as_mut_slice()).map_err(failed(chunk))?;
+            file.read_exact(slot.as_mut_slice()).map_err(failed(&chunk.key))?;
             Ok(Some(slot.into_bytes()))
         }
         None => {
             let mut bytes = Vec::with_capacity(len);
-            file.take(len as u64).read_to_end(&mut bytes).map_err(failed(chunk))?;
+            file.take(len as u64)
+                .read_to_end(&mut bytes)
+                .map_err(failed(&chunk.key))?;
             if bytes.len() < len {
-                return Err(failed(chunk)(std::io::ErrorKind::UnexpectedEof.into()));
+                return Err(failed(&chunk.key)(std::io::ErrorKind::UnexpectedEof.into()));
             }
             Ok(Some(bytes.into()))
         }

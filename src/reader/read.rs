@@ -242,17 +242,13 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
                     match &options.store_io {
                         StoreIo::Files(dir) if shards.iter().all(|s| file_fetch::is_plain_key(s.key.as_str())) => {
                             let dir = dir.clone();
-                            let files = move || {
+                            fetch::on_blocking_pool(move || {
                                 let arenas = arenas.as_ref();
                                 shard_files::fetch_shard_file_waves(
                                     &dir, &grid, &shards, &chunks, wave_bytes, arenas, &tx,
                                 )
-                            };
-                            let task = |source| ReadError::Task {
-                                task: "fetching",
-                                source,
-                            };
-                            tokio::task::spawn_blocking(files).await.map_err(task)?
+                            })
+                            .await
                         }
                         _ => {
                             shard_fetch::fetch_shard_waves(self.array, &grid, shards, &chunks, options, wave_bytes, tx)

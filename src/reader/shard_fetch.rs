@@ -67,6 +67,14 @@ pub(super) struct RangeRead<'a> {
     index_bytes: usize,
 }
 
+impl RangeRead<'_> {
+    /// The bytes of its inner chunks (more than its range where they share
+    /// bytes).
+    pub(super) fn member_bytes(&self) -> u64 {
+        self.members.iter().flat_map(|(_, r)| r).map(|r| r.end - r.start).sum()
+    }
+}
+
 /// Groups the plan's inner chunks by shard, and names each by its shard's
 /// key and its indices in the shard (the keys errors give).
 pub(crate) fn group<S: ?Sized>(array: &Array<S>, grid: &ShardGrid, plan: &mut Plan) -> Vec<ShardRequest> {
@@ -292,7 +300,7 @@ async fn fetch_range<S: ?Sized + AsyncReadableStorageTraits>(
 /// it (the shard's index, gaps); a read shorter than its range is an error
 /// naming its first inner chunk.
 pub(super) fn read_members(plan: &Plan, read: RangeRead<'_>, bytes: Bytes) -> Result<Fetched, ReadError> {
-    let Some(range) = read.range else {
+    let Some(range) = read.range.clone() else {
         return Ok((
             read.members.into_iter().map(|(i, _)| (i, None)).collect(),
             read.index_bytes,
@@ -313,9 +321,8 @@ pub(super) fn read_members(plan: &Plan, read: RangeRead<'_>, bytes: Bytes) -> Re
             ),
         });
     }
-    let chunk_bytes: u64 = read.members.iter().flat_map(|(_, r)| r).map(|r| r.end - r.start).sum();
     // Inner chunks may share bytes (a writer may store equal chunks once).
-    let other_bytes = len.saturating_sub(chunk_bytes) as usize + read.index_bytes;
+    let other_bytes = len.saturating_sub(read.member_bytes()) as usize + read.index_bytes;
     let items = read
         .members
         .into_iter()

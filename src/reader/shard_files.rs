@@ -25,15 +25,13 @@
 use std::fs::File;
 use std::io::{Read, Seek, SeekFrom};
 use std::path::Path;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use rayon::prelude::*;
 use tokio::sync::mpsc;
-use zarrs::storage::StorageError;
 
 use super::fetch::Wave;
-use super::file_fetch::arena_capacity;
+use super::file_fetch::{arena_capacity, failed};
 use super::plan::Plan;
 use super::shard::{index_error, ShardGrid};
 use super::shard_fetch::{self, Fetched, RangeRead, ShardRequest};
@@ -84,12 +82,7 @@ pub(crate) fn fetch_shard_file_waves(
             let mut bytes = wave.compressed_bytes;
             let mut taken = Vec::new();
             for read in reads.by_ref() {
-                bytes += read
-                    .members
-                    .iter()
-                    .flat_map(|(_, r)| r)
-                    .map(|r| (r.end - r.start) as usize)
-                    .sum::<usize>();
+                bytes += read.member_bytes() as usize;
                 let arena = arena.get_or_insert_with(|| arenas.and_then(|take| take(capacity)));
                 let slot = match (&read.range, arena) {
                     (Some(r), Some(arena)) => arena.slot((r.end - r.start) as usize),
@@ -137,14 +130,6 @@ fn largest_read(grid: &ShardGrid, plan: &Plan) -> usize {
     let per_shard = grid.chunks_per_shard.iter().product::<u64>();
     let index = grid.index.index_len();
     usize::try_from(per_shard.saturating_mul(inner as u64).saturating_add(index)).unwrap_or(usize::MAX)
-}
-
-/// The error of a file operation on the shard at `key`.
-fn failed(key: &str) -> impl Fn(std::io::Error) -> ReadError + '_ {
-    move |e| ReadError::Fetch {
-        key: key.to_string(),
-        source: StorageError::IOError(Arc::new(e)),
-    }
 }
 
 /// The file of `shard`, `None` when there is none.
