@@ -92,18 +92,29 @@ pub(super) fn make_dirs(dir: &Path, keys: &[String]) -> Result<Vec<PathBuf>, Wri
 /// Distinguishes the staging files of one process's writes.
 static STAGED: AtomicU64 = AtomicU64::new(0);
 
+/// Attempts at a staging file before a write gives up: another name is
+/// tried when one is taken, and a missing directory is made again when
+/// something removes it meanwhile; a directory that keeps vanishing, or
+/// names that keep being taken, are an error, not an endless loop.
+const STAGING_ATTEMPTS: usize = 4;
+
 /// Writes `bytes` as the file at `path`: to a new staging file beside it,
 /// then renamed over it. A missing directory is made.
 fn write_staged(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    loop {
+    let mut last = None;
+    for _ in 0..STAGING_ATTEMPTS {
         let n = STAGED.fetch_add(1, Ordering::Relaxed);
         let staged = path.with_file_name(format!("{name}#{}.{n}", std::process::id()));
         let mut file = match OpenOptions::new().write(true).create_new(true).open(&staged) {
             Ok(file) => file,
-            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+                last = Some(e);
+                continue;
+            }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
                 std::fs::create_dir_all(path.parent().unwrap_or(path))?;
+                last = Some(e);
                 continue;
             }
             Err(e) => return Err(e),
@@ -117,6 +128,7 @@ fn write_staged(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
         }
         return written;
     }
+    Err(last.expect("at least one attempt"))
 }
 
 /// Stores every chunk of `wave` (keys and what to store) under `dir`, in
