@@ -25,6 +25,18 @@ async fn blosc_arrays_read_like_zarrs_on_the_gpu() {
 
 #[tokio::test(flavor = "multi_thread")]
 #[ignore = "needs a CUDA GPU"]
+async fn blosc_arrays_in_local_files_read_like_zarrs_on_the_gpu() {
+    // Fetched into the engine's pinned arenas, whose stored blocks are
+    // uploaded as the arena holds them, in one wave and in many.
+    let dir = tempfile::tempdir().unwrap();
+    let options = file_read_options(dir.path(), GPU);
+    for (array, what, _) in blosc_arrays(&local_store(dir.path())).await {
+        assert_reads_like_zarrs_with(&array, &what, &options).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a CUDA GPU"]
 async fn each_chunk_header_decides_on_the_gpu() {
     let dtype = dtypes().into_iter().find(|d| d.v3 == "float64").unwrap();
     let array = mixed_array(&memory_store(), &dtype).await;

@@ -57,9 +57,14 @@ pub(super) fn decode_on_device(
     (options, filters, scale_offset): (DecodeOptions, ElementFilters, Option<ScaleOffset>),
     wave: &[WaveItem<'_>],
 ) -> Result<(), ReadError> {
+    // Host work only: nothing to wait for before a mark.
+    let mut profile = crate::profile::Profile::new(|| {});
     let chunks: Vec<Option<Chunk>> = wave.par_iter().map(prepare).collect::<Result<_, _>>()?;
+    profile.mark("blosc headers parsed");
     let mut batch = plan_batch(wave, &chunks, (fill, zeroed), scale_offset);
     batch.filters = filters;
+    profile.mark("blosc batch planned");
+    drop(profile);
     // SAFETY: the output is device memory of `engine`, owned by the wave
     // decoder for the whole read or lent to it, untouched by anything else
     // while the read runs; the places of a read's items do not
