@@ -82,11 +82,14 @@ impl WaveEncoder {
         regions: &[crate::cuda::DeviceRegion],
         fill: &[u8],
     ) -> Result<Vec<Stored>, WriteError> {
+        // Each phase below returns after its device work: no wait to time it.
+        let mut profile = crate::profile::Profile::new(|| {});
         let split;
         let (regions, layout) = match &self.shards {
             None => (regions, None),
             Some(layout) => {
                 split = layout.split_device(engine, wave, regions, self.elem)?;
+                profile.mark("inner chunks split");
                 (split.1.as_slice(), Some(layout))
             }
         };
@@ -99,9 +102,14 @@ impl WaveEncoder {
         } else {
             self.chunks.encode_device(engine, regions, fill, self.write_fill)?
         };
+        profile.mark("wave encoded");
         Ok(match layout {
             None => stored,
-            Some(layout) => layout.assemble(wave, stored),
+            Some(layout) => {
+                let shards = layout.assemble(wave, stored);
+                profile.mark("shards assembled");
+                shards
+            }
         })
     }
 }
