@@ -1,6 +1,7 @@
 //! Which chunks a subset touches, and where each chunk's part of the subset
 //! goes in the output: one strided box copy per chunk.
 
+use rayon::prelude::*;
 use zarrs::array::{Array, ArraySubset};
 
 use super::selection::{Selection, StridedRange};
@@ -299,7 +300,7 @@ fn dim_parts<S: ?Sized>(array: &Array<S>, d: usize, sel: &StridedRange) -> Resul
 /// to the array. `out_len` is the output's size in bytes, checked by the
 /// caller; chunks that decode to more than `max_decoded_size` (when given)
 /// are errors.
-pub(crate) fn plan<S: ?Sized>(
+pub(crate) fn plan<S: ?Sized + Send + Sync>(
     array: &Array<S>,
     selection: &Selection,
     elem: usize,
@@ -312,7 +313,7 @@ pub(crate) fn plan<S: ?Sized>(
 /// [`plan`] for chunks whose decoded bytes hold their dimensions in `order`
 /// (`None`: C order; see [`super::transpose`]): the copies read them through
 /// the strides of that order.
-pub(crate) fn plan_stored<S: ?Sized>(
+pub(crate) fn plan_stored<S: ?Sized + Send + Sync>(
     array: &Array<S>,
     selection: &Selection,
     (elem, order): (usize, Option<&[usize]>),
@@ -332,16 +333,10 @@ pub(crate) fn plan_stored<S: ?Sized>(
             .enumerate()
             .map(|(d, sel)| dim_parts(array, d, sel))
             .collect::<Result<Vec<_>, _>>()?;
+        let mut meetings: Vec<Vec<DimPart>> = Vec::new();
         let mut at = vec![0usize; parts.len()];
         loop {
-            let part: Vec<DimPart> = at.iter().zip(&parts).map(|(i, p)| p[*i]).collect();
-            chunks.push(chunk_plan(
-                array,
-                &part,
-                (&steps, &shape),
-                (elem, order),
-                max_decoded_size,
-            )?);
+            meetings.push(at.iter().zip(&parts).map(|(i, p)| p[*i]).collect());
             // Odometer over the per-dimension parts, innermost fastest.
             let Some(d) = (0..at.len()).rev().find(|&d| at[d] + 1 < parts[d].len()) else {
                 break;
@@ -349,6 +344,15 @@ pub(crate) fn plan_stored<S: ?Sized>(
             at[d] += 1;
             at[d + 1..].fill(0);
         }
+        // In parallel: a chunk's plan costs about a microsecond (its key,
+        // boxes and copy), which for the 16,384 inner chunks of a GiB in
+        // 64 KiB chunks took 14-23 ms of a 90 ms read on the H200's host.
+        chunks = crate::fork::in_pool(|| {
+            meetings
+                .par_iter()
+                .map(|part| chunk_plan(array, part, (&steps, &shape), (elem, order), max_decoded_size))
+                .collect::<Result<Vec<_>, _>>()
+        })?;
     }
     Ok(Plan {
         shape,

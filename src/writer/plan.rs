@@ -32,7 +32,7 @@ pub(crate) struct ChunkWrite {
 
 /// Plans the write of `subset` of `array` (elements of `elem` bytes) from
 /// data that holds exactly the subset, C order.
-pub(crate) fn plan<S: ?Sized>(
+pub(crate) fn plan<S: ?Sized + Send + Sync>(
     array: &Array<S>,
     subset: &ArraySubset,
     elem: usize,
