@@ -7,7 +7,9 @@
 //! host's check of untrusted streams, run by other threads, ended;
 //! `literal streams placed` and `literal streams`: the device's check of
 //! the Huffman streams it kept; `delivered`). The reader
-//! prints one line per wave: when it was fetched and when it was decoded.
+//! prints one line per wave: when it was fetched and when it was decoded,
+//! and one per read: when it was planned, had its output and had read every
+//! wave. Blosc waves and the writer's device waves print their phases too.
 //! Off by default, since timing a phase of device work means waiting for it.
 
 use std::sync::OnceLock;
