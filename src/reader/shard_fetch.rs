@@ -79,31 +79,36 @@ impl RangeRead<'_> {
 /// Groups the plan's inner chunks by shard, and names each by its shard's
 /// key and its indices in the shard (the keys errors give).
 pub(crate) fn group<S: ?Sized + Send + Sync>(array: &Array<S>, grid: &ShardGrid, plan: &mut Plan) -> Vec<ShardRequest> {
-    // Each inner chunk's shard and keys in parallel (16,384 of them for a
-    // GiB in 64 KiB inner chunks), then the grouping in the plan's order.
-    let located: Vec<(Vec<u64>, StoreKey, u64)> = crate::fork::in_pool(|| {
+    // Each inner chunk located in parallel (16,384 of them for a GiB in
+    // 64 KiB inner chunks), grouped in the plan's order with each shard's
+    // key made once, then named in parallel.
+    let located: Vec<(Vec<u64>, Vec<u64>, u64)> = crate::fork::in_pool(|| {
         plan.chunks
-            .par_iter_mut()
-            .map(|chunk| {
-                let (shard, within, linear) = grid.locate(&chunk.indices);
-                let key = array.chunk_key(&shard);
-                chunk.key = inner_key(key.as_str(), &within);
-                (shard, key, linear)
-            })
+            .par_iter()
+            .map(|chunk| grid.locate(&chunk.indices))
             .collect()
     });
     let mut shards: Vec<ShardRequest> = Vec::new();
-    let mut by_indices: HashMap<Vec<u64>, usize> = HashMap::new();
-    for (i, (shard, key, linear)) in located.into_iter().enumerate() {
-        let at = *by_indices.entry(shard).or_insert_with(|| {
+    let mut by_indices: HashMap<&[u64], usize> = HashMap::new();
+    let mut owners = Vec::with_capacity(located.len());
+    for (i, (shard, _, linear)) in located.iter().enumerate() {
+        let at = *by_indices.entry(shard.as_slice()).or_insert_with(|| {
             shards.push(ShardRequest {
-                key,
+                key: array.chunk_key(shard),
                 members: Vec::new(),
             });
             shards.len() - 1
         });
-        shards[at].members.push((i, linear));
+        shards[at].members.push((i, *linear));
+        owners.push(at);
     }
+    crate::fork::in_pool(|| {
+        plan.chunks
+            .par_iter_mut()
+            .zip(&located)
+            .zip(&owners)
+            .for_each(|((chunk, (_, within, _)), at)| chunk.key = inner_key(shards[*at].key.as_str(), within));
+    });
     shards
 }
 
