@@ -200,6 +200,15 @@ fn owned(err: Error, owners: &[usize]) -> Error {
     }
 }
 
+/// Most bytes of a fetch arena uploaded whole per stored byte of blosc
+/// blocks in it: a gathered byte costs a copy on the host as well as its
+/// upload, so the gather of a few stored bytes beats the upload of a span
+/// mostly of streams. (Byte-shuffled float32 data stores most of its
+/// blocks: for 1 GiB of blosc-lz4, a wave of 665 MB, the gather and upload
+/// of the stored blocks took 22 ms on the H200, the upload of the whole
+/// arena and the copies 13.)
+const SPAN_PER_STORED_BYTE: usize = 3;
+
 impl CudaEngine {
     /// Decodes `batch` into `dst` (its streams by one nvCOMP batch per
     /// algorithm, its blocks unshuffled, its filters undone and its chunks
@@ -348,12 +357,12 @@ impl CudaEngine {
     ///
     /// Bytes a read fetched into one of the engine's arenas (pinned) go up
     /// as the arena holds them, the compressed streams between them too: one
-    /// copy at the bus's speed and no gather on the host. (Byte-shuffled
-    /// float32 data stores most of its blocks: for 1 GiB of blosc-lz4 the
-    /// gather and upload of the stored blocks took 22 ms on the H200, the
-    /// upload of the whole 665 MB arena and the copies 13.) Other bytes are gathered in parallel into the engine's pinned
-    /// input buffer first, which pageable memory would otherwise cross
-    /// through the driver's bounce buffers at a fraction of the bus's speed.
+    /// copy at the bus's speed and no gather on the host, where they are at
+    /// least a third of the arena's bytes that hold them
+    /// ([`SPAN_PER_STORED_BYTE`]). Other bytes are gathered in parallel into
+    /// the engine's pinned input buffer first, which pageable memory would
+    /// otherwise cross through the driver's bounce buffers at a fraction of
+    /// the bus's speed.
     fn upload_stored(&self, stored: &[(&[u8], usize)], base: u64) -> Result<()> {
         if stored.is_empty() {
             return Ok(());
@@ -362,7 +371,12 @@ impl CudaEngine {
         // Held until the stream is synchronised: the pinned buffer is the engine's.
         let mut guard = self.lock()?;
         let s: &mut Scratch = &mut guard;
-        let (staging, sources) = match self.arenas.span_of(&slices) {
+        let stored_bytes: usize = slices.iter().map(|bytes| bytes.len()).sum();
+        let whole_span = self
+            .arenas
+            .span_of(&slices)
+            .filter(|span| span.len <= SPAN_PER_STORED_BYTE * stored_bytes);
+        let (staging, sources) = match whole_span {
             Some(span) => {
                 let staging = self.alloc_output(span.len)?;
                 // SAFETY: the span is pinned memory of one of this engine's
