@@ -355,46 +355,62 @@ fn zstd_literal_trees_in_device_memory_are_checked() {
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn zstd_literal_streams_are_checked_on_the_device() {
-    zstd_mutants_decode_as_on_the_cpu(3, &["literal stream at byte"], 20);
+    let good = zstd::bulk::compress(&field_f32(70_000, 6), 1).unwrap();
+    zstd_mutants_decode_as_on_the_cpu(3, (&good, 40), 200, &["literal stream at byte"], 20);
 }
 
 /// The sequences of untrusted Zstandard frames are walked by the crate's
-/// kernel, one thread a frame, where the batch is staged: as above, and
-/// the refusals of the walk (matches before the output, sequences past the
-/// literals or the bit stream) name the buffer and the block.
+/// kernel, one thread a frame, where the batch is staged, in batches of more
+/// sequences than the host walks (8 Mi; the 100 intact frames here hold about
+/// 107,000 each): as above, and the refusals of the walk (matches before the
+/// output, sequences past the literals or the bit stream) name the buffer
+/// and the block.
 #[test]
 #[ignore = "needs a CUDA GPU"]
 fn zstd_sequences_are_walked_on_the_device() {
+    // Words drawn from 64: a sequence every 9 bytes or so at level 1.
+    let mut rng = common::Rng(5);
+    let words: Vec<u8> = (0..250_000)
+        .flat_map(|_| (rng.next_u64() % 64 * 0x0101_0307).to_le_bytes()[..4].to_vec())
+        .collect();
+    let good = zstd::bulk::compress(&words, 1).unwrap();
     zstd_mutants_decode_as_on_the_cpu(
         1,
+        (&good, 100),
+        40,
         &[
             "a match reaches",
             "sequences' bit stream",
             "past the block's literals",
             "frame decodes to",
         ],
-        20,
+        4,
     );
 }
 
-/// Decodes 200 mutants of a Zstandard frame of `level`, each in a batch
-/// after 40 intact frames, on the GPU from host and device memory and on
-/// the CPU: what the GPU decodes equals the CPU's bytes, and at least
-/// `least` refusals name one of `reasons`.
-fn zstd_mutants_decode_as_on_the_cpu(level: i32, reasons: &[&str], least: usize) {
+/// Decodes `mutants` mutants of a Zstandard frame of `level`, each in a
+/// batch after `copies` of the intact frame `good`, on the GPU from host
+/// and device memory and on the CPU: what the GPU decodes equals the CPU's
+/// bytes, and at least `least` refusals name one of `reasons`.
+fn zstd_mutants_decode_as_on_the_cpu(
+    level: i32,
+    (good, copies): (&[u8], usize),
+    mutants: usize,
+    reasons: &[&str],
+    least: usize,
+) {
     let codec = gpu("zstd");
     let engine: &Arc<CudaEngine> = codec.cuda().unwrap();
     let data = field_f32(300_000, 5);
     let frame = zstd::bulk::compress(&data, level).unwrap();
-    let good = zstd::bulk::compress(&field_f32(70_000, 6), 1).unwrap();
     let mut rng = common::Rng(77);
     let mut next = || rng.next_u64();
     let (mut named, mut decoded) = (0, 0);
-    for m in 0..200 {
+    for m in 0..mutants {
         let mut bad = frame.clone();
         let at = 16 + (next() as usize) % (bad.len() - 16);
         bad[at] ^= 1 << (next() % 8);
-        let mut batch = vec![good.clone(); 40];
+        let mut batch = vec![good.to_vec(); copies];
         batch.push(bad);
         let on_cpu = cpu("zstd").decode_batch(&refs(&batch)).map(|b| b.to_vecs());
         let from_host = codec.decode_batch(&refs(&batch)).map(|b| b.to_vecs());
@@ -415,7 +431,7 @@ fn zstd_mutants_decode_as_on_the_cpu(level: i32, reasons: &[&str], least: usize)
                     );
                 }
                 Err(Error::Corrupt { index, reason }) => {
-                    assert_eq!(*index, 40, "mutant {m}: {reason}");
+                    assert_eq!(*index, copies, "mutant {m}: {reason}");
                     named += usize::from(reasons.iter().any(|r| reason.contains(r)));
                 }
                 Err(e) => panic!("mutant {m}: {e}"),
