@@ -9,7 +9,9 @@
 
 mod reader_common;
 
-use reader_common::blosc::{assert_corrupt_chunks_name_the_chunk, blosc_arrays, mixed_array};
+use reader_common::blosc::{
+    assert_corrupt_chunks_name_the_chunk, assert_many_streams_name_the_first_corrupt_chunk, blosc_arrays, mixed_array,
+};
 use reader_common::*;
 use zarrs_nvcomp::Backend;
 
@@ -48,5 +50,17 @@ async fn each_chunk_header_decides_on_the_gpu() {
 async fn corrupt_chunks_name_the_chunk_on_the_gpu() {
     for cname in ["lz4", "zstd", "zlib", "snappy"] {
         assert_corrupt_chunks_name_the_chunk(cname, GPU).await;
+    }
+}
+
+/// A wave of many streams (3 parts of at least 2,048) is decoded part by part,
+/// each part's host check run while the device decodes the one before: it
+/// reads as zarrs reads it, and a corrupt stream in a later part, or in two
+/// parts, names the first corrupt chunk.
+#[tokio::test(flavor = "multi_thread")]
+#[ignore = "needs a CUDA GPU"]
+async fn waves_of_many_streams_are_checked_part_by_part_on_the_gpu() {
+    for cname in ["zstd", "lz4"] {
+        assert_many_streams_name_the_first_corrupt_chunk(cname, GPU).await;
     }
 }

@@ -6,7 +6,9 @@
 
 mod reader_common;
 
-use reader_common::blosc::{assert_corrupt_chunks_name_the_chunk, blosc_arrays, mixed_array};
+use reader_common::blosc::{
+    assert_corrupt_chunks_name_the_chunk, assert_many_streams_name_the_first_corrupt_chunk, blosc_arrays, mixed_array,
+};
 use reader_common::*;
 use serde_json::json;
 use zarrs_nvcomp::reader::{batched_algorithm, BatchedCodec};
@@ -60,5 +62,14 @@ async fn sharded_blosc_reads_in_batches() {
 async fn corrupt_chunks_name_the_chunk() {
     for cname in ["lz4", "zstd", "zlib"] {
         assert_corrupt_chunks_name_the_chunk(cname, Backend::Cpu).await;
+    }
+}
+
+/// The CPU path names the first corrupt chunk of a wave of many streams, as
+/// the GPU path, which checks them part by part, does.
+#[tokio::test(flavor = "multi_thread")]
+async fn waves_of_many_streams_name_the_first_corrupt_chunk() {
+    for cname in ["zstd", "lz4"] {
+        assert_many_streams_name_the_first_corrupt_chunk(cname, Backend::Cpu).await;
     }
 }

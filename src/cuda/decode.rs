@@ -16,6 +16,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::decode_pass::CheckedAhead;
 use super::device_batch::DeviceBatch;
 use super::engine::{CudaEngine, Scratch};
 use super::host_copies::host_views;
@@ -105,7 +106,13 @@ impl CudaEngine {
         deliver: &mut Deliver<'_>,
     ) -> Result<Decoded> {
         let mut s = self.lock()?;
-        self.decode_core(&mut s, algorithm, Inputs::Host(inputs), options, Dest::Host(deliver))
+        self.decode_core(
+            &mut s,
+            (algorithm, Inputs::Host(inputs)),
+            options,
+            Dest::Host(deliver),
+            None,
+        )
     }
 
     /// Decompresses host buffers on the GPU into the caller's host buffers.
@@ -155,7 +162,7 @@ impl CudaEngine {
         options: DecodeOptions,
     ) -> Result<DeviceBatch> {
         let mut s = self.lock()?;
-        let decoded = self.decode_core(&mut s, algorithm, inputs, options, Dest::NewDevice)?;
+        let decoded = self.decode_core(&mut s, (algorithm, inputs), options, Dest::NewDevice, None)?;
         Ok(DeviceBatch {
             memory: decoded.memory.expect("NewDevice decodes allocate"),
             ranges: decoded.ranges,
@@ -193,10 +200,10 @@ impl CudaEngine {
         let mut s = self.lock()?;
         self.decode_core(
             &mut s,
-            algorithm,
-            Inputs::Device(inputs),
+            (algorithm, Inputs::Device(inputs)),
             options.into(),
             Dest::Given(outputs),
+            None,
         )?;
         Ok(())
     }
@@ -204,16 +211,17 @@ impl CudaEngine {
     /// Decodes a batch. ANS sizes are first read from the stream's leading
     /// word (see [`super::chunking::framing_bytes`]), which nvCOMP does not
     /// document; if that fails, the batch is decoded again with nvCOMP's size
-    /// query.
+    /// query. `ahead`: the batch's host check, run by the caller
+    /// ([`super::decode_pass::CheckedAhead`]).
     pub(super) fn decode_core(
         &self,
         s: &mut Scratch,
-        algorithm: &Algorithm,
-        inputs: Inputs<'_>,
+        (algorithm, inputs): (&Algorithm, Inputs<'_>),
         options: DecodeOptions,
         mut dest: Dest<'_>,
+        ahead: Option<CheckedAhead<'_>>,
     ) -> Result<Decoded> {
-        let first = self.decode_pass(s, algorithm, inputs, options, &mut dest, false);
+        let first = self.decode_pass(s, (algorithm, inputs), options, &mut dest, false, ahead);
         if let (Err(e), true) = (&first, crate::profile::enabled()) {
             eprintln!("zarrs_nvcomp profile: decode failed: {e}");
         }
@@ -221,7 +229,7 @@ impl CudaEngine {
             Err(Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. })
                 if matches!(algorithm, Algorithm::Ans { .. }) =>
             {
-                self.decode_pass(s, algorithm, inputs, options, &mut dest, true)
+                self.decode_pass(s, (algorithm, inputs), options, &mut dest, true, None)
             }
             Err(e @ Error::Worker { .. }) => Err(self.blame(s, algorithm, inputs, options.max_decoded_size, e)),
             other => other,

@@ -11,8 +11,8 @@
 //!    Zstandard frames and raw LZ4 blocks of exact sizes (blosc's) checked
 //!    on the host where nvCOMP does not check them (device buffers copied
 //!    to the host before phase 1, [`super::host_copies`]), by other threads
-//!    while phase 2 runs,
-//!    waited for here ([`chunking::check_on_host`]);
+//!    while phase 2 runs, or ahead of the pass by its caller
+//!    ([`CheckedAhead`]), waited for here ([`chunking::check_on_host`]);
 //! 4. **literal streams** and **sequences**: the Huffman streams of the
 //!    Zstandard literals and the frames' sequences that the host check
 //!    kept, checked by one kernel launch each where the inputs are staged
@@ -51,6 +51,29 @@ use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
 use crate::profile::Profile;
+
+/// The host check of a pass's inputs ([`chunking::check_on_host`]), run by
+/// its caller ahead of the pass: called once, where the pass needs it, it
+/// waits for the check's outcome and the instant it ended. A caller that
+/// cuts a large untrusted batch into parts checks each part while the
+/// device decodes the one before ([`CudaEngine::decode_blosc`]).
+pub(super) type CheckedAhead<'a> = Box<dyn FnOnce() -> (Result<chunking::DeviceChecks>, Instant) + 'a>;
+
+/// A pass's host check: its own thread's, or its caller's.
+enum PendingCheck<'scope, 'a> {
+    Own(std::thread::ScopedJoinHandle<'scope, (Result<chunking::DeviceChecks>, Instant)>),
+    Ahead(CheckedAhead<'a>),
+}
+
+impl PendingCheck<'_, '_> {
+    /// Waits for the check's outcome and the instant it ended.
+    fn outcome(self) -> (Result<chunking::DeviceChecks>, Instant) {
+        match self {
+            Self::Own(handle) => handle.join().expect("the host check does not panic"),
+            Self::Ahead(wait) => wait(),
+        }
+    }
+}
 
 /// What a pass runs for its untrusted pieces, told where the pass is: the
 /// checks, which refuse the pieces with an error once they are staged,
@@ -114,15 +137,16 @@ impl CudaEngine {
     /// streams on the device ([`CudaEngine::check_literal_streams`]); nvCOMP
     /// sees them only when both have passed, so that a stream they refuse
     /// can neither hang nor crash the worker. The check's error comes before
-    /// anything the pass found.
+    /// anything the pass found. `ahead`, where given, is the host check of
+    /// these inputs, which the pass then does not run itself.
     pub(super) fn decode_pass(
         &self,
         s: &mut Scratch,
-        algorithm: &Algorithm,
-        inputs: Inputs<'_>,
+        (algorithm, inputs): (&Algorithm, Inputs<'_>),
         options: DecodeOptions,
         dest: &mut Dest<'_>,
         query_sizes: bool,
+        ahead: Option<CheckedAhead<'_>>,
     ) -> Result<Decoded> {
         // The caller's exact sizes, which raw LZ4 blocks are walked against.
         let exact_sizes: Option<Vec<usize>> = match dest {
@@ -147,16 +171,19 @@ impl CudaEngine {
             // H200).
             let (framed, start) = std::sync::mpsc::channel::<()>();
             let mut framed = Some(framed);
-            let mut check = checked.as_ref().map(|bufs| {
-                scope.spawn(move || {
+            let exact_sizes = exact_sizes.as_deref();
+            let mut check = match (ahead, &checked) {
+                (_, None) => None,
+                (Some(ahead), Some(_)) => Some(PendingCheck::Ahead(ahead)),
+                (None, Some(bufs)) => Some(PendingCheck::Own(scope.spawn(move || {
                     // A pass that fails in framing drops the sender: the
                     // check runs anyway, its error coming first.
                     let _ = start.recv();
-                    let checked = chunking::check_pool()
-                        .install(|| chunking::check_on_host(algorithm, bufs, exact_sizes.as_deref()));
+                    let checked =
+                        chunking::check_pool().install(|| chunking::check_on_host(algorithm, bufs, exact_sizes));
                     (checked, Instant::now())
-                })
-            });
+                }))),
+            };
             let mut gate = |s: &mut Scratch, at: GateAt<'_>, profile: &mut Profile<'_>| {
                 let pieces = match at {
                     GateAt::Framed => {
@@ -168,7 +195,7 @@ impl CudaEngine {
                 let (Some(handle), Some(bufs)) = (check.take(), &checked) else {
                     return Ok(());
                 };
-                let (device, done) = handle.join().expect("the host check does not panic");
+                let (device, done) = handle.outcome();
                 profile.note("host check", done);
                 let device = device?;
                 if device.literals.is_empty() && device.sequences.is_empty() {
@@ -196,7 +223,7 @@ impl CudaEngine {
             );
             // A pass that failed before its gate: the check's error first.
             drop(framed);
-            let unchecked = check.take().map(|c| c.join().expect("the host check does not panic").0);
+            let unchecked = check.take().map(|c| c.outcome().0);
             match (enqueued, unchecked) {
                 (Err(_), Some(Err(e))) => Err(e),
                 (enqueued, _) => enqueued,
