@@ -14,22 +14,20 @@
 //! addresses.
 
 use std::ops::Range;
-use std::time::Instant;
 
 use rayon::prelude::*;
 
+use super::check_ahead::{self, reindexed, CheckedAhead};
 use super::checksums::Adler32Check;
-use super::chunking;
 use super::copies::Copy;
 use super::decode::Dest;
-use super::decode_pass::CheckedAhead;
 use super::engine::Scratch;
 use super::memory::{ensure_pinned, DeviceBuffer};
 use super::staging::Inputs;
 use super::unshuffle::BlockUnshuffle;
 use super::{CudaEngine, DecodeOptions, DeviceRegion, Scatter, Widen};
 use crate::algorithm::Algorithm;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::format::blosc::Shuffle;
 use crate::format::filters::ElementFilters;
 use crate::format::scale_offset::ScaleOffset;
@@ -178,43 +176,6 @@ impl BloscBatch<'_> {
     }
 }
 
-/// `err` about stream `k` of a batch, naming `owners[k]` instead.
-fn owned(err: Error, owners: &[usize]) -> Error {
-    match err {
-        Error::Corrupt { index, reason } => Error::Corrupt {
-            index: owners[index],
-            reason,
-        },
-        Error::OutputSize {
-            index,
-            expected,
-            actual,
-        } => Error::OutputSize {
-            index: owners[index],
-            expected,
-            actual,
-        },
-        Error::DecodedSizeTooLarge { index, size, limit } => Error::DecodedSizeTooLarge {
-            index: owners[index],
-            size,
-            limit,
-        },
-        other => other,
-    }
-}
-
-/// Untrusted streams of one algorithm are decoded in parts of at least
-/// this many, at most [`CHECK_AHEAD_PARTS`], so that the host check of
-/// each part overlaps the device's work on the part before. On the H200,
-/// the host check of a wave of 1 GiB of blosc-zstd field data (32,768
-/// frames) took about 50 ms, the device's checks and decode after it about
-/// 35; read in 1, 4, 8 and 16 parts, the array read at 10.8, 12.3, 13.1
-/// and 12.2 GB/s (blosc-lz4's checks are short: 19.3-19.5 GB/s in each).
-const CHECK_AHEAD_STREAMS: usize = 2048;
-
-/// The most parts of [`CHECK_AHEAD_STREAMS`] streams or more.
-const CHECK_AHEAD_PARTS: usize = 8;
-
 /// Most bytes of a fetch arena uploaded whole per stored byte of blosc
 /// blocks in it: a gathered byte costs a copy on the host as well as its
 /// upload, so the gather of a few stored bytes beats the upload of a span
@@ -357,11 +318,9 @@ impl CudaEngine {
         unsafe { self.enqueue_scatter(&batch.scatter, |_| source, dst, fill_source) }
     }
 
-    /// Decodes `streams` into `regions`, one each: by one nvCOMP batch, or,
-    /// where they are many and checked on the host (untrusted, see
-    /// [`chunking::checked_on_host`]), by one a part
-    /// ([`CHECK_AHEAD_STREAMS`]), each part's host check run while the
-    /// device decodes the part before.
+    /// Decodes `streams` into `regions`, one each: by one nvCOMP batch, or
+    /// by one a part where they are many and untrusted
+    /// ([`check_ahead::decode_in_parts`]).
     fn decode_streams(
         &self,
         streams: &StreamBatch<'_>,
@@ -369,43 +328,16 @@ impl CudaEngine {
         options: DecodeOptions,
     ) -> Result<()> {
         let algorithm = &streams.algorithm;
-        let n = streams.inputs.len();
+        let sizes: Vec<usize> = regions.iter().map(|r| r.len).collect();
         let decode = |part: Range<usize>, ahead: Option<CheckedAhead<'_>>| {
             let mut s = self.lock()?;
             let inputs = Inputs::Host(&streams.inputs[part.clone()]);
-            let dest = Dest::Sized(&regions[part.clone()]);
+            let dest = Dest::Sized(&regions[part]);
             self.decode_core(&mut s, (algorithm, inputs), options, dest, ahead)
-                .map(drop)
-                .map_err(|e| owned(e, &streams.owners[part]))
         };
-        let checked_ahead = !options.trusted && chunking::checked_on_host(algorithm, true);
-        let count = (n / CHECK_AHEAD_STREAMS).min(CHECK_AHEAD_PARTS);
-        if !checked_ahead || count < 2 {
-            return decode(0..n, None);
-        }
-        let parts: Vec<Range<usize>> = (0..count).map(|k| k * n / count..(k + 1) * n / count).collect();
-        let (sender, outcomes) = std::sync::mpsc::channel();
-        std::thread::scope(|scope| {
-            let parts = &parts;
-            scope.spawn(move || {
-                for part in parts {
-                    let bufs = &streams.inputs[part.clone()];
-                    let sizes: Vec<usize> = regions[part.clone()].iter().map(|r| r.len).collect();
-                    let checked =
-                        chunking::check_pool().install(|| chunking::check_on_host(algorithm, bufs, Some(&sizes)));
-                    // The decodes stopped at an error: no part after it is read.
-                    if sender.send((checked, Instant::now())).is_err() {
-                        break;
-                    }
-                }
-            });
-            let decoded = parts.iter().try_for_each(|part| {
-                let outcome = || outcomes.recv().expect("the check thread sends each part's outcome");
-                decode(part.clone(), Some(Box::new(outcome)))
-            });
-            drop(outcomes);
-            decoded
-        })
+        check_ahead::decode_in_parts(algorithm, (&streams.inputs, Some(&sizes)), options, decode)
+            .map(drop)
+            .map_err(|e| reindexed(e, |k| streams.owners[k]))
     }
 
     /// Uploads the stored bytes and places them in the shuffled scratch at
@@ -495,22 +427,6 @@ impl CudaEngine {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn errors_name_the_owner_of_the_stream() {
-        let owners = [4, 9];
-        let corrupt = Error::Corrupt {
-            index: 1,
-            reason: "bad".into(),
-        };
-        assert!(matches!(owned(corrupt, &owners), Error::Corrupt { index: 9, .. }));
-        let size = Error::OutputSize {
-            index: 0,
-            expected: 1,
-            actual: 2,
-        };
-        assert!(matches!(owned(size, &owners), Error::OutputSize { index: 4, .. }));
-    }
 
     fn batch(shuffled_len: usize) -> BloscBatch<'static> {
         BloscBatch {

@@ -16,7 +16,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::decode_pass::CheckedAhead;
+use super::check_ahead::CheckedAhead;
 use super::device_batch::DeviceBatch;
 use super::engine::{CudaEngine, Scratch};
 use super::host_copies::host_views;
@@ -212,7 +212,7 @@ impl CudaEngine {
     /// word (see [`super::chunking::framing_bytes`]), which nvCOMP does not
     /// document; if that fails, the batch is decoded again with nvCOMP's size
     /// query. `ahead`: the batch's host check, run by the caller
-    /// ([`super::decode_pass::CheckedAhead`]).
+    /// ([`super::check_ahead`]).
     pub(super) fn decode_core(
         &self,
         s: &mut Scratch,

@@ -12,7 +12,7 @@
 //!    on the host where nvCOMP does not check them (device buffers copied
 //!    to the host before phase 1, [`super::host_copies`]), by other threads
 //!    while phase 2 runs, or ahead of the pass by its caller
-//!    ([`CheckedAhead`]), waited for here ([`chunking::check_on_host`]);
+//!    ([`super::check_ahead`]), waited for here ([`chunking::check_on_host`]);
 //! 4. **literal streams** and **sequences**: the Huffman streams of the
 //!    Zstandard literals and the frames' sequences that the host check
 //!    kept, checked by one kernel launch each where the inputs are staged
@@ -38,6 +38,7 @@ use std::ops::Range;
 use std::time::Instant;
 
 use super::api::{self, BatchArgs, NvcompApi};
+use super::check_ahead::CheckedAhead;
 use super::chunking::{self, DecodePiece};
 use super::copies::Copy;
 use super::decode::{Decoded, Dest};
@@ -51,13 +52,6 @@ use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
 use crate::profile::Profile;
-
-/// The host check of a pass's inputs ([`chunking::check_on_host`]), run by
-/// its caller ahead of the pass: called once, where the pass needs it, it
-/// waits for the check's outcome and the instant it ended. A caller that
-/// cuts a large untrusted batch into parts checks each part while the
-/// device decodes the one before ([`CudaEngine::decode_blosc`]).
-pub(super) type CheckedAhead<'a> = Box<dyn FnOnce() -> (Result<chunking::DeviceChecks>, Instant) + 'a>;
 
 /// A pass's host check: its own thread's, or its caller's.
 enum PendingCheck<'scope, 'a> {

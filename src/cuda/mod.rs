@@ -31,6 +31,7 @@
 
 mod api;
 mod blosc;
+mod check_ahead;
 mod checksums;
 pub(crate) mod chunking;
 mod copies;
