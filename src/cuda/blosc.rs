@@ -334,9 +334,9 @@ impl CudaEngine {
             let inputs = Inputs::Host(&streams.inputs[part.clone()]);
             let dest = Dest::Sized(&regions[part]);
             self.decode_core(&mut s, (algorithm, inputs), options, dest, ahead)
+                .map(drop)
         };
         check_ahead::decode_in_parts(algorithm, (&streams.inputs, Some(&sizes)), options, decode)
-            .map(drop)
             .map_err(|e| reindexed(e, |k| streams.owners[k]))
     }
 

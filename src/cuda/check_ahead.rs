@@ -55,18 +55,18 @@ fn parts(n: usize, checked: bool) -> Vec<Range<usize>> {
 /// `decode(part, ahead)` for each part in order, `ahead` being the part's
 /// host check where the batch is untrusted, checked on the host and large
 /// enough to be cut ([`PART_INPUTS`]); else once for all of them, with no
-/// check ahead. Returns each part's start and result; stops at the first
-/// error, whose buffer index counts from the batch's start.
-pub(super) fn decode_in_parts<T>(
+/// check ahead. Stops at the first error, whose buffer index counts from
+/// the batch's start.
+pub(super) fn decode_in_parts(
     algorithm: &Algorithm,
     (inputs, exact_sizes): (&[&[u8]], Option<&[usize]>),
     options: DecodeOptions,
-    mut decode: impl FnMut(Range<usize>, Option<CheckedAhead<'_>>) -> Result<T>,
-) -> Result<Vec<(usize, T)>> {
+    mut decode: impl FnMut(Range<usize>, Option<CheckedAhead<'_>>) -> Result<()>,
+) -> Result<()> {
     let checked = !options.trusted && chunking::checked_on_host(algorithm, exact_sizes.is_some());
     let parts = parts(inputs.len(), checked);
     if parts.len() == 1 {
-        return Ok(vec![(0, decode(0..inputs.len(), None)?)]);
+        return decode(0..inputs.len(), None);
     }
     let (sender, outcomes) = std::sync::mpsc::channel();
     std::thread::scope(|scope| {
@@ -82,15 +82,10 @@ pub(super) fn decode_in_parts<T>(
                 }
             }
         });
-        let decoded = parts
-            .iter()
-            .map(|part| {
-                let outcome = || outcomes.recv().expect("the check thread sends each part's outcome");
-                decode(part.clone(), Some(Box::new(outcome)))
-                    .map(|t| (part.start, t))
-                    .map_err(|e| reindexed(e, |index| part.start + index))
-            })
-            .collect();
+        let decoded = parts.iter().try_for_each(|part| {
+            let outcome = || outcomes.recv().expect("the check thread sends each part's outcome");
+            decode(part.clone(), Some(Box::new(outcome))).map_err(|e| reindexed(e, |index| part.start + index))
+        });
         drop(outcomes);
         decoded
     })
