@@ -538,38 +538,3 @@ pub(crate) async fn sharded_arrays(store: &Arc<dyn ObjectStore>) -> Vec<ShardedC
     }
     cases
 }
-
-/// Asserts that the 1-D `array` (at `path` in `store`) reads on `device` as
-/// zarrs reads it, and that reads whose chunks 30, 3 and 30, or 31 are
-/// broken by `break_chunk` fail naming the first of them (chunk keys
-/// `{path}/c/{i}`).
-pub(crate) async fn assert_reads_name_the_first_corrupt_chunk(
-    store: &Arc<dyn ObjectStore>,
-    (array, path): (&Array<Store>, &str),
-    break_chunk: impl Fn(&[u8]) -> Vec<u8>,
-    device: Backend,
-) {
-    assert_reads_like_zarrs_on(array, path, device).await;
-    let options = ReadOptions {
-        device,
-        ..ReadOptions::default()
-    };
-    let all = ArraySubset::new_with_shape(array.shape().to_vec());
-    for corrupt in [&[30][..], &[3, 30], &[31]] {
-        let mut intact = Vec::new();
-        for chunk in corrupt {
-            let key = format!("{path}/c/{chunk}");
-            let good = get(store, &key).await;
-            put(store, &key, break_chunk(&good)).await;
-            intact.push((key, good));
-        }
-        let first = format!("{path}/c/{}", corrupt[0]);
-        match read_chunks_parallel(array, &all, &options).await {
-            Err(ReadError::Corrupt { key, .. }) => assert_eq!(key, first, "{path}: chunks {corrupt:?}"),
-            other => panic!("{path} on {device:?}, chunks {corrupt:?}: {other:?}"),
-        }
-        for (key, good) in intact {
-            put(store, &key, good).await;
-        }
-    }
-}
