@@ -321,6 +321,61 @@ pub enum Error {
     },
 }
 
+impl Error {
+    /// This error naming buffer `to(index)` where it names buffer `index`:
+    /// the error of a part of a batch, or of a batch made of some of the
+    /// caller's buffers, as the whole batch's. Every variant is listed, so
+    /// that a new one naming a buffer cannot be left unmapped.
+    pub(crate) fn reindexed(self, to: impl Fn(usize) -> usize) -> Self {
+        match self {
+            Error::Corrupt { index, reason } => Error::Corrupt {
+                index: to(index),
+                reason,
+            },
+            Error::Encode { index, reason } => Error::Encode {
+                index: to(index),
+                reason,
+            },
+            Error::DecodedSizeTooLarge { index, size, limit } => Error::DecodedSizeTooLarge {
+                index: to(index),
+                size,
+                limit,
+            },
+            Error::OutOfMemory { index, size } => Error::OutOfMemory { index: to(index), size },
+            Error::OutputSize {
+                index,
+                expected,
+                actual,
+            } => Error::OutputSize {
+                index: to(index),
+                expected,
+                actual,
+            },
+            Error::InputTooLarge {
+                index,
+                size,
+                limit,
+                algorithm,
+            } => Error::InputTooLarge {
+                index: to(index),
+                size,
+                limit,
+                algorithm,
+            },
+            whole @ (Error::UnknownAlgorithm { .. }
+            | Error::UnknownOption { .. }
+            | Error::InvalidOption { .. }
+            | Error::InvalidConfig(_)
+            | Error::BatchLength { .. }
+            | Error::NeedsGpu { .. }
+            | Error::GpuUnavailable(_)
+            | Error::Cuda { .. }
+            | Error::Worker(_)
+            | Error::Nvcomp { .. }) => whole,
+        }
+    }
+}
+
 /// What went wrong with the worker process that decodes untrusted data on
 /// the GPU ([`crate::cuda::isolation`]): on the engine's side, starting,
 /// calling or hearing from it; on the worker's side, a request it cannot
@@ -402,7 +457,49 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 #[cfg(test)]
 mod tests {
-    use super::GpuUnavailable;
+    use super::{Error, GpuUnavailable};
+
+    #[test]
+    fn reindexed_errors_name_the_buffer_they_are_mapped_to() {
+        let owners = [4, 9];
+        let corrupt = Error::Corrupt {
+            index: 1,
+            reason: "bad".into(),
+        };
+        assert!(matches!(
+            corrupt.reindexed(|k| owners[k]),
+            Error::Corrupt { index: 9, .. }
+        ));
+        let shifted = |err: Error| err.reindexed(|k| k + 10);
+        let named = [
+            shifted(Error::Encode {
+                index: 0,
+                reason: "failed".into(),
+            }),
+            shifted(Error::DecodedSizeTooLarge {
+                index: 1,
+                size: 9,
+                limit: 8,
+            }),
+            shifted(Error::OutOfMemory { index: 2, size: 9 }),
+            shifted(Error::OutputSize {
+                index: 3,
+                expected: 1,
+                actual: 2,
+            }),
+            shifted(Error::InputTooLarge {
+                index: 4,
+                size: 9,
+                limit: 8,
+                algorithm: "lz4",
+            }),
+        ];
+        for (k, err) in named.iter().enumerate() {
+            assert!(err.to_string().contains(&format!("buffer {}", k + 10)), "{err}");
+        }
+        let whole = shifted(Error::BatchLength { inputs: 1, outputs: 2 });
+        assert!(matches!(whole, Error::BatchLength { inputs: 1, outputs: 2 }));
+    }
 
     fn message(reason: GpuUnavailable) -> String {
         reason.to_string()

@@ -17,7 +17,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::check_ahead::{self, reindexed, CheckedAhead};
+use super::check_ahead::{self, CheckedAhead};
 use super::checksums::Adler32Check;
 use super::copies::Copy;
 use super::decode::Dest;
@@ -337,7 +337,7 @@ impl CudaEngine {
                 .map(drop)
         };
         check_ahead::decode_in_parts(algorithm, (&streams.inputs, Some(&sizes)), options, decode)
-            .map_err(|e| reindexed(e, |k| streams.owners[k]))
+            .map_err(|e| e.reindexed(|k| streams.owners[k]))
     }
 
     /// Uploads the stored bytes and places them in the shuffled scratch at

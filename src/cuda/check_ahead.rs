@@ -23,7 +23,7 @@ use std::time::Instant;
 use super::chunking::{self, DeviceChecks};
 use super::DecodeOptions;
 use crate::algorithm::Algorithm;
-use crate::error::{Error, Result};
+use crate::error::Result;
 
 /// The host check of a pass's inputs, run ahead of the pass: called once,
 /// where the pass needs it, it waits for the check's outcome and the
@@ -84,72 +84,16 @@ pub(super) fn decode_in_parts(
         });
         let decoded = parts.iter().try_for_each(|part| {
             let outcome = || outcomes.recv().expect("the check thread sends each part's outcome");
-            decode(part.clone(), Some(Box::new(outcome))).map_err(|e| reindexed(e, |index| part.start + index))
+            decode(part.clone(), Some(Box::new(outcome))).map_err(|e| e.reindexed(|index| part.start + index))
         });
         drop(outcomes);
         decoded
     })
 }
 
-/// `err` naming buffer `to(index)` where it names buffer `index`.
-pub(super) fn reindexed(err: Error, to: impl Fn(usize) -> usize) -> Error {
-    match err {
-        Error::Corrupt { index, reason } => Error::Corrupt {
-            index: to(index),
-            reason,
-        },
-        Error::OutputSize {
-            index,
-            expected,
-            actual,
-        } => Error::OutputSize {
-            index: to(index),
-            expected,
-            actual,
-        },
-        Error::DecodedSizeTooLarge { index, size, limit } => Error::DecodedSizeTooLarge {
-            index: to(index),
-            size,
-            limit,
-        },
-        other => other,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn errors_name_the_buffer_they_are_mapped_to() {
-        let owners = [4, 9];
-        let corrupt = Error::Corrupt {
-            index: 1,
-            reason: "bad".into(),
-        };
-        assert!(matches!(
-            reindexed(corrupt, |k| owners[k]),
-            Error::Corrupt { index: 9, .. }
-        ));
-        let size = Error::OutputSize {
-            index: 0,
-            expected: 1,
-            actual: 2,
-        };
-        assert!(matches!(
-            reindexed(size, |k| owners[k]),
-            Error::OutputSize { index: 4, .. }
-        ));
-        let large = Error::DecodedSizeTooLarge {
-            index: 3,
-            size: 9,
-            limit: 8,
-        };
-        assert!(matches!(
-            reindexed(large, |k| k + 10),
-            Error::DecodedSizeTooLarge { index: 13, .. }
-        ));
-    }
 
     #[test]
     fn only_large_checked_batches_are_cut_into_parts() {
