@@ -3,17 +3,21 @@
 #   bash .gpu/on-device bash scripts/gpu_check.sh STEP...
 # Steps: rust (the Rust GPU test binaries in .gpu/bin, or packed in
 # .gpu/rust-bins.tar.xz), tests (pytest -m gpu),
-# boundary, choice, write, write-new, write-tmpfs, xarray, untrusted, sharded, blosc, dask, fuzz.
+# read, boundary, choice, write, write-new, write-tmpfs, xarray, untrusted, sharded, blosc, dask, fuzz.
 # Each step has its own time limit; the full log goes to $OUT/gpu_check.log
 # (one file: few come back from a run), each step's tail to stdout.
+# Every step runs; the script exits non-zero if any failed or is unknown.
 set -u
+failed=()
 run() { # run NAME SECONDS CMD...: the command's log appended to the full log, its tail here
   local name=$1 limit=$2 log
   shift 2
   log=$(mktemp)
   echo "== $name"
   timeout "$limit" "$@" >"$log" 2>&1
-  echo "(exit $?)"
+  local rc=$?
+  echo "(exit $rc)"
+  ((rc == 0)) || failed+=("$name")
   tail -n "${TAIL:-25}" "$log"
   { echo "===== $name: $*"; cat "$log"; } >>"$OUT/gpu_check.log"
   rm -f "$log"
@@ -27,6 +31,7 @@ for step in "$@"; do
       for t in .gpu/bin/gpu_*; do
         run "$(basename "$t" | sed 's/-[0-9a-f]*$//')" 180 "$t" --include-ignored --test-threads 1
       done ;;
+    read) run read_bench 300 python3 benches/read_bench.py --size-mb 1024 --repeats 3 ;;
     tests) TAIL=40 run pytest_gpu 420 python3 -m pytest -q -m gpu -p no:cacheprovider python/tests -rfEx ;;
     boundary) run python_boundary 240 python3 benches/python_boundary.py --size-mb 1024 --repeats 3 ;;
     choice) TAIL=60 run device_choice 300 python3 benches/device_choice.py --max-mb 1024 --budget 0.1 ;;
@@ -40,6 +45,10 @@ for step in "$@"; do
     blosc) TAIL=30 run read_blosc_bench 300 python3 benches/read_blosc_bench.py ;;
     dask) TAIL=30 run dask_multi_gpu 540 python3 benches/dask_multi_gpu.py ;;
     fuzz) run fuzz 280 python3 fuzz/gpu_fuzz.py --cases "${FUZZ_CASES:-20}" --chain-cases "${CHAIN_CASES:-5}" --jobs 14 --out "$OUT" ;;
-    *) echo "unknown step $step" ;;
+    *) echo "unknown step $step"; failed+=("$step (unknown)") ;;
   esac
 done
+if ((${#failed[@]})); then
+  echo "failed: ${failed[*]}"
+  exit 1
+fi

@@ -74,6 +74,10 @@ pub(super) const MARGIN: usize = 16;
 /// The kernel source `file` of `kernels/` built for the host, as a C
 /// library, where a C compiler is installed: the host tests of its
 /// arithmetic call its entry as a C function.
+///
+/// `None` (the test is skipped, with the reason printed) only where no `cc`
+/// can be run at all; a compiler that runs and rejects the source fails the
+/// test, so a broken kernel never passes as a skip.
 #[cfg(test)]
 pub(super) fn host_build(file: &str) -> Option<(tempfile::TempDir, libloading::Library)> {
     let dir = tempfile::tempdir().unwrap();
@@ -87,11 +91,12 @@ pub(super) fn host_build(file: &str) -> Option<(tempfile::TempDir, libloading::L
         .arg(source)
         .status();
     match built {
-        Ok(status) if status.success() => {}
-        other => {
-            eprintln!("skipped: no C compiler (cc) built {file} for the host: {other:?}");
+        Ok(status) => assert!(status.success(), "cc failed to build {file} for the host: {status}"),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            eprintln!("skipped: no C compiler (cc) to build {file} for the host: {e}");
             return None;
         }
+        Err(e) => panic!("cc could not be started to build {file}: {e}"),
     }
     // SAFETY: a library of plain C functions, without initialisers.
     let lib = unsafe { libloading::Library::new(&lib) }.unwrap();
