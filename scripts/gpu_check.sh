@@ -28,8 +28,11 @@ for step in "$@"; do
       # Test binaries travel compressed (.gpu/rust-bins.tar.xz) where the
       # carry limit would not take them whole.
       [[ -f .gpu/rust-bins.tar.xz ]] && tar -xJf .gpu/rust-bins.tar.xz -C .gpu/bin
-      for t in .gpu/bin/gpu_*; do
-        run "$(basename "$t" | sed 's/-[0-9a-f]*$//')" 180 "$t" --include-ignored --test-threads 1
+      # tests/gpu is one binary (gpu-<hash>): one run per module, each with its own limit.
+      for t in .gpu/bin/gpu-*; do
+        for module in $("$t" --list --include-ignored 2>/dev/null | sed -n 's/^\([a-z_]*\)::.*: test$/\1/p' | sort -u); do
+          run "$module" 180 "$t" "$module::" --include-ignored --test-threads 1
+        done
       done ;;
     read) run read_bench 300 python3 benches/read_bench.py --size-mb 1024 --repeats 3 ;;
     tests) TAIL=40 run pytest_gpu 420 python3 -m pytest -q -m gpu -p no:cacheprovider python/tests -rfEx ;;

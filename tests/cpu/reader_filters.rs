@@ -5,7 +5,7 @@
 //! blosc and sharding; chains the batched path cannot undo report the reason
 //! and are read by zarrs.
 
-mod reader_common;
+use crate::reader_common;
 
 use reader_common::filters::filter_arrays;
 use reader_common::*;

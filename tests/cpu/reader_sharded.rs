@@ -4,7 +4,7 @@
 //! more than the inner chunks it needs; corrupt shards name the shard and
 //! the inner chunk.
 
-mod reader_common;
+use crate::reader_common;
 
 use std::sync::{Arc, Mutex};
 

@@ -6,9 +6,9 @@
 //! `CudaEngine::scale_offset_chunks` (numcodecs `fixedscaleoffset`) equals
 //! the host's `ScaleOffset::apply` for every integer and float width.
 //!
-//! Ignored without a GPU; run with `cargo test --test gpu_filters -- --include-ignored`.
+//! Ignored without a GPU; run with `cargo test --test gpu gpu_filters:: -- --include-ignored`.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

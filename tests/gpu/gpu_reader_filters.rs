@@ -4,9 +4,9 @@
 //! cases of `reader_common::filters`, over plain compressors, blosc and
 //! sharding, into new and lent device memory.
 //!
-//! Ignored without a GPU; run with `cargo test --test gpu_reader_filters -- --include-ignored`.
+//! Ignored without a GPU; run with `cargo test --test gpu gpu_reader_filters:: -- --include-ignored`.
 
-mod reader_common;
+use crate::reader_common;
 
 use reader_common::filters::filter_arrays;
 use reader_common::*;

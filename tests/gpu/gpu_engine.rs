@@ -2,9 +2,9 @@
 //! bitstream compatibility, device-resident buffers, bad input.
 //!
 //! These tests need a CUDA GPU and nvCOMP, so they are ignored by default;
-//! run them on a GPU machine with `cargo test --test gpu_engine -- --include-ignored`.
+//! run them on a GPU machine with `cargo test --test gpu gpu_engine:: -- --include-ignored`.
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

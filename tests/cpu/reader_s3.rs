@@ -6,7 +6,7 @@
 //! absent (`make setup` installs it). moto accepts any credentials, so wrong
 //! credentials are not tested here.
 
-mod reader_common;
+use crate::reader_common;
 
 use std::collections::HashMap;
 use std::io::{Read, Write};

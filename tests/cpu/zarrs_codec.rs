@@ -120,7 +120,7 @@ fn files_below(dir: &std::path::Path) -> std::collections::BTreeMap<String, Vec<
 
 #[test]
 fn zarrs_writes_the_arrays_zarr_python_reads() {
-    // `ZARRS_NVCOMP_WRITE_FIXTURES=1 cargo test --test zarrs_codec` rewrites them.
+    // `ZARRS_NVCOMP_WRITE_FIXTURES=1 cargo test --test cpu zarrs_codec::` rewrites them.
     let rewrite = std::env::var_os("ZARRS_NVCOMP_WRITE_FIXTURES").is_some();
     let data: Vec<u32> = (0..40 * 30).map(|i| (i * 7 % 101) as u32).collect();
     for name in ["lz4", "snappy", "zstd", "deflate", "gzip", "gdeflate"] {

@@ -3,9 +3,9 @@
 //! included), read from a store or from local files into pinned memory, zarrs.gdeflate chunks of several pages and in shards, zarr v2
 //! compressors, and chains that fall back to zarrs.
 //!
-//! Ignored without a GPU; run with `cargo test --test gpu_reader -- --include-ignored`.
+//! Ignored without a GPU; run with `cargo test --test gpu gpu_reader:: -- --include-ignored`.
 
-mod reader_common;
+use crate::reader_common;
 
 use reader_common::*;
 use serde_json::json;

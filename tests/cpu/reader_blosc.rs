@@ -4,7 +4,7 @@
 //! chunks whose header names another compressor than the metadata decode as
 //! their header says; corrupt chunks give errors naming the chunk.
 
-mod reader_common;
+use crate::reader_common;
 
 use reader_common::blosc::{
     assert_corrupt_chunks_name_the_chunk, assert_many_streams_name_the_first_corrupt_chunk, blosc_arrays, mixed_array,

@@ -2,7 +2,7 @@
 //! zarrs' own reads: every data type, 1-D to 4-D, zarr v2 and v3, batched
 //! chains and chains that go through the zarrs pipeline.
 
-mod reader_common;
+use crate::reader_common;
 
 use std::collections::HashMap;
 

@@ -1,7 +1,7 @@
 //! Property tests of the CPU backend: random batches round-trip for every
 //! algorithm and option, and arbitrary bytes never make a decoder panic.
 
-mod common;
+use crate::common;
 
 use common::{cpu_algorithms, max_input};
 use proptest::prelude::*;

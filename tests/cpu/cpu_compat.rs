@@ -1,7 +1,7 @@
 //! CPU backend: round trips, byte compatibility with the reference libraries
 //! in both directions, and typed errors for bad input.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::sync::Arc;

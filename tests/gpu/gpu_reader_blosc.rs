@@ -5,9 +5,9 @@
 //! another compressor than the metadata (blosclz ones decoded on the host),
 //! and corrupt chunks giving errors naming the chunk.
 //!
-//! Ignored without a GPU; run with `cargo test --test gpu_reader_blosc -- --include-ignored`.
+//! Ignored without a GPU; run with `cargo test --test gpu gpu_reader_blosc:: -- --include-ignored`.
 
-mod reader_common;
+use crate::reader_common;
 
 use reader_common::blosc::{
     assert_corrupt_chunks_name_the_chunk, assert_many_streams_name_the_first_corrupt_chunk, blosc_arrays, mixed_array,

@@ -5,7 +5,7 @@
 //! this crate, zarr v2 filters; and corrupt shards and blosc chunks give
 //! errors naming the shard's key.
 
-mod reader_common;
+use crate::reader_common;
 
 use reader_common::*;
 use serde_json::{json, Value};

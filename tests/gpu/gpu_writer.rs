@@ -3,7 +3,7 @@
 //! write and a fill-value chunk included), read back on the CPU by zarrs
 //! through this crate's reader, element for element.
 //!
-//! Ignored without a GPU; run with `cargo test --test gpu_writer -- --include-ignored`.
+//! Ignored without a GPU; run with `cargo test --test gpu gpu_writer:: -- --include-ignored`.
 
 use std::collections::HashMap;
 
