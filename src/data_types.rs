@@ -11,11 +11,6 @@
 //! Their elements are bytes as they are: they go through the `bytes` codec
 //! untouched.
 
-// zarrs' codec registration macro uses `TypeId::of` in a const, stable since
-// Rust 1.91, which zarrs 0.23 itself requires (its `rust-version`) whatever
-// this workspace's older MSRV says.
-#![allow(clippy::incompatible_msrv)]
-
 use std::num::NonZeroU32;
 use std::sync::Arc;
 

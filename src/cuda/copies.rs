@@ -69,7 +69,7 @@ impl Rows {
         if self.rows > 1 {
             bits |= (self.src_pitch | self.dst_pitch) as u64;
         }
-        [4, 2].into_iter().find(|&s| bits % (1 << s) == 0).unwrap_or(0)
+        [4, 2].into_iter().find(|&s| bits.is_multiple_of(1 << s)).unwrap_or(0)
     }
 }
 

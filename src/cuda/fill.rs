@@ -52,7 +52,7 @@ impl CudaEngine {
     /// The buffers must be device memory of this engine, live and not
     /// written by other work until the call returns.
     pub(crate) unsafe fn fill_only(&self, buffers: &[DeviceRegion], fill: &[u8]) -> Result<Option<Vec<bool>>> {
-        if fill.is_empty() || PATTERN_BYTES % fill.len() != 0 {
+        if fill.is_empty() || !PATTERN_BYTES.is_multiple_of(fill.len()) {
             return Ok(None);
         }
         let n = buffers.len();

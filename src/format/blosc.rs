@@ -279,7 +279,8 @@ impl BloscHeader {
         let typesize = usize::from(self.typesize);
         if self.flags & FLAG_SHUFFLE != 0 && typesize > 1 {
             Shuffle::Byte
-        } else if self.flags & FLAG_BITSHUFFLE != 0 && block_len >= typesize && (block_len / typesize) % 8 == 0 {
+        } else if self.flags & FLAG_BITSHUFFLE != 0 && block_len >= typesize && (block_len / typesize).is_multiple_of(8)
+        {
             Shuffle::Bit
         } else {
             Shuffle::None

@@ -275,7 +275,7 @@ impl<'a> BackwardBits<'a> {
 
     #[inline(always)]
     fn skip_codes4_body(streams: &mut [Self; 4], count: usize, lengths: &[u8; 4096]) {
-        debug_assert!(count % 4 == 0);
+        debug_assert!(count.is_multiple_of(4));
         for _ in 0..count / 4 {
             let mut containers = [0u64; 4];
             let mut consumed = [0u32; 4];

@@ -46,7 +46,7 @@ fn host_unshuffle(block: &[u8], typesize: usize, shuffle: Shuffle) -> Vec<u8> {
         }
         // Bit k of byte j of element i was stored as bit i % 8 of byte
         // (j * 8 + k) * m / 8 + i / 8.
-        Shuffle::Bit if m > 0 && m % 8 == 0 => {
+        Shuffle::Bit if m > 0 && m.is_multiple_of(8) => {
             for i in 0..m {
                 for j in 0..typesize {
                     let mut byte = 0u8;

@@ -47,9 +47,9 @@ pub(crate) async fn blosc_arrays(store: &Arc<dyn ObjectStore>) -> Vec<(Array<Sto
         for (shuffle, code) in SHUFFLES {
             for dtype in &sized {
                 case += 1;
-                let blocksize = if case % 3 == 0 { 256 } else { 0 };
+                let blocksize = if case.is_multiple_of(3) { 256 } else { 0 };
                 let (shape, chunks) = (&[61u64, 67][..], &[16u64, 33][..]);
-                let metadata = if case % 2 == 0 {
+                let metadata = if case.is_multiple_of(2) {
                     let codec = json!({"name": "blosc", "configuration": {"cname": cname, "clevel": 5,
                         "shuffle": shuffle, "typesize": dtype.size, "blocksize": blocksize}});
                     v3_metadata(shape, chunks, dtype, json!([bytes_codec(), codec]))
