@@ -1,4 +1,4 @@
-# The two commands of this project:
+# The two commands of this project (and make docs, the documentation site):
 #   make demo   runs the main job on an embedded sample
 #   make test   runs every test (Rust, Python, zarr 2), and the lints
 # Both install what is missing: Debian packages (as root), a Rust toolchain,
@@ -12,7 +12,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(HOME)/.cargo/bin:$(PATH)
 export PYO3_PYTHON := $(abspath $(PY))
 
-.PHONY: demo test setup rust-test python-test lint wheel develop wheel-check bench-cpu
+.PHONY: demo test setup rust-test python-test lint docs wheel develop wheel-check bench-cpu
 
 demo: develop
 	$(PY) examples/demo.py
@@ -31,6 +31,15 @@ lint: setup
 	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
 	$(PY) -m ruff check $(wildcard python benches examples)
 	$(PY) -m ruff format --check $(wildcard python benches examples)
+	bash scripts/check-msrv.sh
+	$(PY) -m mkdocs build --strict --quiet
+
+# The documentation site in site/, the Rust API (cargo doc) in site/rust-api/.
+docs: setup
+	$(PY) -m mkdocs build --strict
+	cargo doc --no-deps --workspace
+	rm -rf site/rust-api
+	cp -r "$$(cargo metadata --format-version 1 --no-deps | $(PY) -c 'import json, sys; print(json.load(sys.stdin)["target_directory"])')/doc" site/rust-api
 
 rust-test: setup
 	cargo test --workspace

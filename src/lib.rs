@@ -86,3 +86,13 @@ pub use format::blosc::{BloscCodec, Shuffle};
 pub use format::filters::{DeltaType, ElementFilters};
 pub use format::scale_offset::ScaleOffset;
 pub use limits::default_max_decoded_size;
+
+/// The Rust blocks of README.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../README.md")]
+pub struct ReadmeDoctests;
+
+/// The Rust blocks of docs/rust.md, compiled and run as doctests.
+#[cfg(doctest)]
+#[doc = include_str!("../docs/rust.md")]
+pub struct RustGuideDoctests;

@@ -1,9 +1,13 @@
-"""The documented examples, run as written (algorithm substituted where parametrized)."""
+"""The documented examples, run as written: the numcodecs one for every algorithm, and every
+fenced Python block of README.md and docs/ (doc_examples.py says how a block is marked)."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
+import doc_examples
 import pytest
-from conftest import ALL_ALGORITHMS, CPU_ALGORITHMS
+from conftest import ALL_ALGORITHMS, CPU_ALGORITHMS, cupy_or_skip
 
 EXAMPLE_NUMCODECS = """
 import numcodecs
@@ -96,3 +100,80 @@ def test_zarr3_example(algorithm):
 @pytest.mark.parametrize("algorithm", CPU_ALGORITHMS)
 def test_zarr3_format2_example(algorithm):
     run(EXAMPLE_ZARR3_FORMAT2, algorithm)
+
+
+# --- the fenced Python blocks of README.md and docs/ (doc_examples.py) ------
+
+DOC_BLOCKS = doc_examples.all_blocks()
+
+
+def pages_with(*kinds: str) -> list[Path]:
+    return sorted({b.page for b in DOC_BLOCKS if b.kind in kinds})
+
+
+def run_page(page: Path, kinds: set[str]) -> int:
+    """Runs the page's blocks of ``kinds`` in order in one namespace; returns how many ran."""
+    namespace: dict = {"__name__": "__main__"}
+    ran = 0
+    with doc_examples.zarr_config_restored():
+        for block in doc_examples.blocks(page):
+            if block.kind in kinds:
+                doc_examples.run(block, namespace)
+                ran += 1
+    return ran
+
+
+def page_id(page: Path) -> str:
+    return str(page.relative_to(doc_examples.ROOT))
+
+
+def test_the_pages_have_examples_and_few_are_skipped():
+    assert len(doc_examples.PAGES) > 10, doc_examples.PAGES
+    by_kind = {kind: [b.name for b in DOC_BLOCKS if b.kind == kind] for kind in doc_examples.KINDS}
+    assert len(by_kind["cpu"]) >= 20, by_kind
+    assert len(by_kind["skip"]) <= 3, by_kind["skip"]
+
+
+def test_no_python_block_escapes_the_runner():
+    # A block fenced ```py or ```Python would be rendered as Python but never run.
+    for page in doc_examples.PAGES:
+        for number, line in enumerate(page.read_text(encoding="utf-8").splitlines(), 1):
+            fence = line.strip()
+            if fence.startswith("```") and fence.lower().startswith("```py"):
+                assert fence == "```python", f"{page}:{number}: {fence}"
+
+
+@pytest.mark.parametrize("page", pages_with("cpu"), ids=page_id)
+def test_documented_examples_run(page, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    assert run_page(page, {"cpu"}) > 0
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("page", pages_with("gpu"), ids=page_id)
+def test_documented_gpu_examples_run(page, tmp_path, monkeypatch):
+    cupy_or_skip()
+    monkeypatch.chdir(tmp_path)
+    assert run_page(page, {"cpu", "gpu"}) > 0
+
+
+S3_BLOCKS = [b for b in DOC_BLOCKS if b.kind == "s3"]
+
+
+@pytest.mark.parametrize("block", S3_BLOCKS, ids=lambda b: b.name)
+def test_documented_s3_examples_run(block, moto_endpoint, tmp_path, monkeypatch):
+    endpoint, _ = moto_endpoint
+    # What a user's environment holds for S3, read by object_store and botocore alike.
+    for name, value in {
+        "AWS_ENDPOINT": endpoint,
+        "AWS_ENDPOINT_URL": endpoint,
+        "AWS_ALLOW_HTTP": "true",
+        "AWS_ACCESS_KEY_ID": "x",
+        "AWS_SECRET_ACCESS_KEY": "x",
+        "AWS_REGION": "us-east-1",
+        "AWS_DEFAULT_REGION": "us-east-1",
+    }.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.chdir(tmp_path)
+    with doc_examples.zarr_config_restored():
+        doc_examples.run(block, {"__name__": "__main__"})

@@ -70,6 +70,8 @@ class NvCompBatchCodec(Codec):
         backend come back as CuPy arrays either way. Not part of the
         configuration.
 
+    Notes
+    -----
     With ``device=None`` each host batch runs where it is fastest: small
     batches on the CPU, large ones on the GPU (see
     ``zarrs_nvcomp._device_choice``); device inputs stay on the GPU.
