@@ -23,10 +23,11 @@ echo "wheel: $(basename "$wheel")"
 rm -rf "$venv"
 python3 -m venv "$venv"
 py=$(cd "$venv/bin" && pwd)/python
-# The [zarr] extra, read from the wheel's metadata; nvCOMP's wheel, which the
-# package must find without VIRTUAL_ENV or PYTHONPATH; pytest for the tests
-# that run the documented examples.
-"$py" -m pip install -q "$wheel[zarr]" "nvidia-libnvcomp-cu13>=6,<7" pytest
+# The extras the README's quick start installs (zarr, xarray, Dask), read
+# from the wheel's metadata; nvCOMP's wheel, which the package must find
+# without VIRTUAL_ENV or PYTHONPATH; pytest for the tests that run the
+# documented examples.
+"$py" -m pip install -q "$wheel[zarr,xarray,dask]" "nvidia-libnvcomp-cu13>=6,<7" pytest
 
 # env -i: no VIRTUAL_ENV, PYTHONPATH, CARGO_TARGET_DIR, nor ~/.cargo/bin on PATH.
 clean=(env -i HOME="$HOME" PATH=/usr/bin:/bin)
