@@ -143,6 +143,30 @@ def test_no_python_block_escapes_the_runner():
                 assert fence == "```python", f"{page}:{number}: {fence}"
 
 
+def test_markers_are_read_and_bad_ones_refused(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text(
+        "```python\na = 1\n```\n\n<!-- example: gpu -->\n```python\nb = 2\n```\n"
+        "<!-- example: skip needs a cluster -->\n\n```python\nc = 3\n```\n```sh\nls\n```\n"
+    )
+    found = doc_examples.blocks(page)
+    assert [(b.kind, b.reason, b.line, b.code) for b in found] == [
+        ("cpu", "", 1, "a = 1\n"),
+        ("gpu", "", 6, "b = 2\n"),
+        ("skip", "needs a cluster", 11, "c = 3\n"),
+    ]
+    for bad, why in [
+        ("<!-- example: gpus -->", "unknown example marker 'gpus'"),
+        ("<!-- example: skip -->", "must say why"),
+    ]:
+        page.write_text(f"{bad}\n```python\nx = 1\n```\n")
+        with pytest.raises(ValueError, match=why):
+            doc_examples.blocks(page)
+    page.write_text("```python\nx = 1\n")
+    with pytest.raises(ValueError, match="unclosed fence"):
+        doc_examples.blocks(page)
+
+
 @pytest.mark.parametrize("page", pages_with("cpu"), ids=page_id)
 def test_documented_examples_run(page, tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
