@@ -280,6 +280,15 @@ mod tests {
         assert_eq!(gzip_growing(&two, b.len(), 1 << 20).unwrap(), whole);
         assert_eq!(gzip_growing(&two, 1, whole.len() + 1).unwrap(), whole);
         assert_eq!(gzip_growing(&two, 1, whole.len() - 1), Err(GrowError::Full));
+        // Measured without being held, as for the error of a stream too large for its output.
+        assert_eq!(gzip_decoded_len(&two, 1 << 20), Ok(whole.len() as u64));
+        assert_eq!(gzip_decoded_len(&two, whole.len() as u64 - 1), Err(GrowError::Full));
+        let long = gzip_encode(&vec![3u8; 5 * COUNT_WINDOW + 7], 1, 0).unwrap();
+        assert_eq!(gzip_decoded_len(&long, 1 << 30), Ok(5 * COUNT_WINDOW as u64 + 7));
+        assert!(matches!(
+            gzip_decoded_len(&long[..long.len() / 2], 1 << 30),
+            Err(GrowError::Corrupt(_))
+        ));
         // An empty member after the data, and one at the start.
         let empty = gzip_encode(&[], 6, 0).unwrap();
         let padded = [empty.as_slice(), &two, &empty].concat();
@@ -291,6 +300,7 @@ mod tests {
         bad[first_crc] ^= 1;
         assert!(gzip_decode_to(&bad, &mut out).unwrap_err().contains("CRC32"));
         assert!(matches!(gzip_growing(&bad, 1, 1 << 20), Err(GrowError::Corrupt(_))));
+        assert!(matches!(gzip_decoded_len(&bad, 1 << 20), Err(GrowError::Corrupt(_))));
         let trailing = [two.as_slice(), b"junk that is no member"].concat();
         assert!(gzip_decode_to(&trailing, &mut out).is_err());
         assert!(gzip_decode_to(&two[..two.len() - 3], &mut out).is_err());
