@@ -238,9 +238,9 @@ pub enum Error {
     },
     /// Buffer `index` declares a decoded size above the configured limit.
     #[error(
-        "buffer {index} of the batch declares {size} decoded bytes, above the limit of {limit} bytes; \
-         raise the limit with the codec's max_decoded_size option \
-         (NvCompBatchCodec(..., max_decoded_size=...), BatchCodec::with_max_decoded_size in Rust)"
+        "buffer {index} of the batch {}",
+        crate::limits::too_large(*size, *limit, "the codec's max_decoded_size option \
+         (NvCompBatchCodec(..., max_decoded_size=...), BatchCodec::with_max_decoded_size in Rust)")
     )]
     DecodedSizeTooLarge {
         /// Position of the buffer in the batch.

@@ -38,9 +38,47 @@ pub fn default_max_decoded_size() -> u64 {
     host_memory().unwrap_or(UNKNOWN_MEMORY_LIMIT)
 }
 
+/// How an error words a decoded `size` above `limit`: the size a buffer
+/// declares, or, for one that declares none (`size` is then `limit + 1`),
+/// that it decodes to more than the limit. Raising the limit (`how`) is
+/// advised only for sizes this machine's memory holds: past it the stream
+/// is corrupt or hostile (a decompression bomb), and no limit would help.
+pub(crate) fn too_large(size: u64, limit: u64, how: &str) -> String {
+    let what = if size == limit.saturating_add(1) {
+        format!("decodes to more than the limit of {limit} bytes")
+    } else {
+        format!("declares {size} decoded bytes, above the limit of {limit} bytes")
+    };
+    match host_memory() {
+        Some(memory) if size > memory => {
+            format!("{what}, more than this machine's memory ({memory} bytes): a corrupt or hostile stream")
+        }
+        _ => format!("{what}; raise the limit with {how}"),
+    }
+}
+
 #[cfg(all(test, target_os = "linux"))]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_past_the_memory_are_not_advised_a_higher_limit() {
+        let memory = host_memory().expect("Linux test machines have their memory size");
+        let bomb = too_large(50_000_000_000_000, memory, "max_decoded_size");
+        assert!(bomb.contains("declares 50000000000000 decoded bytes"), "{bomb}");
+        assert!(bomb.contains("hostile") && !bomb.contains("raise"), "{bomb}");
+        let streamed = too_large(memory + 1, memory, "max_decoded_size");
+        assert!(
+            streamed.contains("decodes to more than the limit") && !streamed.contains("raise"),
+            "{streamed}"
+        );
+        let small = too_large(2000, 1000, "max_decoded_size");
+        assert!(
+            small.contains("declares 2000") && small.contains("raise the limit with max_decoded_size"),
+            "{small}"
+        );
+        assert!(too_large(1001, 1000, "x").contains("decodes to more than the limit of 1000 bytes"));
+    }
 
     #[test]
     fn host_limit_is_the_machines_memory() {

@@ -187,6 +187,9 @@ pub(crate) fn engine_error(err: Error) -> PyErr {
 
 /// The exception of a reader error.
 pub(crate) fn read_error(err: ReadError) -> PyErr {
+    if err.is_timeout() {
+        return new_err(Kind::StoreTimeout, err.to_string());
+    }
     let kind = match err {
         ReadError::Engine(e) => return engine_error(e),
         ReadError::InvalidUrl { .. } | ReadError::Config { .. } | ReadError::InvalidOutput { .. } => {

@@ -377,3 +377,13 @@ def test_max_decoded_size_option():
     assert exact.decode(encoded).tobytes() == data.tobytes()
     # Not part of the configuration: data written with a limit reads without it.
     assert low.get_config() == default.get_config()
+
+
+def test_a_frame_declaring_more_than_the_machine_holds_is_not_advised_a_higher_limit():
+    # A Zstandard frame header declaring 50 GB, and an empty last raw block.
+    frame = b"\x28\xb5\x2f\xfd\xe0" + (50 * 10**9).to_bytes(8, "little") + b"\x01\x00\x00"
+    codec = NvCompBatchCodec("zstd", device="cpu")
+    with pytest.raises(DecodeError, match="declares 50000000000 decoded bytes") as info:
+        codec.decode_batch([frame])
+    if 50 * 10**9 > zarrs_nvcomp.default_max_decoded_size():
+        assert "machine's memory" in str(info.value) and "raise" not in str(info.value), info.value

@@ -6,6 +6,10 @@ fails the test instead of hanging it."""
 from __future__ import annotations
 
 import multiprocessing
+import os
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -152,3 +156,113 @@ def test_cuda_in_a_forked_child_says_to_use_spawn():
     assert "spawn" in reason, reason
     assert "spawn" in error, error
     assert auto_ok, "a device=None codec of the parent did not fall back to the CPU in the child"
+
+
+# --- writes ----------------------------------------------------------------
+
+#: Ways the parent uses the package before it forks; each used to leave a
+#: forked child's multi-chunk write waiting forever for rayon's global pool.
+PARENT_USES = {
+    "open": lambda url: open_array(url),
+    "read": lambda url: read_chunks_parallel(url, device="cpu"),
+    "write": lambda url: zarrs_nvcomp.write_chunks_parallel(url, np.zeros((64, 48), "f4")),
+    "encode_batch": lambda url: NvCompBatchCodec("zstd", device="cpu").encode_batch(
+        [b"z" * 999] * 8
+    ),
+}
+
+#: Compressors whose writes take each path of the writer: batched, batched
+#: into shards, and through the zarrs pipeline (blosc).
+BLOSC = {
+    "name": "blosc",
+    "configuration": {
+        "cname": "lz4",
+        "clevel": 5,
+        "shuffle": "shuffle",
+        "typesize": 4,
+        "blocksize": 0,
+    },
+}
+
+
+def write_rows(rows: tuple[int, int]) -> int:
+    """Writes rows ``rows`` (several chunks) of the inherited array with the row index."""
+    start, stop = rows
+    values = np.arange(start, stop, dtype="f4")[:, None] * np.ones(48, "f4")
+    stored, _ = zarrs_nvcomp.write_chunks_parallel(
+        INHERITED["url"], values, (slice(start, stop), ...), device="cpu"
+    )
+    return stored
+
+
+def forked_writes(path: Path, parent_use: str, **create) -> None:
+    url = str(path)
+    zarrs_nvcomp.create_array(url, shape=(64, 48), dtype="f4", **create)
+    PARENT_USES[parent_use](url)
+    INHERITED["url"] = url
+    # Whole shards each: writes of one shard in two processes would race.
+    rows = [(0, 16), (16, 32), (32, 64)]
+    assert all(n > 1 for n in in_fork_pool(write_rows, rows))
+    expected = np.arange(64, dtype="f4")[:, None] * np.ones(48, "f4")
+    np.testing.assert_array_equal(read_chunks_parallel(url, device="cpu"), expected)
+
+
+@pytest.mark.parametrize("parent_use", sorted(PARENT_USES))
+def test_writes_in_children_forked_after_use(tmp_path, parent_use):
+    forked_writes(tmp_path / "w.zarr", parent_use, chunks=(8, 8))
+
+
+@pytest.mark.parametrize(
+    "create",
+    [
+        {"chunks": (8, 8), "compressor": "gzip"},
+        {"chunks": (8, 8), "shards": (16, 16)},
+        {"chunks": (8, 8), "compressor": BLOSC},
+        {"chunks": (8, 8), "zarr_format": 2, "compressor": "lz4"},
+    ],
+    ids=["gzip", "sharded", "blosc", "v2-lz4"],
+)
+def test_every_write_path_works_in_forked_children(tmp_path, create):
+    forked_writes(tmp_path / "w.zarr", "write", **create)
+
+
+#: Writes an array with Dask's processes scheduler over forked workers
+#: after the parent wrote it (argv[1]: the array's path); prints "ok".
+DASK_FORK_WRITE = """
+import sys
+import dask, dask.array as da, numpy as np, zarrs_nvcomp
+url = sys.argv[1]
+zarrs_nvcomp.create_array(url, shape=(64, 48), dtype="f4", chunks=(8, 8))
+zarrs_nvcomp.write_chunks_parallel(url, np.zeros((64, 48), "f4"))
+data = np.arange(64 * 48, dtype="f4").reshape(64, 48)
+
+def store(block, block_info=None):
+    (r0, r1), (c0, c1) = block_info[0]["array-location"]
+    zarrs_nvcomp.write_chunks_parallel(url, block, (slice(r0, r1), slice(c0, c1)), device="cpu")
+    return np.ones((1, 1), "i8")
+
+blocks = da.from_array(data, chunks=(16, 48)).map_blocks(store, dtype="i8", chunks=(1, 1))
+with dask.config.set({"multiprocessing.context": "fork"}):
+    assert blocks.sum().compute(scheduler="processes", num_workers=2) == 4
+np.testing.assert_array_equal(zarrs_nvcomp.read_chunks_parallel(url, device="cpu"), data)
+print("ok", flush=True)
+"""
+
+
+def test_dask_processes_scheduler_with_fork_writes(tmp_path):
+    pytest.importorskip("dask.array")
+    # In its own process group, so that hung workers are killed with it.
+    child = subprocess.Popen(
+        [sys.executable, "-c", DASK_FORK_WRITE, str(tmp_path / "d.zarr")],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = child.communicate(timeout=CHILD_LIMIT)
+    except subprocess.TimeoutExpired:
+        os.killpg(child.pid, signal.SIGKILL)
+        child.communicate()
+        pytest.fail(f"Dask's forked workers did not finish within {CHILD_LIMIT} s (hung)")
+    assert child.returncode == 0 and out.strip() == "ok", err[-3000:]

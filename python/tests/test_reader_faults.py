@@ -17,7 +17,7 @@ import pytest
 import zarr
 from conftest import interrupt, interruptible_python, s3_options, upload
 
-from zarrs_nvcomp import StoreError, open_array, read_chunks_parallel
+from zarrs_nvcomp import StoreTimeoutError, open_array, read_chunks_parallel
 
 #: Names that a percent-decoding or -encoding reader confuses with each other.
 TWIN_NAMES = ["a b.zarr", "a%20b.zarr", "ü.zarr", "%C3%BC.zarr", "100%.zarr"]
@@ -170,7 +170,7 @@ def test_ctrl_c_interrupts_a_read_of_stalled_chunks(stalling_http):
 def test_open_of_a_silent_server_takes_one_budget_and_names_the_request(silent_server):
     options = {**s3_options(f"http://127.0.0.1:{silent_server.port}"), "timeout": "2s"}
     start = time.monotonic()
-    with pytest.raises(StoreError) as info:
+    with pytest.raises(StoreTimeoutError) as info:
         open_array("s3://bucket/stalled.zarr", storage_options=options)
     took = time.monotonic() - start
     # One request's budget: 4 attempts of 2 s and their backoff (9.4 s at most).
@@ -178,3 +178,11 @@ def test_open_of_a_silent_server_takes_one_budget_and_names_the_request(silent_s
     message = str(info.value)
     assert "GET" in message, message
     assert "stalled.zarr/zarr.json" in message, message
+
+
+def test_a_stalled_chunk_fetch_is_a_timeout(stalling_http):
+    options = {"allow_http": "true", "timeout": "1s", "max_retries": "1"}
+    start = time.monotonic()
+    with pytest.raises(StoreTimeoutError, match="c/0/0"):
+        read_chunks_parallel(stalling_http, (slice(0, 8), slice(0, 8)), storage_options=options)
+    assert time.monotonic() - start < 10

@@ -13,7 +13,10 @@ in fsspec/s3fs spellings translated to object_store's keys.
 
 from __future__ import annotations
 
+import datetime
+import numbers
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from zarrs_nvcomp._zarrs_nvcomp import InvalidArgumentError, UnsupportedTypeError
@@ -59,6 +62,10 @@ def translate_storage_options(options: dict[str, Any] | None) -> dict[str, str]:
     fsspec/s3fs spellings of the module's table; other keys pass through as
     object_store keys (unknown ones are errors when the store opens).
     ``ValueError`` for unknown ``client_kwargs`` and for a setting given twice."""
+    if options is not None and not isinstance(options, Mapping):
+        raise UnsupportedTypeError(
+            f"storage_options must be a dict or None, not {type(options).__name__}"
+        )
     translated: dict[str, str] = {}
     fsspec_endpoint = False
 
@@ -67,9 +74,16 @@ def translate_storage_options(options: dict[str, Any] | None) -> dict[str, str]:
             raise InvalidArgumentError(
                 f"storage option {given_as!r} sets {key!r}, which another option sets too"
             )
+        if not isinstance(value, str | numbers.Real | datetime.timedelta):
+            raise UnsupportedTypeError(
+                f"storage option {given_as!r} must be a string, a number, a bool or a "
+                f"timedelta, not {type(value).__name__}"
+            )
         translated[key] = _option_value(value)
 
     for name, value in (options or {}).items():
+        if not isinstance(name, str):
+            raise UnsupportedTypeError(f"storage option names are strings, not {name!r}")
         if name in _FSSPEC_ONLY:
             continue
         if name == "anon":
@@ -181,4 +195,6 @@ def _obstore_location(store: Any) -> tuple[str, dict[str, str]]:
 def _option_value(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
+    if isinstance(value, datetime.timedelta):
+        return f"{value.total_seconds()}s"
     return str(value)

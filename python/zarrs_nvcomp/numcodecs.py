@@ -11,6 +11,7 @@ import numpy as np
 from numcodecs.abc import Codec
 
 from zarrs_nvcomp import _buffers, _device_choice
+from zarrs_nvcomp._args import checked_bool, checked_int
 from zarrs_nvcomp._zarrs_nvcomp import (
     Engine,
     InvalidArgumentError,
@@ -103,6 +104,8 @@ class NvCompBatchCodec(Codec):
         stream: Any = None,
         device_outputs: str = "cupy",
     ) -> None:
+        trusted_input = checked_bool("trusted_input", trusted_input)
+        max_decoded_size = checked_int("max_decoded_size", max_decoded_size)
         request = {"algorithm": algorithm, "options": dict(options or {})}
         config = normalize_config(request)
         self.algorithm: str = config["algorithm"]

@@ -41,20 +41,20 @@ from __future__ import annotations
 
 import copy
 import math
-import operator
 import warnings
 from typing import Any
 
 import numpy as np
 
+from zarrs_nvcomp._args import checked_bool, checked_int
 from zarrs_nvcomp._buffers import cupy_module
 from zarrs_nvcomp._progress import ProgressCallback, run_with_progress
+from zarrs_nvcomp._selection import normalize as _normalize
 from zarrs_nvcomp._stores import location
 from zarrs_nvcomp._zarrs_nvcomp import (
     CudaArray,
     InvalidArgumentError,
     ReaderArray,
-    SelectionError,
     StoreError,
     UnsupportedTypeError,
     gpu_unavailable_reason,
@@ -211,6 +211,9 @@ class Array:
         result."""
         dtype = self.dtype
         requested = device
+        max_concurrent_requests = checked_int("max_concurrent_requests", max_concurrent_requests)
+        trusted_input = checked_bool("trusted_input", trusted_input)
+        max_decoded_size = checked_int("max_decoded_size", max_decoded_size)
         strided, flips, out_shape = _normalize(selection, self.shape)
         lent = None if out is None else _lent_output(out, out_shape, dtype, device)
         device = _resolve_device(device, dtype) if lent is None else lent.device
@@ -467,60 +470,6 @@ def _cpu_path_reason(requested: str | None, device: str, fallback_reason: str | 
     if not has_cupy:
         gpu_reason = 'CuPy is not installed (pip install "zarrs-nvcomp[cu13]", or [cu12])'
     return f'read on the CPU, not the GPU: {gpu_reason}; pass device="cpu" to avoid this warning'
-
-
-def _normalize(
-    selection: Any, shape: tuple[int, ...]
-) -> tuple[list[tuple[int, int, int]], tuple[int, ...], tuple[int, ...]]:
-    """The ascending ``(start, stop, step)`` per axis of a basic-indexing
-    selection (integers select one index), the axes whose slices step
-    backwards (read ascending, then flipped), and the selection's shape."""
-    if not isinstance(selection, tuple):
-        selection = (selection,)
-    ellipses = [i for i, s in enumerate(selection) if s is Ellipsis]
-    if len(ellipses) > 1:
-        raise SelectionError("an index can only have a single ellipsis ('...')")
-    if ellipses:
-        i = ellipses[0]
-        fill = len(shape) - (len(selection) - 1)
-        selection = (*selection[:i], *(slice(None),) * max(fill, 0), *selection[i + 1 :])
-    if len(selection) > len(shape):
-        raise SelectionError(
-            f"too many indices for array: array is {len(shape)}-dimensional, "
-            f"but {len(selection)} were indexed"
-        )
-    selection = (*selection, *(slice(None),) * (len(shape) - len(selection)))
-    strided: list[tuple[int, int, int]] = []
-    flips: list[int] = []
-    out_shape: list[int] = []
-    for axis, (sel, n) in enumerate(zip(selection, shape, strict=True)):
-        if isinstance(sel, slice):
-            indices = range(*sel.indices(n))
-            out_shape.append(len(indices))
-            if len(indices) == 0:
-                strided.append((0, 0, 1))
-            elif indices.step > 0:
-                strided.append((indices.start, indices[-1] + 1, indices.step))
-            else:
-                strided.append((indices[-1], indices.start + 1, -indices.step))
-                flips.append(axis)
-            continue
-        if isinstance(sel, bool | np.bool_) or sel is None:
-            raise SelectionError(
-                f"only integers, slices (`:`) and ellipsis (`...`) are valid indices, not {sel!r}"
-            )
-        try:
-            index = operator.index(sel)
-        except TypeError:
-            raise SelectionError(
-                "only integers, slices (`:`) and ellipsis (`...`) are valid indices, "
-                f"not {type(sel).__name__}"
-            ) from None
-        if not -n <= index < n:
-            raise SelectionError(f"index {index} is out of bounds for axis {axis} with size {n}")
-        index %= n
-        strided.append((index, index + 1, 1))
-    return strided, tuple(flips), tuple(out_shape)
 
 
 def _flip_index(flips: tuple[int, ...], ndim: int) -> tuple[slice, ...]:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from zarrs_nvcomp import _buffers
+from zarrs_nvcomp._args import checked_bool, checked_int
 from zarrs_nvcomp._stores import location
 from zarrs_nvcomp._zarrs_nvcomp import (
     InvalidArgumentError,
@@ -152,6 +153,8 @@ def write_chunks_parallel(
     data of the wrong shape, :class:`zarrs_nvcomp.StoreError` naming the
     chunk's key when a put (or a chunk file's write) fails.
     """
+    write_empty_chunks = checked_bool("write_empty_chunks", write_empty_chunks)
+    max_concurrent_requests = checked_int("max_concurrent_requests", max_concurrent_requests)
     array = open_array(store, storage_options)
     strided, flips, out_shape = _normalize(selection, array.shape)
     if flips or any(step != 1 for _, _, step in strided):

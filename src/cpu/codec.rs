@@ -63,9 +63,12 @@ impl Codec {
             Format::Lz4 { header: true } => lz4::declared_len(input).map(Some),
             Format::Snappy => snappy::declared_len(input).map(Some),
             Format::Zstd => zstd::declared_len(input),
-            Format::Gzip { .. } => Ok(Some(deflate::gzip_declared_len(input)?)),
             Format::Gdeflate { header: true, .. } => gdeflate::declared_len(input).map(Some),
-            Format::Lz4 { header: false } | Format::Deflate { .. } | Format::Gdeflate { header: false, .. } => Ok(None),
+            // gzip's ISIZE is the last member's length modulo 4 GiB: no size.
+            Format::Gzip { .. }
+            | Format::Lz4 { header: false }
+            | Format::Deflate { .. }
+            | Format::Gdeflate { header: false, .. } => Ok(None),
         }
     }
 

@@ -1,5 +1,5 @@
 //! Decoding streams that declare no decoded size (bare LZ4 blocks, raw
-//! deflate, bare GDeflate streams, streamed Zstandard frames) into buffers
+//! deflate, gzip, bare GDeflate streams, streamed Zstandard frames) into buffers
 //! that grow as they fill, bounded by the caller's limit and by the most the
 //! format can expand to.
 
@@ -92,9 +92,38 @@ pub(super) fn decode_growing(codec: Codec, input: &[u8], index: usize, limit: u6
         Format::Deflate { .. } => {
             deflate::inflate_growing(input, input.len().saturating_mul(4).max(4096), bound.saturating_add(1))
         }
+        // The last member's ISIZE is the whole size of most streams (one
+        // member, under 4 GiB): decoded in one go.
+        Format::Gzip { .. } => {
+            let hint = deflate::gzip_size_hint(input).map_err(|reason| Error::Corrupt { index, reason })?;
+            let first = usize::try_from(hint)
+                .unwrap_or(usize::MAX)
+                .clamp(1, bound.saturating_add(1));
+            deflate::gzip_growing(input, first, bound.saturating_add(1))
+        }
         _ => decode_retrying(codec, input, bound),
     };
-    result.map_err(|e| match e {
+    result.map_err(|e| grow_error(codec, input.len(), index, limit, e))
+}
+
+/// The length buffer `index` decodes to where it is measured without being
+/// held (gzip, see [`deflate::gzip_decoded_len`]), up to `limit`; `None`
+/// for the other formats.
+pub(super) fn decoded_len(codec: Codec, input: &[u8], index: usize, limit: u64) -> Option<Result<u64>> {
+    let bound = limit.min(codec.max_expansion(input.len()));
+    match codec.format {
+        Format::Gzip { .. } => {
+            Some(deflate::gzip_decoded_len(input, bound).map_err(|e| grow_error(codec, input.len(), index, limit, e)))
+        }
+        _ => None,
+    }
+}
+
+/// The error of buffer `index` (`encoded_len` bytes) whose decoding stopped
+/// with `e`, under the caller's `limit`.
+fn grow_error(codec: Codec, encoded_len: usize, index: usize, limit: u64, e: GrowError) -> Error {
+    let most = codec.max_expansion(encoded_len);
+    match e {
         GrowError::Full if limit < most => Error::DecodedSizeTooLarge {
             // Reported as at least one byte over the limit: the real size is unknown.
             index,
@@ -104,8 +133,7 @@ pub(super) fn decode_growing(codec: Codec, input: &[u8], index: usize, limit: u6
         GrowError::Full => Error::Corrupt {
             index,
             reason: format!(
-                "decodes to more than the {most} bytes {} encoded bytes of {} can hold",
-                input.len(),
+                "decodes to more than the {most} bytes {encoded_len} encoded bytes of {} can hold",
                 codec.name()
             ),
         },
@@ -114,5 +142,5 @@ pub(super) fn decode_growing(codec: Codec, input: &[u8], index: usize, limit: u6
             size: size as u64,
         },
         GrowError::Corrupt(reason) => Error::Corrupt { index, reason },
-    })
+    }
 }

@@ -11,13 +11,14 @@
 //!
 //! * a buffer's decoded size is found before anything is allocated for it: from
 //!   what the format declares (LZ4 header, Snappy preamble, Zstandard content
-//!   size, gzip ISIZE, gdeflate header), checked against `max_decoded_size`
+//!   size, gdeflate header), checked against `max_decoded_size`
 //!   ([`Error::DecodedSizeTooLarge`]) and against the most the format can
 //!   expand that many encoded bytes to ([`Error::Corrupt`]), so a lying header
 //!   can neither exceed the limit nor make a batch of tiny buffers allocate
 //!   terabytes;
 //! * formats that declare no size (bare LZ4 blocks, raw deflate, bare GDeflate
-//!   streams, streamed Zstandard frames) are decoded into growing buffers,
+//!   streams, streamed Zstandard frames, and gzip, whose ISIZE is only the
+//!   last member's length modulo 4 GiB) are decoded into growing buffers,
 //!   bounded the same way;
 //! * errors name the lowest failing index of the batch, whatever order the
 //!   threads finished in.
@@ -257,6 +258,14 @@ fn decode_unsized_into(codec: Codec, input: &[u8], out: &mut [u8], index: usize,
         Fill::Done(n) if n == out.len() => return Ok(()),
         Fill::Done(n) => n,
         Fill::NeedsMore => {
+            if let Some(len) = growing::decoded_len(codec, input, index, limit) {
+                let len = usize::try_from(len?).unwrap_or(usize::MAX);
+                return Err(Error::OutputSize {
+                    index,
+                    expected: out.len(),
+                    actual: len,
+                });
+            }
             let vec = decode_growing(codec, input, index, limit)?;
             if vec.len() == out.len() {
                 out.copy_from_slice(&vec);

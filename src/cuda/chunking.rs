@@ -326,6 +326,11 @@ pub(crate) fn check_pool() -> &'static rayon::ThreadPool {
     POOL.get(|| crate::fork::new_pool("zarrs-nvcomp-check"))
 }
 
+/// Why a gzip stream whose first member ends before its last 8 bytes is
+/// refused on the GPU.
+pub(crate) const MULTI_MEMBER_GZIP: &str = "a gzip stream of several members (RFC 1952 allows them; bgzip writes \
+     them), or with bytes after its member: the GPU decodes single members; decode it on the CPU (device=\"cpu\")";
+
 /// What the host checks of streams nvCOMP decodes without checking them,
 /// in parallel over `bufs`; the error names the first buffer that fails
 /// (the first whose frames do not parse, else the first whose sequences do
@@ -369,7 +374,12 @@ fn check_on_host_walking(
         match algorithm {
             Algorithm::Gzip { .. } => {
                 let start = gzip::header_len(buf)?;
-                deflate::check_stream(&buf[start..buf.len() - gzip::TRAILER_LEN])?;
+                let body = &buf[start..buf.len() - gzip::TRAILER_LEN];
+                if deflate::check_stream(body)? != body.len() {
+                    // nvCOMP would decode the first member alone, checked
+                    // against the last member's trailer.
+                    return Err(MULTI_MEMBER_GZIP.into());
+                }
             }
             Algorithm::Zstd => {
                 format::zstd::check_frames(buf, &mut kept).map_err(|e| format!("bad Zstandard frame: {e}"))?;
@@ -378,7 +388,9 @@ fn check_on_host_walking(
                 let size = exact_sizes.and_then(|sizes| sizes.get(index));
                 lz4::validate_block(buf, *size.ok_or("no decoded size was given for an LZ4 block")?)?;
             }
-            _ => deflate::check_stream(buf)?,
+            _ => {
+                deflate::check_stream(buf)?;
+            }
         }
         Ok(kept)
     };
@@ -751,6 +763,12 @@ mod tests {
             check_on_host(&gzip, &[&bad[..5]], None),
             Err(Error::Corrupt { index: 0, .. })
         ));
+        // Two members, which nvCOMP would decode as the first alone.
+        let two = [good.as_slice(), &good].concat();
+        match check_on_host(&gzip, &[&good, &two], None) {
+            Err(Error::Corrupt { index: 1, reason }) => assert_eq!(reason, MULTI_MEMBER_GZIP),
+            other => panic!("{other:?}"),
+        }
         assert!(inflates(&deflate) && inflates(&gzip) && !inflates(&Algorithm::Zstd));
         assert!(checked_on_host(&Algorithm::Zstd, false) && !checked_on_host(&LZ4, false));
     }

@@ -63,8 +63,9 @@ thread_local! {
 /// overwriting the last, and returns its error, worded as the CPU backend
 /// words it, where the stream is invalid: a distance too far back, a bad
 /// block or code, or input that ends before the stream does. It accepts
-/// exactly the streams the CPU backend decodes.
-pub(crate) fn check_stream(stream: &[u8]) -> Result<(), String> {
+/// exactly the streams the CPU backend decodes. Returns the number of bytes
+/// of `stream` the DEFLATE stream takes (what follows it is not read).
+pub(crate) fn check_stream(stream: &[u8]) -> Result<usize, String> {
     STREAM_CHECK.with(|cell| {
         let mut state = cell.borrow_mut();
         let (d, out) = &mut *state;
@@ -76,7 +77,7 @@ pub(crate) fn check_stream(stream: &[u8]) -> Result<(), String> {
                 .map_err(|e| format!("bad deflate data: {e}"))?;
             let progress = d.total_in() > used_in || d.total_out() > used_out;
             match status {
-                Status::StreamEnd => return Ok(()),
+                Status::StreamEnd => return Ok(d.total_in() as usize),
                 _ if !progress => return Err("truncated deflate stream".into()),
                 _ => {}
             }
@@ -150,7 +151,7 @@ mod tests {
             let err = check_stream(&batch[1]).unwrap_err();
             assert!(err.starts_with("bad deflate data: "), "{name}: {err}");
             for stream in &valid {
-                assert_eq!(check_stream(stream), Ok(()), "{name}");
+                assert_eq!(check_stream(stream), Ok(stream.len()), "{name}");
             }
         }
     }
@@ -168,11 +169,19 @@ mod tests {
             for data in &samples {
                 for level in 0..=9 {
                     let stream = flate2_raw(data, level);
-                    assert_eq!(check_stream(&stream), Ok(()), "flate2 level {level}, {size} bytes");
+                    assert_eq!(
+                        check_stream(&stream),
+                        Ok(stream.len()),
+                        "flate2 level {level}, {size} bytes"
+                    );
                 }
                 for level in 0..=10 {
                     let stream = miniz_oxide::deflate::compress_to_vec(data, level);
-                    assert_eq!(check_stream(&stream), Ok(()), "miniz_oxide level {level}, {size} bytes");
+                    assert_eq!(
+                        check_stream(&stream),
+                        Ok(stream.len()),
+                        "miniz_oxide level {level}, {size} bytes"
+                    );
                 }
             }
         }

@@ -50,6 +50,15 @@ impl Trailer {
         }
     }
 
+    /// The trailer stored in `bytes`.
+    pub(crate) fn from_bytes(bytes: &[u8; TRAILER_LEN]) -> Self {
+        let [c0, c1, c2, c3, s0, s1, s2, s3] = *bytes;
+        Self {
+            crc32: u32::from_le_bytes([c0, c1, c2, c3]),
+            isize: u32::from_le_bytes([s0, s1, s2, s3]),
+        }
+    }
+
     /// The trailer's bytes.
     pub(crate) fn to_bytes(self) -> [u8; TRAILER_LEN] {
         let mut bytes = [0; TRAILER_LEN];

@@ -99,9 +99,9 @@ pub enum ReadError {
     },
     /// A chunk larger than [`ReadOptions::max_decoded_size`](super::ReadOptions::max_decoded_size).
     #[error(
-        "chunk {key} has {size} decoded bytes, above the limit of {limit} bytes; raise the limit with the \
-         max_decoded_size option of the read (read_chunks_parallel(..., max_decoded_size=...), \
-         ReadOptions::max_decoded_size in Rust)"
+        "chunk {key} {}",
+        crate::limits::too_large(*size, *limit, "the max_decoded_size option of the read \
+         (read_chunks_parallel(..., max_decoded_size=...), ReadOptions::max_decoded_size in Rust)")
     )]
     ChunkTooLarge {
         /// The chunk's key.
@@ -160,4 +160,25 @@ pub enum ReadError {
     /// The batch codec or the GPU failed.
     #[error(transparent)]
     Engine(#[from] crate::Error),
+}
+
+impl ReadError {
+    /// Whether the store did not answer in time: a chunk past
+    /// [`ReadOptions::request_timeout`](super::ReadOptions::request_timeout),
+    /// or a request whose `timeout` and retries (storage options) ran out.
+    pub fn is_timeout(&self) -> bool {
+        match self {
+            Self::Timeout { .. } => true,
+            Self::Fetch { source, .. } => super::object_storage::is_timeout(source),
+            Self::Store { source, .. } => {
+                source
+                    .downcast_ref::<zarrs::storage::StorageError>()
+                    .is_some_and(super::object_storage::is_timeout)
+                    || source
+                        .downcast_ref::<std::io::Error>()
+                        .is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut)
+            }
+            _ => false,
+        }
+    }
 }

@@ -122,6 +122,7 @@ mod shard;
 mod shard_fetch;
 mod shard_files;
 pub mod store;
+mod store_options;
 mod stored;
 mod transpose;
 mod wave;

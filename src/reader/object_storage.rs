@@ -4,13 +4,15 @@
 //! read, a second round trip; here a ranged read of known bounds is one
 //! request, and [`ObjectStorage::get_suffix`] reads an object's last bytes
 //! and learns its size in one request (a shard's index at its end). Writes
-//! and listings are zarrs' adapter's.
+//! and listings are zarrs' adapter's. A request that timed out is an I/O
+//! error of kind `TimedOut` ([`is_timeout`]), not only its text.
 
 use std::any::TypeId;
 use std::ops::Range;
 use std::sync::Arc;
 
 use futures::StreamExt;
+use object_store::client::{HttpError, HttpErrorKind};
 use object_store::path::Path;
 use object_store::{GetOptions, GetRange, ObjectStore};
 use zarrs::storage::byte_range::{ByteRange, ByteRangeIterator};
@@ -67,8 +69,26 @@ fn path(key: &StoreKey) -> Path {
     Path::from(key.as_str())
 }
 
+/// object_store's error as zarrs': a request that timed out (its retries
+/// spent) as an I/O error of kind `TimedOut` that keeps it, so that the
+/// reader tells a stalled store from a failing one ([`is_timeout`]).
 fn other(e: object_store::Error) -> StorageError {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
+    while let Some(err) = cause {
+        if err
+            .downcast_ref::<HttpError>()
+            .is_some_and(|http| http.kind() == HttpErrorKind::Timeout)
+        {
+            return StorageError::IOError(Arc::new(std::io::Error::new(std::io::ErrorKind::TimedOut, e)));
+        }
+        cause = err.source();
+    }
     StorageError::Other(e.to_string())
+}
+
+/// Whether `e` is a request of [`ObjectStorage`] that timed out.
+pub(crate) fn is_timeout(e: &StorageError) -> bool {
+    matches!(e, StorageError::IOError(io) if io.kind() == std::io::ErrorKind::TimedOut)
 }
 
 /// object_store's result, a missing object as `None` (as zarrs' adapter).
@@ -83,7 +103,10 @@ fn not_found_is_none<T>(result: Result<T, object_store::Error>) -> Result<Option
 #[async_trait::async_trait]
 impl AsyncReadableStorageTraits for ObjectStorage {
     async fn get(&self, key: &StoreKey) -> Result<MaybeBytes, StorageError> {
-        self.zarrs.get(key).await
+        let Some(result) = not_found_is_none(self.store.get_opts(&path(key), GetOptions::default()).await)? else {
+            return Ok(None);
+        };
+        result.bytes().await.map(Some).map_err(other)
     }
 
     /// Ranges of known bounds in one `get_ranges` call, without asking the

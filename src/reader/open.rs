@@ -14,7 +14,7 @@ use super::{BoxedSource, ObjectStorage, ObjectStoreArray, ReadError};
 ///
 /// A store that cannot be read (unreachable, stalled, missing bucket,
 /// refused credentials) gives [`ReadError::Store`] naming the request that
-/// failed; a readable store without an array there gives [`ReadError::Open`];
+/// failed ([`ReadError::is_timeout`] where it did not answer in time); a readable store without an array there gives [`ReadError::Open`];
 /// an array of a data type zarrs does not know, or of variable-size
 /// elements, gives [`ReadError::UnsupportedDataType`].
 /// The whole open takes at most the time of one request
@@ -29,8 +29,10 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
         url: url.to_string(),
         source,
     };
-    let late =
-        |request: &str| store_error(format!("{request} did not finish within {budget:?} (timeout and retries)").into());
+    let late = |request: &str| {
+        let message = format!("{request} did not finish within {budget:?} (timeout and retries)");
+        store_error(Box::new(std::io::Error::new(std::io::ErrorKind::TimedOut, message)))
+    };
     let storage = Arc::new(ObjectStorage::new(store.clone()));
     let open = tokio::time::timeout_at(deadline, Array::async_open(storage, "/"));
     let open_error = match open.await {

@@ -23,6 +23,12 @@
 //! `retry_timeout` (default `60s`), which bound object_store's retries.
 //! Defaults: `timeout` 30 s, `connect_timeout` 5 s, so an unreachable or
 //! stalled server gives an error in bounded time.
+//!
+//! Durations (`timeout`, `connect_timeout`, `retry_timeout`, ...) are written
+//! `250ms`, `30s`, `2m`, `1h` or as plain seconds; longer than
+//! [`MAX_DURATION`] is taken as that, and `max_retries` above
+//! [`MAX_RETRIES`] as that. A duration, count or boolean that is not one is
+//! [`ReadError::Config`] naming the option.
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -38,7 +44,8 @@ use object_store::prefix::PrefixStore;
 use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, RetryConfig};
 use url::Url;
 
-use super::{BoxedSource, ReadError};
+pub use super::store_options::{parse_duration, MAX_DURATION, MAX_RETRIES};
+use super::{store_options, BoxedSource, ReadError};
 
 /// Default request timeout.
 pub const DEFAULT_TIMEOUT: &str = "30s";
@@ -49,44 +56,14 @@ pub const DEFAULT_MAX_RETRIES: usize = 3;
 /// Default bound on the time spent retrying one request.
 pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
 
-/// Parses `1.5s`, `250ms`, `2m` or a plain number of seconds.
-pub fn parse_duration(text: &str) -> Result<Duration, String> {
-    let t = text.trim();
-    let (number, scale) = if let Some(n) = t.strip_suffix("ms") {
-        (n, 1e-3)
-    } else if let Some(n) = t.strip_suffix('s') {
-        (n, 1.0)
-    } else if let Some(n) = t.strip_suffix('m') {
-        (n, 60.0)
-    } else {
-        (t, 1.0)
-    };
-    number
-        .trim()
-        .parse::<f64>()
-        .ok()
-        .filter(|v| v.is_finite() && *v >= 0.0)
-        .map(|v| Duration::from_secs_f64(v * scale))
-        .ok_or_else(|| format!("{text:?} is not a duration (e.g. 30s, 250ms, 2m)"))
-}
-
 /// The retry configuration from `options`, removing this crate's keys.
 fn retry_config(options: &mut HashMap<String, String>) -> Result<RetryConfig, ReadError> {
     let max_retries = match options.remove("max_retries") {
-        Some(v) => v
-            .trim()
-            .parse()
-            .map_err(|e: std::num::ParseIntError| ReadError::Config {
-                reason: format!("max_retries: {v:?} is not a count"),
-                source: Some(e.into()),
-            })?,
+        Some(v) => store_options::max_retries(&v)?,
         None => DEFAULT_MAX_RETRIES,
     };
     let retry_timeout = match options.remove("retry_timeout") {
-        Some(v) => parse_duration(&v).map_err(|e| ReadError::Config {
-            reason: format!("retry_timeout: {e}"),
-            source: None,
-        })?,
+        Some(v) => store_options::duration("retry_timeout", &v)?,
         None => DEFAULT_RETRY_TIMEOUT,
     };
     let backoff = BackoffConfig {
@@ -109,20 +86,22 @@ fn lower_case_keys(options: &HashMap<String, String>) -> HashMap<String, String>
         .collect()
 }
 
+/// [`lower_case_keys`], each value checked ([`store_options::checked`]).
+fn checked_options(options: &HashMap<String, String>) -> Result<HashMap<String, String>, ReadError> {
+    store_options::checked(&lower_case_keys(options))
+}
+
 /// The longest one request to a store opened with `options` may take: every
 /// attempt that the retry settings allow, each bounded by `timeout`, and the
 /// backoff between them; at most `retry_timeout` plus one last attempt.
-/// (Without a `timeout` this crate can parse, `retry_timeout` plus the default
-/// timeout.)
+/// [`ReadError::Config`] for a duration or count that is not one.
 pub fn request_budget(options: &HashMap<String, String>) -> Result<Duration, ReadError> {
-    let mut options = lower_case_keys(options);
+    let mut options = checked_options(options)?;
     let retry = retry_config(&mut options)?;
-    let timeout = match options.get("timeout") {
-        Some(t) => parse_duration(t).ok(),
-        None => parse_duration(DEFAULT_TIMEOUT).ok(),
-    };
-    let fallback = retry.retry_timeout + parse_duration(DEFAULT_TIMEOUT).unwrap_or_default();
-    let Some(timeout) = timeout else { return Ok(fallback) };
+    let timeout = store_options::duration(
+        "timeout",
+        options.get("timeout").map_or(DEFAULT_TIMEOUT, String::as_str),
+    )?;
     let attempts = u32::try_from(retry.max_retries).unwrap_or(u32::MAX).saturating_add(1);
     // object_store's backoff before retry i is at most init * base^(i + 1), capped.
     let backoff: Duration = (1..attempts)
@@ -252,7 +231,7 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
         return local(&dir.map_err(|e| invalid(e.into()))?);
     }
     let parsed = Url::parse(url).map_err(|e| invalid(e.into()))?;
-    let mut options = lower_case_keys(options);
+    let mut options = checked_options(options)?;
     match parsed.scheme() {
         "file" => Err(invalid(
             format!(
@@ -334,11 +313,38 @@ mod tests {
     }
 
     #[test]
-    fn durations_parse() {
-        assert_eq!(parse_duration("250ms"), Ok(Duration::from_millis(250)));
-        assert_eq!(parse_duration("2m"), Ok(Duration::from_secs(120)));
-        assert_eq!(parse_duration("1.5"), Ok(Duration::from_millis(1500)));
-        assert!(parse_duration("soon").is_err());
+    fn huge_and_invalid_durations_and_counts_neither_panic_nor_spin() {
+        let opts = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+        };
+        for huge in [
+            opts(&[("timeout", "1e300")]),
+            opts(&[("timeout", "1e19"), ("max_retries", "0")]),
+            opts(&[("retry_timeout", "1e300")]),
+            opts(&[
+                ("timeout", "1e19"),
+                ("retry_timeout", "1e19"),
+                ("max_retries", "99999999999"),
+            ]),
+        ] {
+            let started = std::time::Instant::now();
+            let budget = request_budget(&huge).unwrap();
+            assert!(
+                started.elapsed() < Duration::from_secs(1),
+                "{huge:?} took {:?}",
+                started.elapsed()
+            );
+            // A deadline can be computed from it.
+            let _ = tokio::time::Instant::now() + budget;
+            assert!(budget <= MAX_DURATION * 2, "{huge:?}: {budget:?}");
+            assert!(open_store("s3://bucket/a.zarr", &huge).is_ok(), "{huge:?}");
+        }
+        for (key, bad) in [("timeout", "NaN"), ("retry_timeout", "-1"), ("max_retries", "-1")] {
+            let err = request_budget(&opts(&[(key, bad)])).unwrap_err();
+            assert!(err.to_string().contains(key), "{err}");
+            let err = open_store("s3://bucket/a.zarr", &opts(&[(key, bad)])).err().unwrap();
+            assert!(err.to_string().contains(key), "{err}");
+        }
     }
 
     #[test]

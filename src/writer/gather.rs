@@ -82,20 +82,24 @@ fn copy_rows(copy: &BoxCopy, src: &[u8], dst: &mut [u8]) {
 
 /// Every chunk of a wave, whole, in host memory: from `data` (the subset, C
 /// order) over the chunk's `old` stored values (partial chunks) or the fill.
+/// Runs on the pool of [`crate::fork::in_pool`]: its callers are async tasks,
+/// outside any pool, and rayon's global pool has no threads in a forked child.
 pub(crate) fn gather_host(chunks: &[ChunkWrite], data: &[u8], old: &[Option<Vec<u8>>], fill: &[u8]) -> Vec<Vec<u8>> {
-    chunks
-        .par_iter()
-        .zip(old)
-        .map(|(chunk, old)| {
-            let copy = &chunk.gather;
-            if copy.outer.is_empty() && copy.width == chunk.chunk_len {
-                return data[copy.src_offset..copy.src_offset + copy.width].to_vec();
-            }
-            let mut buf = base(chunk, old.as_deref(), fill).unwrap_or_else(|| vec![0; chunk.chunk_len]);
-            copy_rows(copy, data, &mut buf);
-            buf
-        })
-        .collect()
+    crate::fork::in_pool(|| {
+        chunks
+            .par_iter()
+            .zip(old)
+            .map(|(chunk, old)| {
+                let copy = &chunk.gather;
+                if copy.outer.is_empty() && copy.width == chunk.chunk_len {
+                    return data[copy.src_offset..copy.src_offset + copy.width].to_vec();
+                }
+                let mut buf = base(chunk, old.as_deref(), fill).unwrap_or_else(|| vec![0; chunk.chunk_len]);
+                copy_rows(copy, data, &mut buf);
+                buf
+            })
+            .collect()
+    })
 }
 
 /// Every chunk of a wave, whole, in one device allocation: from `data` (the
