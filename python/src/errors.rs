@@ -214,7 +214,9 @@ pub(crate) fn write_error(err: WriteError) -> PyErr {
         WriteError::Read(e) => return read_error(e),
         WriteError::Engine(e) => return engine_error(e),
         WriteError::InvalidSubset { .. } => Kind::Selection,
-        WriteError::DataSize { .. } | WriteError::Config { .. } => Kind::InvalidArgument,
+        WriteError::DataSize { .. } | WriteError::Config { .. } | WriteError::InvalidArray { .. } => {
+            Kind::InvalidArgument
+        }
         WriteError::Store { .. } | WriteError::CreateDir { .. } => Kind::Store,
         WriteError::ChunkPipeline { .. } | WriteError::Pipeline { .. } => Kind::Decode,
     };

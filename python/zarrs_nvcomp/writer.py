@@ -109,6 +109,15 @@ def create_array(
     ``"zlib"``, a numcodecs codec or config (``NvCompBatchCodec("lz4")``,
     ``{"id": "zstd", "level": 3}``), zarr v3 codec metadata, or ``None``.
     The metadata replaces any at ``store``; chunks already there are kept.
+
+    All or nothing: the metadata is checked before anything is written (zarrs
+    opens it, and one element goes through its codecs and back), so a
+    compressor its codec refuses raises :class:`zarrs_nvcomp.InvalidArgumentError`,
+    an ``nvcomp_batch`` algorithm that only a GPU runs (cascaded, bitcomp,
+    ans) raises :class:`zarrs_nvcomp.GpuUnavailableError` where no GPU is
+    usable, and whatever was at ``store`` is left as it was. ``memory://name``
+    URLs name this process's in-memory store, kept while the process runs;
+    ``file://`` URLs are taken as written, as zarr takes them.
     """
     dt = np.dtype(dtype)
     if dt.kind not in "biufc":
@@ -171,7 +180,8 @@ def write_chunks_parallel(
             device = f"cuda:{ordinal}"
     else:
         host = np.ascontiguousarray(np.broadcast_to(np.asarray(data, dtype=dtype), out_shape))
-        host = host.reshape(box).view(np.uint8).reshape(-1)
+        # Flat first: a 0-d array cannot be viewed as bytes.
+        host = host.reshape(-1).view(np.uint8)
     stored, fill_chunks, _ = write_chunks(
         array.url,
         array._storage_options,

@@ -42,7 +42,7 @@ fn failed(key: &str) -> impl Fn(std::io::Error) -> WriteError + '_ {
 /// Makes `path` and the directories above it that are missing; returns
 /// those it made, deepest last (one made by another thread meanwhile is
 /// not counted).
-fn make_dir(path: &Path, made: &mut Vec<PathBuf>) -> std::io::Result<()> {
+pub(super) fn make_dir(path: &Path, made: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if path.is_dir() {
         return Ok(());
     }

@@ -54,6 +54,7 @@ mod encode;
 mod file_store;
 mod gather;
 mod plan;
+mod probe;
 mod shard;
 mod store;
 mod wave;
@@ -102,6 +103,16 @@ pub enum WriteError {
         /// Which option or metadata field, and what is wrong with it (this
         /// crate's own checks: no other error is behind it).
         reason: String,
+    },
+    /// A new array's metadata is refused: zarrs cannot open it (an unknown
+    /// codec, a configuration its codec refuses), or its codecs cannot
+    /// encode and decode a chunk on this machine.
+    #[error("invalid array: {reason}: {source}")]
+    InvalidArray {
+        /// What the check found.
+        reason: String,
+        /// zarrs' error.
+        source: BoxedSource,
     },
     /// Putting or deleting a chunk failed (after the store's retries).
     #[error("storing chunk {key} failed: {source}")]
