@@ -14,10 +14,11 @@ and renamed over it).
 
 Chains written in batches: ``nvcomp_batch`` (every algorithm), ``zstd``,
 ``gzip``, numcodecs ``lz4`` and ``zlib``, optionally followed by ``crc32c``;
-other chains (sharding, blosc, filters, ...) go through the zarrs pipeline on
-the CPU, chunk by chunk. Chunks the selection covers in part are read and
-merged first. Chunks equal to the fill value are not stored (stored ones are
-deleted) unless ``write_empty_chunks=True``.
+other chains (sharding, blosc, filters, ...) are encoded by zarrs' codec
+chain on the CPU, chunk by chunk, and stored the same way. Chunks the
+selection covers in part are read and merged first. Chunks equal to the fill
+value are not stored (stored ones are deleted) unless
+``write_empty_chunks=True``.
 """
 
 from __future__ import annotations

@@ -11,8 +11,8 @@
 //! before them (`"start"`, where offsets count the index's bytes too). A
 //! shard whose inner chunks are all the fill value is not stored.
 //!
-//! Other index codecs, or inner chains that are not batched, go through the
-//! zarrs pipeline.
+//! Other index codecs, or inner chains that are not batched, are encoded by
+//! zarrs' codec chain.
 
 use std::sync::Arc;
 
