@@ -55,6 +55,7 @@ def test_a_bad_compressor_leaves_the_array_there_as_it_was(
             chunks=(3, 4),
             compressor=compressor,
             zarr_format=zarr_format,
+            overwrite=True,
         )
     assert _files(path) == before
     np.testing.assert_array_equal(zarrs_nvcomp.read_chunks_parallel(str(path)), data)
@@ -152,3 +153,44 @@ def test_a_0d_array_is_written_and_read(tmp_path, zarr_format, compressor) -> No
     assert float(array[()]) == -4
     array[...] = 0  # the fill value: the chunk is deleted
     assert float(array[...]) == 0
+
+
+@pytest.mark.parametrize("old_format", [2, 3])
+@pytest.mark.parametrize("new_format", [2, 3])
+def test_an_array_there_is_replaced_only_with_overwrite(tmp_path, old_format, new_format) -> None:
+    path = tmp_path / "o.zarr"
+    old = zarrs_nvcomp.create_array(
+        str(path), shape=(8, 8), dtype="int32", chunks=(4, 4), zarr_format=old_format
+    )
+    data = np.arange(64, dtype=np.int32).reshape(8, 8) + 1
+    old[...] = data
+    before = _files(path)
+    with pytest.raises(zarrs_nvcomp.ContainsArrayError, match="already holds a zarr") as raised:
+        zarrs_nvcomp.create_array(
+            str(path), shape=(8, 8), dtype="float32", chunks=(4, 4), zarr_format=new_format
+        )
+    assert isinstance(raised.value, ValueError)
+    assert _files(path) == before
+    new = zarrs_nvcomp.create_array(
+        str(path),
+        shape=(8, 8),
+        dtype="float32",
+        chunks=(4, 4),
+        zarr_format=new_format,
+        fill_value=-1,
+        overwrite=True,
+    )
+    # Not one byte of the int32 chunks comes back as float32.
+    np.testing.assert_array_equal(new[...], np.full((8, 8), -1, dtype=np.float32))
+    np.testing.assert_array_equal(zarr.open_array(str(path), mode="r")[...], new[...])
+    assert sorted(_files(path)) == [".zarray" if new_format == 2 else "zarr.json"]
+
+
+def test_a_group_there_is_not_replaced_without_overwrite(tmp_path) -> None:
+    path = tmp_path / "g.zarr"
+    zarr.open_group(str(path), mode="w")
+    with pytest.raises(zarrs_nvcomp.ContainsArrayError, match="group"):
+        zarrs_nvcomp.create_array(str(path), shape=(4,), dtype="uint8", chunks=(2,))
+    assert zarr.open_group(str(path), mode="r") is not None
+    zarrs_nvcomp.create_array(str(path), shape=(4,), dtype="uint8", chunks=(2,), overwrite=True)
+    assert zarr.open_array(str(path), mode="r").shape == (4,)

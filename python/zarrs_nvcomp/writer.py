@@ -100,6 +100,7 @@ def create_array(
     zarr_format: int = 3,
     fill_value: Any = 0,
     storage_options: dict[str, Any] | None = None,
+    overwrite: bool = False,
 ) -> Array:
     """Creates a zarr array at ``store`` (a path, ``file://``, ``s3://`` or
     ``memory://`` URL) and opens it.
@@ -109,14 +110,19 @@ def create_array(
     ``compressor``: ``"zstd"`` (level 1, the default), ``"gzip"``, ``"lz4"``,
     ``"zlib"``, a numcodecs codec or config (``NvCompBatchCodec("lz4")``,
     ``{"id": "zstd", "level": 3}``), zarr v3 codec metadata, or ``None``.
-    The metadata replaces any at ``store``; chunks already there are kept.
+    An array or group already at ``store`` raises
+    :class:`zarrs_nvcomp.ContainsArrayError` (a ``ValueError``, as zarr's),
+    unless ``overwrite``: then everything at ``store`` is removed first
+    (its metadata first), so no chunk of the old array is read as the new
+    one's.
 
     All or nothing: the metadata is checked before anything is written (zarrs
     opens it, and one element goes through its codecs and back), so a
     compressor its codec refuses raises :class:`zarrs_nvcomp.InvalidArgumentError`,
     an ``nvcomp_batch`` algorithm that only a GPU runs (cascaded, bitcomp,
     ans) raises :class:`zarrs_nvcomp.GpuUnavailableError` where no GPU is
-    usable, and whatever was at ``store`` is left as it was. ``memory://name``
+    usable, and whatever was at ``store`` is left as it was, also with
+    ``overwrite``. ``memory://name``
     URLs name this process's in-memory store, kept while the process runs;
     ``file://`` URLs are taken as written, as zarr takes them.
     """
@@ -131,6 +137,7 @@ def create_array(
         "fill_value": _fill_value_json(fill_value, dt),
         "compressor": _compressor_metadata(compressor),
         "zarr_format": int(zarr_format),
+        "overwrite": bool(overwrite),
     }
     url, options = location(store, storage_options)
     create_array_metadata(url, spec, options)

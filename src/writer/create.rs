@@ -11,9 +11,10 @@
 //! | `fill_value` | `fill_value` | `fill_value` |
 //! | `compressor` (v3 codec metadata) | `bytes` (little endian), the compressor | `compressor` in numcodecs' form |
 //!
-//! v3 chunk keys are `c/i/j` (`/` separated), v2 keys `i.j`. The metadata
-//! replaces any at that place; chunks stored there are kept. Nothing is
-//! written unless the metadata passes [`probe`]'s checks.
+//! v3 chunk keys are `c/i/j` (`/` separated), v2 keys `i.j`. An array or
+//! group already at that place is an error, unless [`NewArray::overwrite`]
+//! (then everything there is removed first). Nothing is written unless the
+//! metadata passes [`probe`]'s checks.
 
 use std::collections::HashMap;
 
@@ -22,7 +23,7 @@ use serde_json::{json, Map, Value};
 use zarrs::storage::{AsyncWritableStorageTraits, StoreKey};
 use zarrs_object_store::AsyncObjectStore;
 
-use super::{file_store, probe, WriteError};
+use super::{existing, file_store, probe, WriteError};
 use crate::reader::store::local_dir;
 use crate::reader::{open_array, open_store, runtime, ObjectStoreArray, ReadError};
 
@@ -48,6 +49,10 @@ pub struct NewArray {
     pub compressor: Option<Value>,
     /// 2 or 3.
     pub zarr_format: u8,
+    /// Whether whatever is at the place is removed first (metadata first,
+    /// then every chunk and other object under it), as zarr's `overwrite`;
+    /// otherwise an array or group there is [`WriteError::Exists`].
+    pub overwrite: bool,
 }
 
 /// The v2 `dtype` of a v3 data type name (little endian).
@@ -211,7 +216,9 @@ pub async fn create_array(
                 source,
             })?;
         }
-        let store = AsyncObjectStore::new(open_store(url, storage_options)?);
+        let objects = open_store(url, storage_options)?;
+        existing::clear(&objects, url, new.overwrite).await?;
+        let store = AsyncObjectStore::new(objects);
         let text = serde_json::to_vec_pretty(&metadata).expect("metadata serialises");
         store
             .set(&StoreKey::new(key).expect("a valid key"), Bytes::from(text))
@@ -255,6 +262,7 @@ mod tests {
             fill_value: json!("NaN"),
             compressor: Some(json!({"name": "numcodecs.zlib", "configuration": {"level": 1}})),
             zarr_format,
+            overwrite: false,
         }
     }
 

@@ -54,6 +54,7 @@
 
 mod create;
 mod encode;
+mod existing;
 mod file_store;
 mod gather;
 mod plan;
@@ -116,6 +117,17 @@ pub enum WriteError {
         reason: String,
         /// zarrs' error.
         source: BoxedSource,
+    },
+    /// An array or group is already where a new one is created, and the
+    /// create does not overwrite.
+    #[error("{url} already holds a zarr {node} ({key}); create with overwrite to replace it")]
+    Exists {
+        /// Where.
+        url: String,
+        /// `array` or `group`.
+        node: &'static str,
+        /// The metadata document found.
+        key: &'static str,
     },
     /// Putting or deleting a chunk failed (after the store's retries).
     #[error("storing chunk {key} failed: {source}")]

@@ -278,6 +278,7 @@ mod tests {
             fill_value: json!(0),
             compressor: Some(compressor),
             zarr_format: 3,
+            overwrite: false,
         };
         let meta: ArrayMetadataV3 = serde_json::from_value(new.metadata().unwrap().1).unwrap();
         ArrayMetadata::V3(meta)
