@@ -42,13 +42,15 @@ pub(crate) enum Kind {
     Selection,
     /// A result does not fit in memory (`MemoryError`).
     OutOfMemory,
+    /// A create found an array or group where it was to create one (`ValueError`).
+    ContainsArray,
 }
 
 /// The built-in exception class a [`Kind`] also derives from.
 type Builtin = fn(Python<'_>) -> Bound<'_, PyType>;
 
 /// Name, docstring and built-in base of each [`Kind`], in declaration order.
-const KINDS: [(Kind, &CStr, &CStr, Builtin); 9] = [
+const KINDS: [(Kind, &CStr, &CStr, Builtin); 10] = [
     (
         Kind::Decode,
         c"zarrs_nvcomp.DecodeError",
@@ -102,6 +104,12 @@ const KINDS: [(Kind, &CStr, &CStr, Builtin); 9] = [
         c"zarrs_nvcomp.OutOfMemoryError",
         c"A result does not fit in the memory it is to be written to; the message names its size.",
         |py| py.get_type::<PyMemoryError>(),
+    ),
+    (
+        Kind::ContainsArray,
+        c"zarrs_nvcomp.ContainsArrayError",
+        c"create_array found an array or group at the store, and overwrite was not set (as zarr's ContainsArrayError).",
+        |py| py.get_type::<PyValueError>(),
     ),
 ];
 
@@ -217,8 +225,11 @@ pub(crate) fn write_error(err: WriteError) -> PyErr {
         WriteError::Read(e) => return read_error(e),
         WriteError::Engine(e) => return engine_error(e),
         WriteError::InvalidSubset { .. } => Kind::Selection,
-        WriteError::DataSize { .. } | WriteError::Config { .. } => Kind::InvalidArgument,
+        WriteError::DataSize { .. } | WriteError::Config { .. } | WriteError::InvalidArray { .. } => {
+            Kind::InvalidArgument
+        }
         WriteError::Store { .. } | WriteError::CreateDir { .. } => Kind::Store,
+        WriteError::Exists { .. } => Kind::ContainsArray,
         WriteError::ChunkPipeline { .. } | WriteError::Pipeline { .. } => Kind::Decode,
     };
     new_err(kind, err.to_string())

@@ -107,6 +107,7 @@ fn create_array_metadata(
         fill_value: field("fill_value"),
         compressor: Some(field("compressor")).filter(|c| !c.is_null()),
         zarr_format: field("zarr_format").as_u64().unwrap_or(3).try_into().unwrap_or(0),
+        overwrite: field("overwrite").as_bool().unwrap_or(false),
     };
     let options = storage_options.unwrap_or_default();
     interruptible(py, || async { create_array(&url, &new, &options).await.map(drop) })

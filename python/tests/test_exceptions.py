@@ -21,6 +21,8 @@ OLD_BASES = {
     "UnsupportedTypeError": TypeError,
     "SelectionError": IndexError,
     "OutOfMemoryError": MemoryError,
+    # As zarr's ContainsArrayError.
+    "ContainsArrayError": ValueError,
 }
 
 

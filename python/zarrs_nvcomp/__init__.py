@@ -15,8 +15,10 @@ and from the built-in exception it stands for: :class:`InvalidArgumentError`
 is a ``ValueError``, :class:`StoreError` an ``OSError``,
 :class:`StoreTimeoutError` a ``TimeoutError``, :class:`UnsupportedTypeError`
 a ``TypeError``, :class:`SelectionError` an ``IndexError``,
-:class:`OutOfMemoryError` a ``MemoryError``; :class:`DecodeError`,
-:class:`GpuUnavailableError` and :class:`CudaError` are ``RuntimeError``.
+:class:`OutOfMemoryError` a ``MemoryError``, :class:`ContainsArrayError` (an
+array already where ``create_array`` is to make one) a ``ValueError``;
+:class:`DecodeError`, :class:`GpuUnavailableError` and :class:`CudaError` are
+``RuntimeError``.
 """
 
 import contextlib
@@ -27,6 +29,7 @@ from zarrs_nvcomp._buffers import device_views
 from zarrs_nvcomp._zarrs_nvcomp import (
     ALGORITHMS,
     CPU_ALGORITHMS,
+    ContainsArrayError,
     CudaError,
     DecodeError,
     GpuUnavailableError,
@@ -64,6 +67,7 @@ __all__ = [
     "ALGORITHMS",
     "CPU_ALGORITHMS",
     "Array",
+    "ContainsArrayError",
     "CpuPathWarning",
     "CudaArray",
     "CudaError",

@@ -44,6 +44,9 @@ class SelectionError(ZarrsNvcompError, IndexError):
 class OutOfMemoryError(ZarrsNvcompError, MemoryError):
     """A result does not fit in the memory it is to be written to; the message names its size."""
 
+class ContainsArrayError(ZarrsNvcompError, ValueError):
+    """create_array found an array or group at the store, and overwrite was not set."""
+
 def parse_device(device: str) -> str:
     """The normalized spelling of a device name: ``"auto"`` (also ``""``),
     ``"cpu"``, ``"cuda:N"`` (``"cuda"`` and ``"gpu"`` are ``"cuda:0"``);

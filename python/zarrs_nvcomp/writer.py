@@ -14,10 +14,11 @@ and renamed over it).
 
 Chains written in batches: ``nvcomp_batch`` (every algorithm), ``zstd``,
 ``gzip``, numcodecs ``lz4`` and ``zlib``, optionally followed by ``crc32c``;
-other chains (sharding, blosc, filters, ...) go through the zarrs pipeline on
-the CPU, chunk by chunk. Chunks the selection covers in part are read and
-merged first. Chunks equal to the fill value are not stored (stored ones are
-deleted) unless ``write_empty_chunks=True``.
+other chains (sharding, blosc, filters, ...) are encoded by zarrs' codec
+chain on the CPU, chunk by chunk, and stored the same way. Chunks the
+selection covers in part are read and merged first. Chunks equal to the fill
+value are not stored (stored ones are deleted) unless
+``write_empty_chunks=True``.
 """
 
 from __future__ import annotations
@@ -100,6 +101,7 @@ def create_array(
     zarr_format: int = 3,
     fill_value: Any = 0,
     storage_options: dict[str, Any] | None = None,
+    overwrite: bool = False,
 ) -> Array:
     """Creates a zarr array at ``store`` (a path, ``file://``, ``s3://`` or
     ``memory://`` URL) and opens it.
@@ -109,7 +111,21 @@ def create_array(
     ``compressor``: ``"zstd"`` (level 1, the default), ``"gzip"``, ``"lz4"``,
     ``"zlib"``, a numcodecs codec or config (``NvCompBatchCodec("lz4")``,
     ``{"id": "zstd", "level": 3}``), zarr v3 codec metadata, or ``None``.
-    The metadata replaces any at ``store``; chunks already there are kept.
+    An array or group already at ``store`` raises
+    :class:`zarrs_nvcomp.ContainsArrayError` (a ``ValueError``, as zarr's),
+    unless ``overwrite``: then everything at ``store`` is removed first
+    (its metadata first), so no chunk of the old array is read as the new
+    one's.
+
+    All or nothing: the metadata is checked before anything is written (zarrs
+    opens it, and one element goes through its codecs and back), so a
+    compressor its codec refuses raises :class:`zarrs_nvcomp.InvalidArgumentError`,
+    an ``nvcomp_batch`` algorithm that only a GPU runs (cascaded, bitcomp,
+    ans) raises :class:`zarrs_nvcomp.GpuUnavailableError` where no GPU is
+    usable, and whatever was at ``store`` is left as it was, also with
+    ``overwrite``. ``memory://name``
+    URLs name this process's in-memory store, kept while the process runs;
+    ``file://`` URLs are taken as written, as zarr takes them.
     """
     dt = np.dtype(dtype)
     if dt.kind not in "biufc":
@@ -122,6 +138,7 @@ def create_array(
         "fill_value": _fill_value_json(fill_value, dt),
         "compressor": _compressor_metadata(compressor),
         "zarr_format": int(zarr_format),
+        "overwrite": bool(overwrite),
     }
     url, options = location(store, storage_options)
     create_array_metadata(url, spec, options)
@@ -174,7 +191,8 @@ def write_chunks_parallel(
             device = f"cuda:{ordinal}"
     else:
         host = np.ascontiguousarray(np.broadcast_to(np.asarray(data, dtype=dtype), out_shape))
-        host = host.reshape(box).view(np.uint8).reshape(-1)
+        # Flat first: a 0-d array cannot be viewed as bytes.
+        host = host.reshape(-1).view(np.uint8)
     stored, fill_chunks, _ = write_chunks(
         array.url,
         array._storage_options,

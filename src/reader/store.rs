@@ -5,14 +5,20 @@
 //! | `/data/a.zarr`, `data/a.zarr`, `file:///data/a.zarr` | local files (the directory must exist) |
 //! | `s3://bucket/prefix` | Amazon S3 or an S3-compatible server |
 //! | `http://host/path`, `https://...` | read-only HTTP |
-//! | `memory://` | an empty in-memory store |
+//! | `memory://name` | `name` in this process's in-memory store |
 //!
 //! Object keys are taken from the URL's text as written, not percent-decoded
 //! (as fsspec and zarr-python take them): `s3://bucket/a b.zarr`,
 //! `s3://bucket/a%20b.zarr` and `s3://bucket/ü.zarr` name the prefixes
 //! `a b.zarr`, `a%20b.zarr` and `ü.zarr`, and `file:///data/a%20b.zarr` the
-//! directory `/data/a%20b.zarr`. `http(s)://` URLs are URLs: percent escapes
-//! there mean what they mean to the server.
+//! directory `/data/a%20b.zarr` (a `#` or `?` is part of the name too).
+//! `http(s)://` URLs are URLs: percent escapes there mean what they mean to
+//! the server.
+//!
+//! Every `memory://` URL names a prefix of one in-memory store that lives as
+//! long as the process, as fsspec's memory file system does: an array created
+//! at `memory://name` is there for later opens of `memory://name`. A forked
+//! child starts with an empty one (the parent's may be locked mid-write).
 //!
 //! Options are object_store's configuration keys for the scheme, e.g. for S3
 //! `endpoint`, `region`, `access_key_id`, `secret_access_key`,
@@ -46,6 +52,7 @@ use url::Url;
 
 pub use super::store_options::{parse_duration, MAX_DURATION, MAX_RETRIES};
 use super::{store_options, BoxedSource, ReadError};
+use crate::fork::PerProcess;
 
 /// Default request timeout.
 pub const DEFAULT_TIMEOUT: &str = "30s";
@@ -208,9 +215,11 @@ impl StoreIo {
 }
 
 /// The directory of the local file system that `url` names: a plain path
-/// (made absolute) or a `file://` URL without a host (its path as written:
-/// parsing it would percent-decode it); `None` for other URLs.
-fn local_dir(url: &str) -> Option<std::io::Result<PathBuf>> {
+/// (made absolute) or a `file://` URL without a host (its path as written,
+/// as fsspec takes it: parsing it would percent-encode it and cut it at a
+/// `#` or `?`); `None` for other URLs. The writer creates what the reader
+/// opens.
+pub(crate) fn local_dir(url: &str) -> Option<std::io::Result<PathBuf>> {
     match Url::parse(url) {
         // A one-letter "scheme" is a Windows drive.
         Ok(parsed) if parsed.scheme().len() > 1 => (parsed.scheme() == "file"
@@ -218,6 +227,13 @@ fn local_dir(url: &str) -> Option<std::io::Result<PathBuf>> {
         .then(|| Ok(PathBuf::from(raw_key(url)))),
         _ => Some(std::path::absolute(url)),
     }
+}
+
+/// This process's in-memory store, which every `memory://` URL names a
+/// prefix of.
+fn memory() -> Arc<dyn ObjectStore> {
+    static MEMORY: PerProcess<Arc<InMemory>> = PerProcess::new();
+    MEMORY.get(|| Arc::new(InMemory::new())).clone()
 }
 
 /// Opens the store at `url`, rooted at the URL's path, with `options` (see
@@ -240,7 +256,8 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
             )
             .into(),
         )),
-        "memory" => with_prefix(Arc::new(InMemory::new()), raw_key(url)),
+        // The authority is part of the name: `memory://a` is `a`.
+        "memory" => with_prefix(memory(), url.split_once("://").map_or("", |(_, rest)| rest)),
         "s3" | "s3a" => {
             let retry = retry_config(&mut options)?;
             let bucket = parsed.host_str().ok_or_else(|| invalid("no bucket name".into()))?;
@@ -293,6 +310,8 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::reader::runtime;
+    use object_store::ObjectStoreExt;
 
     #[test]
     fn a_request_is_bounded_by_its_attempts_or_the_retry_timeout() {
@@ -370,6 +389,23 @@ mod tests {
     }
 
     #[test]
+    fn a_memory_url_names_the_same_store_each_time_it_is_opened() {
+        let none = HashMap::new();
+        let key = Path::from("zarr.json");
+        runtime().block_on(async {
+            let first = open_store("memory://kept", &none).unwrap();
+            first.put(&key, b"{}".to_vec().into()).await.unwrap();
+            let again = open_store("memory://kept", &none).unwrap();
+            let read = again.get(&key).await.unwrap().bytes().await.unwrap();
+            assert_eq!(read.as_ref(), b"{}");
+            // Another name is another prefix; the root holds them all.
+            assert!(open_store("memory://other", &none).unwrap().get(&key).await.is_err());
+            let root = open_store("memory://", &none).unwrap();
+            assert!(root.get(&Path::from("kept/zarr.json")).await.is_ok());
+        });
+    }
+
+    #[test]
     fn local_urls_read_files_and_memory_urls_blocking() {
         let files = |dir: &str| StoreIo::Files(std::path::absolute(dir).unwrap());
         assert_eq!(StoreIo::for_url("/data/a.zarr"), files("/data/a.zarr"));
@@ -377,6 +413,7 @@ mod tests {
         assert_eq!(StoreIo::for_url("C:/data/a.zarr"), files("C:/data/a.zarr"));
         // As written: the store opens the directory of that name.
         assert_eq!(StoreIo::for_url("file:///data/a%20b.zarr"), files("/data/a%20b.zarr"));
+        assert_eq!(StoreIo::for_url("file:///data/h#1?q ü"), files("/data/h#1?q ü"));
         assert_eq!(StoreIo::for_url("file://localhost/d"), files("/d"));
         assert_eq!(StoreIo::for_url("memory://a"), StoreIo::Blocking);
         assert_eq!(StoreIo::for_url("file://host/d"), StoreIo::Blocking);

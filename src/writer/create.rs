@@ -11,19 +11,21 @@
 //! | `fill_value` | `fill_value` | `fill_value` |
 //! | `compressor` (v3 codec metadata) | `bytes` (little endian), the compressor | `compressor` in numcodecs' form |
 //!
-//! v3 chunk keys are `c/i/j` (`/` separated), v2 keys `i.j`. The metadata
-//! replaces any at that place; chunks stored there are kept.
+//! v3 chunk keys are `c/i/j` (`/` separated), v2 keys `i.j`. An array or
+//! group already at that place is an error, unless [`NewArray::overwrite`]
+//! (then everything there is removed first). Nothing is written unless the
+//! metadata passes [`probe`]'s checks.
 
 use std::collections::HashMap;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use serde_json::{json, Map, Value};
 use zarrs::storage::{AsyncWritableStorageTraits, StoreKey};
 use zarrs_object_store::AsyncObjectStore;
 
-use super::WriteError;
-use crate::reader::{open_array, open_store, runtime, ObjectStoreArray};
+use super::{existing, file_store, probe, WriteError};
+use crate::reader::store::local_dir;
+use crate::reader::{open_array, open_store, runtime, ObjectStoreArray, ReadError};
 
 /// The description of a new array.
 #[derive(Debug, Clone, PartialEq)]
@@ -47,6 +49,10 @@ pub struct NewArray {
     pub compressor: Option<Value>,
     /// 2 or 3.
     pub zarr_format: u8,
+    /// Whether whatever is at the place is removed first (metadata first,
+    /// then every chunk and other object under it), as zarr's `overwrite`;
+    /// otherwise an array or group there is [`WriteError::Exists`].
+    pub overwrite: bool,
 }
 
 /// The v2 `dtype` of a v3 data type name (little endian).
@@ -185,29 +191,52 @@ impl NewArray {
 
 /// Creates the array `new` at `url` (see [`crate::reader::store`] for URLs
 /// and `storage_options`) and opens it. Local directories are created.
+///
+/// All or nothing: the metadata is checked first (zarrs opens it, and one
+/// element goes through its codecs and back; an algorithm that only a GPU
+/// runs needs a usable GPU), and on any error nothing is written and the
+/// directories made for the array are removed again.
 pub async fn create_array(
     url: &str,
     new: &NewArray,
     storage_options: &HashMap<String, String>,
 ) -> Result<ObjectStoreArray, WriteError> {
     let (key, metadata) = new.metadata()?;
-    if let Ok(path) = local_path(url) {
-        std::fs::create_dir_all(&path).map_err(|source| WriteError::CreateDir {
-            key: key.into(),
-            path,
-            source,
-        })?;
+    probe::check(new)?;
+    let mut made = Vec::new();
+    let created = async {
+        if let Some(dir) = local_dir(url) {
+            let path = dir.map_err(|e| ReadError::InvalidUrl {
+                url: url.to_string(),
+                source: e.into(),
+            })?;
+            file_store::make_dir(&path, &mut made).map_err(|source| WriteError::CreateDir {
+                key: key.into(),
+                path,
+                source,
+            })?;
+        }
+        let objects = open_store(url, storage_options)?;
+        existing::clear(&objects, url, new.overwrite).await?;
+        let store = AsyncObjectStore::new(objects);
+        let text = serde_json::to_vec_pretty(&metadata).expect("metadata serialises");
+        store
+            .set(&StoreKey::new(key).expect("a valid key"), Bytes::from(text))
+            .await
+            .map_err(|e| WriteError::Store {
+                key: key.into(),
+                source: e.into(),
+            })?;
+        Ok(open_array(url, storage_options).await?)
     }
-    let store = Arc::new(AsyncObjectStore::new(open_store(url, storage_options)?));
-    let text = serde_json::to_vec_pretty(&metadata).expect("metadata serialises");
-    store
-        .set(&StoreKey::new(key).expect("a valid key"), Bytes::from(text))
-        .await
-        .map_err(|e| WriteError::Store {
-            key: key.into(),
-            source: e.into(),
-        })?;
-    Ok(open_array(url, storage_options).await?)
+    .await;
+    if created.is_err() {
+        // Deepest first; a directory that holds anything stays.
+        for dir in made.iter().rev() {
+            let _ = std::fs::remove_dir(dir);
+        }
+    }
+    created
 }
 
 /// [`create_array`] on the reader's shared runtime; must not be called from
@@ -218,16 +247,6 @@ pub fn create_array_blocking(
     storage_options: &HashMap<String, String>,
 ) -> Result<ObjectStoreArray, WriteError> {
     runtime().block_on(create_array(url, new, storage_options))
-}
-
-/// The directory of a local store URL (a path or `file://`), or `Err` for
-/// other stores.
-fn local_path(url: &str) -> Result<std::path::PathBuf, ()> {
-    match url::Url::parse(url) {
-        Ok(parsed) if parsed.scheme() == "file" => Ok(parsed.path().into()),
-        Ok(parsed) if parsed.scheme().len() > 1 => Err(()),
-        _ => Ok(url.into()),
-    }
 }
 
 #[cfg(test)]
@@ -243,6 +262,7 @@ mod tests {
             fill_value: json!("NaN"),
             compressor: Some(json!({"name": "numcodecs.zlib", "configuration": {"level": 1}})),
             zarr_format,
+            overwrite: false,
         }
     }
 

@@ -12,6 +12,9 @@
 //!   written in parallel, on a pool of threads of their own ([`write_pool`]).
 //! - A chunk equal to the fill value has its file removed, and a directory
 //!   that [`make_dirs`] made for such chunks only is removed again.
+//! - Staging files are never read (reads go by chunk key). One that a
+//!   writer killed mid-write left is removed by the next write of its chunk,
+//!   once that writer's process has ended ([`remove_stale_staging`]).
 //!
 //! Keys are joined to the directory as the reader's file fetch joins them
 //! (ASCII letters, digits, `.`, `_`, `-` and `/`, no empty, `.` or `..`
@@ -42,7 +45,7 @@ fn failed(key: &str) -> impl Fn(std::io::Error) -> WriteError + '_ {
 /// Makes `path` and the directories above it that are missing; returns
 /// those it made, deepest last (one made by another thread meanwhile is
 /// not counted).
-fn make_dir(path: &Path, made: &mut Vec<PathBuf>) -> std::io::Result<()> {
+pub(super) fn make_dir(path: &Path, made: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if path.is_dir() {
         return Ok(());
     }
@@ -154,6 +157,7 @@ pub(super) fn store_files(
             .map_err(failed(key))
         })
     })?;
+    remove_stale_staging(dir, &wave, &made);
     if summary.fill_chunks > 0 {
         // Deepest first: a directory is empty once those below it are gone.
         let mut made = made;
@@ -164,4 +168,62 @@ pub(super) fn store_files(
         }
     }
     Ok(summary)
+}
+
+/// Whether the process `pid` that named a staging file has ended: its write
+/// can never finish. Only on this machine's process table; a process of
+/// another machine writing the same chunk races this write anyway.
+fn writer_is_gone(pid: u32) -> bool {
+    #[cfg(unix)]
+    {
+        let Ok(id) = libc::pid_t::try_from(pid) else {
+            return false;
+        };
+        if id <= 0 || pid == std::process::id() {
+            return false;
+        }
+        // SAFETY: signal 0 only asks whether the process exists.
+        let rc = unsafe { libc::kill(id, 0) };
+        rc == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+        false
+    }
+}
+
+/// Removes the staging files (`name#pid.n`, see [`write_staged`]) that
+/// writers since ended (killed mid-write) left beside the chunk files of
+/// `wave` under `dir`: one listing per directory, except those of `made`,
+/// new for this wave. Failures to list or remove are left for a later write.
+fn remove_stale_staging(dir: &Path, wave: &[(String, Stored)], made: &[PathBuf]) {
+    let mut by_dir: std::collections::BTreeMap<PathBuf, std::collections::HashSet<&str>> = Default::default();
+    for (key, _) in wave {
+        let path = dir.join(key);
+        let (Some(parent), Some(name)) = (path.parent(), key.rsplit('/').next()) else {
+            continue;
+        };
+        if !made.iter().any(|m| m == parent) {
+            by_dir.entry(parent.to_path_buf()).or_default().insert(name);
+        }
+    }
+    write_pool().install(|| {
+        by_dir.par_iter().for_each(|(parent, names)| {
+            let Ok(entries) = std::fs::read_dir(parent) else { return };
+            for entry in entries.flatten() {
+                let file_name = entry.file_name();
+                let Some((chunk, staging)) = file_name.to_str().and_then(|n| n.split_once('#')) else {
+                    continue;
+                };
+                let pid = staging
+                    .split_once('.')
+                    .filter(|(_, n)| n.parse::<u64>().is_ok())
+                    .and_then(|(pid, _)| pid.parse().ok());
+                if names.contains(chunk) && pid.is_some_and(writer_is_gone) {
+                    let _ = std::fs::remove_file(entry.path());
+                }
+            }
+        });
+    });
 }

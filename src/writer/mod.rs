@@ -32,9 +32,10 @@
 //!    `zstd`, `gzip`, numcodecs `lz4` or `zlib`, optionally `crc32c`) are
 //!    encoded in one batch call per wave: one nvCOMP batch on the GPU, whose
 //!    results come to pinned host memory in one transfer, or the CPU backend
-//!    in parallel. Other chains (sharding, blosc, filters, ...) go through
-//!    the zarrs pipeline, chunk by chunk, from host memory (device data is
-//!    copied to the host first, in one transfer).
+//!    in parallel. Other chains (sharding, blosc, filters, ...) are encoded
+//!    by zarrs' codec chain, each chunk whole, on rayon's threads, from host
+//!    memory (device data is copied to the host first, in one transfer), and
+//!    stored as in step 4.
 //! 4. The wave's chunks are stored with concurrent puts, at most
 //!    [`WriteOptions::max_concurrent_requests`] in flight (or, for a local
 //!    directory, [`WriteOptions::store_io`], written as files on rayon's
@@ -44,16 +45,20 @@
 //!    ([`CudaEngine::lanes`](crate::cuda::CudaEngine::lanes)): one batch of
 //!    few large chunks leaves most of the GPU idle. Chunks equal to the fill
 //!    value are not stored, and any stored one is deleted, unless
-//!    [`WriteOptions::write_empty_chunks`].
+//!    [`WriteOptions::write_empty_chunks`]. Staging files (`name#pid.n`)
+//!    that killed writers left beside a chunk's file are removed by the next
+//!    write of that chunk, once their process has ended.
 //!
 //! Errors about one chunk name its store key. A failed write may leave some
 //! chunks of the subset written and others not.
 
 mod create;
 mod encode;
+mod existing;
 mod file_store;
 mod gather;
 mod plan;
+mod probe;
 mod shard;
 mod store;
 mod wave;
@@ -72,7 +77,7 @@ pub use store::WriteSummary;
 
 use crate::codec::Backend;
 use crate::cuda::CudaEngine;
-use crate::reader::{classify_chain, is_plain_key, runtime, BoxedSource, ReadError, Selection, StoreIo};
+use crate::reader::{classify_chain, runtime, BoxedSource, ReadError, Selection, StoreIo};
 use encode::ChunkEncoder;
 use wave::{encode_wave, read_partial, WaveEncoder};
 use zarrs_pipeline::write_with_zarrs;
@@ -103,6 +108,27 @@ pub enum WriteError {
         /// crate's own checks: no other error is behind it).
         reason: String,
     },
+    /// A new array's metadata is refused: zarrs cannot open it (an unknown
+    /// codec, a configuration its codec refuses), or its codecs cannot
+    /// encode and decode a chunk on this machine.
+    #[error("invalid array: {reason}: {source}")]
+    InvalidArray {
+        /// What the check found.
+        reason: String,
+        /// zarrs' error.
+        source: BoxedSource,
+    },
+    /// An array or group is already where a new one is created, and the
+    /// create does not overwrite.
+    #[error("{url} already holds a zarr {node} ({key}); create with overwrite to replace it")]
+    Exists {
+        /// Where.
+        url: String,
+        /// `array` or `group`.
+        node: &'static str,
+        /// The metadata document found.
+        key: &'static str,
+    },
     /// Putting or deleting a chunk failed (after the store's retries).
     #[error("storing chunk {key} failed: {source}")]
     Store {
@@ -122,7 +148,8 @@ pub enum WriteError {
         /// The operating system's error.
         source: std::io::Error,
     },
-    /// The zarrs pipeline (chains without a batched encoder) failed on a chunk.
+    /// zarrs' codec chain (chains without a batched encoder) failed to
+    /// encode a chunk.
     #[error("zarrs failed to write chunk {key}: {source}")]
     ChunkPipeline {
         /// The chunk's key.
@@ -190,8 +217,8 @@ pub struct WriteOptions {
     /// the wave encodes; otherwise (default [`StoreIo::Async`]), and for
     /// chunk keys other than plain ones, each chunk is a put through the
     /// array's store. Either way a chunk is replaced whole (written beside
-    /// its file, then renamed over it), and chains without a batched encoder
-    /// go through the zarrs pipeline.
+    /// its file, then renamed over it), whether the batch encoder or zarrs'
+    /// codec chain encoded it.
     pub store_io: StoreIo,
 }
 
@@ -319,7 +346,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
         }
         Ok(batched) => batched,
         Err(reason) => {
-            log::info!("zarrs-nvcomp writer: writing through the zarrs pipeline: {reason}");
+            log::info!("zarrs-nvcomp writer: encoding with zarrs' codec chain: {reason}");
             let host;
             let data = match data {
                 WriteData::Host(bytes) => bytes,
@@ -360,11 +387,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
         }
         _ => vec![engine],
     };
-    let storage = array.storage();
-    let files = match &options.store_io {
-        StoreIo::Files(dir) if chunks.iter().all(|c| is_plain_key(&c.key)) => Some(dir.clone()),
-        _ => None,
-    };
+    let destination = store::Destination::new(array.storage(), &chunks, options);
     let fill: Arc<[u8]> = fill.into();
     let mut summary = WriteSummary::default();
     let start = std::time::Instant::now();
@@ -378,10 +401,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
             let Some((k, wave)) = waves.next() else { break };
             let (encoder, fill, lane) = (&encoder, &fill, lanes[k % lanes.len()].clone());
             // The directories of a wave's chunk files are made while it encodes.
-            let dirs = files.clone().map(|dir| {
-                let keys: Vec<String> = wave.iter().map(|c| c.key.clone()).collect();
-                tokio::task::spawn_blocking(move || file_store::make_dirs(&dir, &keys))
-            });
+            let dirs = destination.prepare(&wave);
             encoding.push_back(async move {
                 let old = read_partial(array, &wave, options).await?;
                 let stored = encode_wave(encoder, lane.as_ref(), &wave, data, old, fill).await?;
@@ -404,10 +424,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
             }
         }
         let keyed = wave.into_iter().map(|c| c.key).zip(stored).collect();
-        storing.push_back(match (&files, dirs) {
-            (Some(dir), Some(dirs)) => store::StoreTask::spawn_files(dir.clone(), keyed, dirs),
-            _ => store::StoreTask::spawn(storage.clone(), keyed, options.max_concurrent_requests),
-        });
+        storing.push_back(destination.store(keyed, dirs));
     }
     for task in storing {
         summary += task.join().await?;

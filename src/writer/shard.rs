@@ -11,8 +11,8 @@
 //! before them (`"start"`, where offsets count the index's bytes too). A
 //! shard whose inner chunks are all the fill value is not stored.
 //!
-//! Other index codecs, or inner chains that are not batched, go through the
-//! zarrs pipeline.
+//! Other index codecs, or inner chains that are not batched, are encoded by
+//! zarrs' codec chain.
 
 use std::sync::Arc;
 
@@ -278,6 +278,7 @@ mod tests {
             fill_value: json!(0),
             compressor: Some(compressor),
             zarr_format: 3,
+            overwrite: false,
         };
         let meta: ArrayMetadataV3 = serde_json::from_value(new.metadata().unwrap().1).unwrap();
         ArrayMetadata::V3(meta)

@@ -9,7 +9,9 @@ use zarrs::storage::{AsyncWritableStorageTraits, StoreKey};
 
 use super::encode::Stored;
 use super::file_store;
-use super::WriteError;
+use super::plan::ChunkWrite;
+use super::{WriteError, WriteOptions};
+use crate::reader::{is_plain_key, StoreIo};
 
 /// What storing a wave did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -18,8 +20,7 @@ pub struct WriteSummary {
     pub stored: usize,
     /// Chunks equal to the fill value, not stored (any stored one deleted).
     pub fill_chunks: usize,
-    /// Bytes put in the store (0 for chunks the zarrs pipeline stores,
-    /// which does not report them).
+    /// Bytes put in the store.
     pub stored_bytes: u64,
 }
 
@@ -74,6 +75,51 @@ async fn store_wave<S: ?Sized + AsyncWritableStorageTraits + 'static>(
     Ok(summary)
 }
 
+/// Where a write's chunks go: the chunk files under the local directory of
+/// [`StoreIo::Files`] (when every key is a plain one), written by the writer
+/// itself; otherwise puts and deletes through the array's store.
+pub(super) struct Destination<S: ?Sized> {
+    files: Option<PathBuf>,
+    storage: Arc<S>,
+    in_flight: usize,
+}
+
+impl<S: ?Sized + AsyncWritableStorageTraits + 'static> Destination<S> {
+    /// The destination of `chunks` of the array over `storage`.
+    pub(super) fn new(storage: Arc<S>, chunks: &[ChunkWrite], options: &WriteOptions) -> Self {
+        let files = match &options.store_io {
+            StoreIo::Files(dir) if chunks.iter().all(|c| is_plain_key(&c.key)) => Some(dir.clone()),
+            _ => None,
+        };
+        Self {
+            files,
+            storage,
+            in_flight: options.max_concurrent_requests,
+        }
+    }
+
+    /// Starts making the directories of `wave`'s chunk files, for a local
+    /// directory, so that they exist by the time the wave is encoded.
+    pub(super) fn prepare(&self, wave: &[ChunkWrite]) -> Option<DirsTask> {
+        self.files.clone().map(|dir| {
+            let keys: Vec<String> = wave.iter().map(|c| c.key.clone()).collect();
+            tokio::task::spawn_blocking(move || file_store::make_dirs(&dir, &keys))
+        })
+    }
+
+    /// Starts storing `wave` (keys and what to store), whose directories
+    /// `dirs` (from [`Self::prepare`]) makes.
+    pub(super) fn store(&self, wave: Vec<(String, Stored)>, dirs: Option<DirsTask>) -> StoreTask {
+        match (&self.files, dirs) {
+            (Some(dir), Some(dirs)) => StoreTask::spawn_files(dir.clone(), wave, dirs),
+            _ => StoreTask::spawn(self.storage.clone(), wave, self.in_flight),
+        }
+    }
+}
+
+/// The making of a wave's directories, returning those it made.
+pub(super) type DirsTask = tokio::task::JoinHandle<Result<Vec<PathBuf>, WriteError>>;
+
 /// The puts of one wave, spawned so that they overlap the next wave's
 /// encoding; aborted when dropped before they are joined, so that a write
 /// whose future is dropped (cancelled, or failed on a later wave) stops
@@ -82,7 +128,7 @@ pub(crate) struct StoreTask(tokio::task::JoinHandle<Result<WriteSummary, WriteEr
 
 impl StoreTask {
     /// Spawns [`store_wave`] on the current runtime.
-    pub(super) fn spawn<S: ?Sized + AsyncWritableStorageTraits + 'static>(
+    fn spawn<S: ?Sized + AsyncWritableStorageTraits + 'static>(
         storage: Arc<S>,
         wave: Vec<(String, Stored)>,
         in_flight: usize,
@@ -92,11 +138,7 @@ impl StoreTask {
 
     /// Spawns [`file_store::store_files`] of the chunk files under `dir`,
     /// once `dirs` has made the wave's directories (returning those it made).
-    pub(super) fn spawn_files(
-        dir: PathBuf,
-        wave: Vec<(String, Stored)>,
-        dirs: tokio::task::JoinHandle<Result<Vec<PathBuf>, WriteError>>,
-    ) -> Self {
+    fn spawn_files(dir: PathBuf, wave: Vec<(String, Stored)>, dirs: DirsTask) -> Self {
         Self(tokio::spawn(async move {
             let made = super::wave::joined(dirs.await)?;
             let store = move || file_store::store_files(&dir, wave, made);

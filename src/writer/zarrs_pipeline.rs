@@ -1,17 +1,26 @@
 //! Chains without a batched encoder: each chunk, whole (partly covered
-//! chunks merged with their stored values first), through the zarrs
-//! pipeline, concurrently, wave by wave.
+//! chunks merged with their stored values first), encoded by zarrs' codec
+//! chain on rayon's threads, wave by wave; the chunks then stored as the
+//! batched path stores them (a local array's chunk files staged and renamed
+//! by the writer itself), so that store failures are store errors and no
+//! staging file outlives a failed write.
 
-use futures::{StreamExt, TryStreamExt};
-use zarrs::array::{Array, ArrayBytes, CodecOptions};
+use std::sync::Arc;
+
+use bytes::Bytes;
+use rayon::prelude::*;
+use zarrs::array::codec::api::ArrayToBytesCodecTraits;
+use zarrs::array::{Array, ArrayBytes, ChunkShape, CodecOptions};
 use zarrs::storage::AsyncReadableWritableStorageTraits;
 
+use super::encode::Stored;
 use super::plan::{self, ChunkWrite};
-use super::wave::read_partial;
+use super::store::Destination;
+use super::wave::{joined, read_partial};
 use super::{gather, WriteError, WriteOptions, WriteSummary};
 
-/// Writes the chunks through the zarrs pipeline, whole (partly covered
-/// chunks merged with their stored values first), concurrently.
+/// Writes the chunks through zarrs' codec chain, whole (partly covered
+/// chunks merged with their stored values first).
 pub(crate) async fn write_with_zarrs<S: ?Sized + AsyncReadableWritableStorageTraits + 'static>(
     array: &Array<S>,
     chunks: Vec<ChunkWrite>,
@@ -19,39 +28,78 @@ pub(crate) async fn write_with_zarrs<S: ?Sized + AsyncReadableWritableStorageTra
     fill: &[u8],
     options: &WriteOptions,
 ) -> Result<WriteSummary, WriteError> {
-    let codec_options = CodecOptions::default().with_store_empty_chunks(options.write_empty_chunks);
+    let destination = Destination::new(array.storage(), &chunks, options);
+    let encoder = Arc::new(ZarrsEncoder {
+        codecs: array.codecs(),
+        data_type: array.data_type().clone(),
+        fill_value: array.fill_value().clone(),
+        fill: fill.to_vec(),
+        write_fill: options.write_empty_chunks,
+    });
     let mut summary = WriteSummary::default();
     for wave in plan::waves(
         chunks,
         crate::reader::CPU_WAVE_BYTES_PER_THREAD * crate::fork::num_threads(),
     ) {
+        let dirs = destination.prepare(&wave);
         let old = read_partial(array, &wave, options).await?;
         let bufs = gather::gather_host(&wave, data, &old, fill);
-        let done: Vec<WriteSummary> = futures::stream::iter(wave.iter().zip(bufs))
-            .map(|(chunk, buf)| {
-                let codec_options = &codec_options;
-                async move {
-                    let fill_chunk = !options.write_empty_chunks && gather::is_fill(&buf, fill);
-                    array
-                        .async_store_chunk_opt(&chunk.indices, ArrayBytes::new_flen(buf), codec_options)
-                        .await
-                        .map_err(|e| WriteError::ChunkPipeline {
-                            key: chunk.key.clone(),
-                            source: Box::new(e),
-                        })?;
-                    Ok::<_, WriteError>(WriteSummary {
-                        stored: usize::from(!fill_chunk),
-                        fill_chunks: usize::from(fill_chunk),
-                        stored_bytes: 0,
-                    })
-                }
-            })
-            .buffer_unordered(options.max_concurrent_requests.max(1))
-            .try_collect()
-            .await?;
-        for s in done {
-            summary += s;
-        }
+        let shapes = wave
+            .iter()
+            .map(|c| array.chunk_shape(&c.indices))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| WriteError::InvalidSubset { source: e.into() })?;
+        let (encoder, keys) = (encoder.clone(), wave.iter().map(|c| c.key.clone()).collect::<Vec<_>>());
+        let encode = move || crate::fork::in_pool(|| encoder.encode(&keys, &shapes, bufs));
+        let stored = joined(tokio::task::spawn_blocking(encode).await)?;
+        let keyed = wave.into_iter().map(|c| c.key).zip(stored).collect();
+        summary += destination.store(keyed, dirs).join().await?;
     }
     Ok(summary)
+}
+
+/// What zarrs needs to encode an array's chunks.
+struct ZarrsEncoder {
+    codecs: Arc<zarrs::array::codec::CodecChain>,
+    data_type: zarrs::array::DataType,
+    fill_value: zarrs::array::FillValue,
+    /// The fill value's bytes, native order.
+    fill: Vec<u8>,
+    write_fill: bool,
+}
+
+impl ZarrsEncoder {
+    /// Each gathered chunk (of key `keys[i]`, shape `shapes[i]`), encoded,
+    /// or [`Stored::Fill`] for those equal to the fill value (unless
+    /// `write_fill`), in parallel.
+    fn encode(
+        &self,
+        keys: &[String],
+        shapes: &[ChunkShape],
+        gathered: Vec<Vec<u8>>,
+    ) -> Result<Vec<Stored>, WriteError> {
+        let options = CodecOptions::default();
+        (keys, shapes, gathered)
+            .into_par_iter()
+            .map(|(key, shape, buf)| {
+                if !self.write_fill && gather::is_fill(&buf, &self.fill) {
+                    return Ok(Stored::Fill);
+                }
+                let encoded = self
+                    .codecs
+                    .encode(
+                        ArrayBytes::new_flen(buf),
+                        shape,
+                        &self.data_type,
+                        &self.fill_value,
+                        &options,
+                    )
+                    .map_err(|e| WriteError::ChunkPipeline {
+                        key: key.clone(),
+                        source: Box::new(e.into()),
+                    })?;
+                Ok(Stored::Put(Bytes::from(encoded.into_owned())))
+            })
+            .collect()
+    }
 }

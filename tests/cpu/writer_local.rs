@@ -53,6 +53,7 @@ fn new_array(format: u8, compressor: Value, shards: Option<Vec<u64>>) -> NewArra
         fill_value: json!(0.0),
         compressor: Some(compressor),
         zarr_format: format,
+        overwrite: false,
     }
 }
 

@@ -72,6 +72,7 @@ fn device_data_is_gathered_and_encoded_on_the_gpu() {
             fill_value: json!(0.0),
             compressor: Some(compressor.clone()),
             zarr_format: 3,
+            overwrite: false,
         };
         let array = create_array_blocking(url, &new, &HashMap::new()).unwrap();
         let gpu = WriteOptions {
@@ -122,6 +123,7 @@ fn waves_encoded_at_once_on_several_engines_store_every_chunk() {
         fill_value: json!(0.0),
         compressor: Some(json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}})),
         zarr_format: 3,
+        overwrite: false,
     };
     let array = create_array_blocking(url, &new, &HashMap::new()).unwrap();
     let expected = field(40 * 70, 3);
