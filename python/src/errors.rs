@@ -189,9 +189,10 @@ pub(crate) fn engine_error(err: Error) -> PyErr {
 pub(crate) fn read_error(err: ReadError) -> PyErr {
     let kind = match err {
         ReadError::Engine(e) => return engine_error(e),
-        ReadError::InvalidUrl { .. } | ReadError::Config { .. } | ReadError::InvalidOutput { .. } => {
-            Kind::InvalidArgument
-        }
+        ReadError::InvalidUrl { .. }
+        | ReadError::Config { .. }
+        | ReadError::InvalidOutput { .. }
+        | ReadError::InvalidMetadata { .. } => Kind::InvalidArgument,
         ReadError::Store { .. } | ReadError::Open { .. } | ReadError::Fetch { .. } => Kind::Store,
         ReadError::Timeout { .. } => Kind::StoreTimeout,
         ReadError::InvalidSubset { .. } => Kind::Selection,
@@ -216,6 +217,7 @@ pub(crate) fn write_error(err: WriteError) -> PyErr {
         WriteError::InvalidSubset { .. } => Kind::Selection,
         WriteError::DataSize { .. } | WriteError::Config { .. } => Kind::InvalidArgument,
         WriteError::Store { .. } | WriteError::CreateDir { .. } => Kind::Store,
+        WriteError::ChunkTooLarge { .. } => Kind::OutOfMemory,
         WriteError::ChunkPipeline { .. } | WriteError::Pipeline { .. } => Kind::Decode,
     };
     new_err(kind, err.to_string())

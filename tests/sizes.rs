@@ -1,0 +1,259 @@
+//! Sizes from metadata and from the store, checked before they are used:
+//! chunk shapes whose byte counts overflow 64 bits are invalid metadata
+//! (never a wrapped size that reads a few bytes as a huge chunk, nor a
+//! panic), stored chunks larger than any encoding of their decoded size are
+//! refused before they are read, shards of too many inner chunks are refused
+//! before they are planned, and metadata of more dimensions than NumPy's
+//! arrays have is refused before anything is planned. Every case is
+//! metadata and sparse files: nothing here allocates what it refuses.
+
+use std::collections::HashMap;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use zarrs::array::ArraySubset;
+use zarrs_nvcomp::limits::MAX_DIMENSIONS;
+use zarrs_nvcomp::reader::{open_array_blocking, read_chunks_parallel_blocking, ReadError, ReadOptions, StoreIo};
+use zarrs_nvcomp::writer::{write_chunks_parallel_blocking, WriteData, WriteError, WriteOptions};
+use zarrs_nvcomp::Backend;
+
+const ZSTD: &str = r#"{"name": "zstd", "configuration": {"level": 1, "checksum": false}}"#;
+
+/// Writes a v3 `zarr.json` of `shape`, chunks of `chunks` and `codecs` into `dir`.
+fn v3_array(dir: &Path, shape: &[u64], chunks: &[u64], data_type: &str, codecs: Value) {
+    let metadata = json!({
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": shape,
+        "data_type": data_type,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": chunks}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0,
+        "codecs": codecs,
+    });
+    std::fs::write(dir.join("zarr.json"), metadata.to_string()).unwrap();
+}
+
+fn bytes_codec() -> Value {
+    json!({"name": "bytes", "configuration": {"endian": "little"}})
+}
+
+fn zstd_chain() -> Value {
+    json!([bytes_codec(), serde_json::from_str::<Value>(ZSTD).unwrap()])
+}
+
+fn sharded(inner: &[u64], index_codecs: Value) -> Value {
+    json!([{"name": "sharding_indexed", "configuration": {
+        "chunk_shape": inner, "codecs": zstd_chain(), "index_codecs": index_codecs,
+        "index_location": "end"}}])
+}
+
+/// The CPU reads of an array in `dir`: through the store, and with the
+/// reader reading the files itself.
+fn cpu_reads(dir: &Path) -> [ReadOptions; 2] {
+    let options = |store_io| ReadOptions {
+        device: Backend::Cpu,
+        store_io,
+        ..ReadOptions::default()
+    };
+    [options(StoreIo::Async), options(StoreIo::Files(dir.to_path_buf()))]
+}
+
+fn read_all(dir: &Path, options: &ReadOptions) -> Result<Vec<u8>, ReadError> {
+    let array = open_array_blocking(dir.to_str().unwrap(), &HashMap::new())?;
+    let subset = ArraySubset::new_with_shape(array.shape().to_vec());
+    read_chunks_parallel_blocking(&array, &subset, options)?.into_host_bytes()
+}
+
+fn write(dir: &Path, subset: &ArraySubset, data: &[u8]) -> Result<(), WriteError> {
+    let array = open_array_blocking(dir.to_str().unwrap(), &HashMap::new())?;
+    let options = WriteOptions {
+        device: Backend::Cpu,
+        ..WriteOptions::default()
+    };
+    write_chunks_parallel_blocking(&array, subset, WriteData::Host(data), &options).map(|_| ())
+}
+
+fn assert_invalid_chunk_shape(result: Result<Vec<u8>, ReadError>, what: &str) {
+    match result {
+        Err(ReadError::InvalidMetadata { field, reason }) => {
+            assert_eq!(field, "chunk_shape", "{what}: {reason}");
+        }
+        other => panic!("{what}: {other:?}"),
+    }
+}
+
+#[test]
+fn chunk_shapes_whose_bytes_overflow_are_invalid_metadata() {
+    // (2^63 + 1) * 2 * 4 bytes wrap to 8: an 8-byte chunk file was read as
+    // the chunk, for the batched chain and the zarrs pipeline alike.
+    for (codecs, what) in [(zstd_chain(), "zstd"), (json!([bytes_codec()]), "uncompressed")] {
+        let dir = tempfile::tempdir().unwrap();
+        v3_array(dir.path(), &[3, 2], &[(1 << 63) + 1, 2], "float32", codecs);
+        std::fs::create_dir_all(dir.path().join("c/0")).unwrap();
+        std::fs::write(dir.path().join("c/0/0"), [0u8, 0, 0, 0, 0, 0, 0x80, 0x3f]).unwrap();
+        for options in cpu_reads(dir.path()) {
+            assert_invalid_chunk_shape(read_all(dir.path(), &options), what);
+        }
+    }
+}
+
+#[test]
+fn writes_of_chunks_whose_bytes_overflow_are_refused() {
+    // Chunks of 2^80 elements (a wrapped size of 0 bytes), and shards of
+    // inner chunks of 2^64 elements: these panicked on a slice.
+    let cases = [
+        (vec![1u64 << 40, 1 << 40], zstd_chain()),
+        (vec![1u64 << 62, 4], sharded(&[1 << 62, 4], json!([bytes_codec()]))),
+    ];
+    for (chunks, codecs) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        v3_array(dir.path(), &[3, 4], &chunks, "float32", codecs);
+        let subset = ArraySubset::new_with_shape(vec![3, 4]);
+        match write(dir.path(), &subset, &[0; 48]) {
+            Err(WriteError::Read(ReadError::InvalidMetadata { field, .. })) => assert_eq!(field, "chunk_shape"),
+            other => panic!("{chunks:?}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn writes_of_chunks_larger_than_memory_are_refused_before_allocating() {
+    // A chunk of 2^60 bytes (2^20 x 2^38 of 4 bytes) fits 64 bits but no memory.
+    let dir = tempfile::tempdir().unwrap();
+    v3_array(dir.path(), &[3, 4], &[1 << 20, 1 << 38], "float32", zstd_chain());
+    let subset = ArraySubset::new_with_shape(vec![3, 4]);
+    match write(dir.path(), &subset, &[0; 48]) {
+        Err(WriteError::ChunkTooLarge { key, size, .. }) => assert_eq!((key.as_str(), size), ("c/0/0", 1 << 60)),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn shards_of_too_many_inner_chunks_are_refused_before_planning() {
+    // 2^40 inner chunks of one byte (a 4 TiB allocation), and 2^23 (beyond
+    // the limit, within memory: 2^26 reached 5.9 GB).
+    for shard in [1u64 << 40, 1 << 23] {
+        let dir = tempfile::tempdir().unwrap();
+        v3_array(
+            dir.path(),
+            &[shard],
+            &[shard],
+            "uint8",
+            sharded(&[1], json!([bytes_codec()])),
+        );
+        let started = Instant::now();
+        match write(dir.path(), &ArraySubset::new_with_shape(vec![1]), &[1]) {
+            Err(WriteError::Config { reason }) => assert!(reason.contains("inner chunks"), "{reason}"),
+            other => panic!("{shard}: {other:?}"),
+        }
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+}
+
+#[test]
+fn stored_chunks_larger_than_any_encoding_are_refused_unread() {
+    // Chunks of 5 floats, one of them a sparse file of 20 GiB: it was read
+    // whole (an abort on its allocation).
+    let dir = tempfile::tempdir().unwrap();
+    v3_array(dir.path(), &[10], &[5], "float32", zstd_chain());
+    std::fs::create_dir_all(dir.path().join("c")).unwrap();
+    let file = std::fs::File::create(dir.path().join("c/1")).unwrap();
+    file.set_len(20 << 30).unwrap();
+    for options in cpu_reads(dir.path()) {
+        let started = Instant::now();
+        match read_all(dir.path(), &options) {
+            Err(ReadError::Corrupt { key, reason }) => {
+                assert_eq!(key, "c/1", "{reason}");
+                assert!(reason.contains(&(20u64 << 30).to_string()), "{reason}");
+            }
+            other => panic!("{:?}: {other:?}", options.store_io),
+        }
+        assert!(started.elapsed() < Duration::from_secs(2));
+    }
+}
+
+#[test]
+fn shard_index_entries_larger_than_any_encoding_are_refused_unread() {
+    // A sparse shard of 20 GiB whose index gives its second inner chunk (of
+    // 5 floats) all of it.
+    let dir = tempfile::tempdir().unwrap();
+    v3_array(
+        dir.path(),
+        &[10],
+        &[10],
+        "float32",
+        sharded(&[5], json!([bytes_codec()])),
+    );
+    std::fs::create_dir_all(dir.path().join("c")).unwrap();
+    let data_len: u64 = 20 << 30;
+    let mut index = Vec::new();
+    for word in [u64::MAX, u64::MAX, 0, data_len] {
+        index.extend_from_slice(&word.to_le_bytes());
+    }
+    let path = dir.path().join("c/0");
+    std::fs::File::create(&path).unwrap().set_len(data_len).unwrap();
+    let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut file, &index).unwrap();
+    for options in cpu_reads(dir.path()) {
+        match read_all(dir.path(), &options) {
+            Err(ReadError::Corrupt { key, reason }) => {
+                assert_eq!(key, "c/0 (inner chunk [1])", "{reason}");
+                assert!(reason.contains(&data_len.to_string()), "{reason}");
+            }
+            other => panic!("{:?}: {other:?}", options.store_io),
+        }
+    }
+}
+
+#[test]
+fn more_dimensions_than_numpy_are_refused_early() {
+    // 100,000 dimensions of size 1 took 34 s to read (planning is quadratic
+    // in them).
+    let dir = tempfile::tempdir().unwrap();
+    let ones = vec![1u64; 100_000];
+    v3_array(dir.path(), &ones, &ones, "float32", zstd_chain());
+    let started = Instant::now();
+    match open_array_blocking(dir.path().to_str().unwrap(), &HashMap::new()) {
+        Err(ReadError::InvalidMetadata { field, reason }) => {
+            assert_eq!(field, "shape");
+            assert!(
+                reason.contains("100000 dimensions") && reason.contains("64"),
+                "{reason}"
+            );
+        }
+        other => panic!("{:?}", other.map(|a| a.dimensionality())),
+    }
+    assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+    // As many as NumPy's arrays have still read.
+    let dir = tempfile::tempdir().unwrap();
+    let ones = vec![1u64; MAX_DIMENSIONS];
+    v3_array(dir.path(), &ones, &ones, "float32", zstd_chain());
+    for options in cpu_reads(dir.path()) {
+        assert_eq!(read_all(dir.path(), &options).unwrap(), vec![0; 4]);
+    }
+}
+
+#[test]
+fn reads_of_more_chunks_than_a_plan_batch_read_every_batch() {
+    // Plans are made 32,768 chunks at a time: 40,000 chunks (or inner
+    // chunks of 4 shards), a few of them written at each end, are read in
+    // two batches into one output.
+    let n = 40_000u64;
+    let mut expected = vec![0u8; 4 * n as usize];
+    let ends: Vec<u8> = (1..=10u32).flat_map(u32::to_le_bytes).collect();
+    expected[..40].copy_from_slice(&ends);
+    expected[4 * n as usize - 40..].copy_from_slice(&ends);
+    for codecs in [zstd_chain(), sharded(&[1], json!([bytes_codec()]))] {
+        let dir = tempfile::tempdir().unwrap();
+        let chunks = if codecs == zstd_chain() { 1 } else { n / 4 };
+        v3_array(dir.path(), &[n], &[chunks], "uint32", codecs);
+        for range in [0..10, n - 10..n] {
+            write(dir.path(), &ArraySubset::new_with_ranges(&[range]), &ends).unwrap();
+        }
+        for options in cpu_reads(dir.path()) {
+            assert!(read_all(dir.path(), &options).unwrap() == expected, "{chunks}");
+        }
+    }
+}
