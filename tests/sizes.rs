@@ -6,6 +6,10 @@
 //! before they are planned, and metadata of more dimensions than NumPy's
 //! arrays have is refused before anything is planned. Every case is
 //! metadata and sparse files: nothing here allocates what it refuses.
+//!
+//! The GPU's reads are checked by the same cases in
+//! `gpu_reads_check_sizes_as_the_cpu_does`, ignored without a GPU; run it
+//! with `cargo test --test sizes -- --include-ignored`.
 
 use std::collections::HashMap;
 use std::path::Path;
@@ -49,11 +53,11 @@ fn sharded(inner: &[u64], index_codecs: Value) -> Value {
         "index_location": "end"}}])
 }
 
-/// The CPU reads of an array in `dir`: through the store, and with the
-/// reader reading the files itself.
-fn cpu_reads(dir: &Path) -> [ReadOptions; 2] {
+/// The reads of an array in `dir` on `device`: through the store, and with
+/// the reader reading the files itself.
+fn reads(dir: &Path, device: Backend) -> [ReadOptions; 2] {
     let options = |store_io| ReadOptions {
-        device: Backend::Cpu,
+        device,
         store_io,
         ..ReadOptions::default()
     };
@@ -86,6 +90,10 @@ fn assert_invalid_chunk_shape(result: Result<Vec<u8>, ReadError>, what: &str) {
 
 #[test]
 fn chunk_shapes_whose_bytes_overflow_are_invalid_metadata() {
+    chunk_shapes_whose_bytes_overflow_are_invalid_metadata_on(Backend::Cpu);
+}
+
+fn chunk_shapes_whose_bytes_overflow_are_invalid_metadata_on(device: Backend) {
     // (2^63 + 1) * 2 * 4 bytes wrap to 8: an 8-byte chunk file was read as
     // the chunk, for the batched chain and the zarrs pipeline alike.
     for (codecs, what) in [(zstd_chain(), "zstd"), (json!([bytes_codec()]), "uncompressed")] {
@@ -93,7 +101,7 @@ fn chunk_shapes_whose_bytes_overflow_are_invalid_metadata() {
         v3_array(dir.path(), &[3, 2], &[(1 << 63) + 1, 2], "float32", codecs);
         std::fs::create_dir_all(dir.path().join("c/0")).unwrap();
         std::fs::write(dir.path().join("c/0/0"), [0u8, 0, 0, 0, 0, 0, 0x80, 0x3f]).unwrap();
-        for options in cpu_reads(dir.path()) {
+        for options in reads(dir.path(), device) {
             assert_invalid_chunk_shape(read_all(dir.path(), &options), what);
         }
     }
@@ -154,6 +162,10 @@ fn shards_of_too_many_inner_chunks_are_refused_before_planning() {
 
 #[test]
 fn stored_chunks_larger_than_any_encoding_are_refused_unread() {
+    stored_chunks_larger_than_any_encoding_are_refused_unread_on(Backend::Cpu);
+}
+
+fn stored_chunks_larger_than_any_encoding_are_refused_unread_on(device: Backend) {
     // Chunks of 5 floats, one of them a sparse file of 20 GiB: it was read
     // whole (an abort on its allocation).
     let dir = tempfile::tempdir().unwrap();
@@ -161,7 +173,7 @@ fn stored_chunks_larger_than_any_encoding_are_refused_unread() {
     std::fs::create_dir_all(dir.path().join("c")).unwrap();
     let file = std::fs::File::create(dir.path().join("c/1")).unwrap();
     file.set_len(20 << 30).unwrap();
-    for options in cpu_reads(dir.path()) {
+    for options in reads(dir.path(), device) {
         let started = Instant::now();
         match read_all(dir.path(), &options) {
             Err(ReadError::Corrupt { key, reason }) => {
@@ -176,6 +188,10 @@ fn stored_chunks_larger_than_any_encoding_are_refused_unread() {
 
 #[test]
 fn shard_index_entries_larger_than_any_encoding_are_refused_unread() {
+    shard_index_entries_larger_than_any_encoding_are_refused_unread_on(Backend::Cpu);
+}
+
+fn shard_index_entries_larger_than_any_encoding_are_refused_unread_on(device: Backend) {
     // A sparse shard of 20 GiB whose index gives its second inner chunk (of
     // 5 floats) all of it.
     let dir = tempfile::tempdir().unwrap();
@@ -196,7 +212,7 @@ fn shard_index_entries_larger_than_any_encoding_are_refused_unread() {
     std::fs::File::create(&path).unwrap().set_len(data_len).unwrap();
     let mut file = std::fs::OpenOptions::new().append(true).open(&path).unwrap();
     std::io::Write::write_all(&mut file, &index).unwrap();
-    for options in cpu_reads(dir.path()) {
+    for options in reads(dir.path(), device) {
         match read_all(dir.path(), &options) {
             Err(ReadError::Corrupt { key, reason }) => {
                 assert_eq!(key, "c/0 (inner chunk [1])", "{reason}");
@@ -230,13 +246,17 @@ fn more_dimensions_than_numpy_are_refused_early() {
     let dir = tempfile::tempdir().unwrap();
     let ones = vec![1u64; MAX_DIMENSIONS];
     v3_array(dir.path(), &ones, &ones, "float32", zstd_chain());
-    for options in cpu_reads(dir.path()) {
+    for options in reads(dir.path(), Backend::Cpu) {
         assert_eq!(read_all(dir.path(), &options).unwrap(), vec![0; 4]);
     }
 }
 
 #[test]
 fn reads_of_more_chunks_than_a_plan_batch_read_every_batch() {
+    reads_of_more_chunks_than_a_plan_batch_read_every_batch_on(Backend::Cpu);
+}
+
+fn reads_of_more_chunks_than_a_plan_batch_read_every_batch_on(device: Backend) {
     // Plans are made 32,768 chunks at a time: 40,000 chunks (or inner
     // chunks of 4 shards), a few of them written at each end, are read in
     // two batches into one output.
@@ -252,8 +272,19 @@ fn reads_of_more_chunks_than_a_plan_batch_read_every_batch() {
         for range in [0..10, n - 10..n] {
             write(dir.path(), &ArraySubset::new_with_ranges(&[range]), &ends).unwrap();
         }
-        for options in cpu_reads(dir.path()) {
+        for options in reads(dir.path(), device) {
             assert!(read_all(dir.path(), &options).unwrap() == expected, "{chunks}");
         }
     }
+}
+
+/// The GPU reads the same plans and fetches the same stored sizes.
+#[test]
+#[ignore = "needs a CUDA GPU"]
+fn gpu_reads_check_sizes_as_the_cpu_does() {
+    let gpu = Backend::Cuda { device: 0 };
+    chunk_shapes_whose_bytes_overflow_are_invalid_metadata_on(gpu);
+    stored_chunks_larger_than_any_encoding_are_refused_unread_on(gpu);
+    shard_index_entries_larger_than_any_encoding_are_refused_unread_on(gpu);
+    reads_of_more_chunks_than_a_plan_batch_read_every_batch_on(gpu);
 }
