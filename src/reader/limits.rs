@@ -128,6 +128,32 @@ mod tests {
     }
 
     #[test]
+    fn every_cpu_encoding_of_incompressible_bytes_is_within_the_stored_bound() {
+        // A chunk its own codec wrote is never refused as too large to be one.
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let random: Vec<u8> = (0..1 << 20)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                state as u8
+            })
+            .collect();
+        for name in crate::Algorithm::NAMES {
+            let algorithm: crate::Algorithm = name.parse().unwrap();
+            if !algorithm.has_cpu_implementation() {
+                continue;
+            }
+            let codec = crate::BatchCodec::new(algorithm, crate::Backend::Cpu).unwrap();
+            for len in [0, 1, 7, 4096, 1 << 20] {
+                let encoded = codec.encode_batch(&[&random[..len]]).unwrap();
+                let stored = encoded.get(0).len() as u64;
+                assert!(stored <= max_encoded_len(len), "{name}, {len} bytes: {stored} encoded");
+            }
+        }
+    }
+
+    #[test]
     fn refused_allocations_are_none() {
         assert_eq!(try_zeroed(3), Some(vec![0; 3]));
         assert_eq!(try_zeroed(0), Some(Vec::new()));
