@@ -112,3 +112,37 @@ def test_more_dimensions_than_numpy_are_refused_at_once(tmp_path):
     with pytest.raises(InvalidArgumentError, match="100000 dimensions"):
         zarrs_nvcomp.open_array(str(path))
     assert time.perf_counter() - start < 3
+
+
+def test_writes_refuse_chunks_beyond_memory_and_shards_of_too_many_inner_chunks(tmp_path):
+    # A chunk of 2^60 bytes was allocated (an abort, so in a child); a shard
+    # of 2^26 inner chunks reached 5.9 GB.
+    huge = tmp_path / "huge.zarr"
+    write_v3(huge, (3, 4), (2**20, 2**38), ZSTD)
+    out = run_child(
+        f"""
+        data = np.zeros((3, 4), dtype=np.float32)
+        write = zarrs_nvcomp.write_chunks_parallel
+        report(measure(lambda: write({str(huge)!r}, data, device="cpu")))
+        """,
+        address_space_extra=1 << 30,
+    )
+    assert {"OutOfMemoryError", "MemoryError"} <= set(out["classes"]), out
+    assert str(2**60) in out["result"], out
+    sharded = tmp_path / "sharded.zarr"
+    shard = [
+        {
+            "name": "sharding_indexed",
+            "configuration": {
+                "chunk_shape": [1],
+                "codecs": ZSTD,
+                "index_codecs": [BYTES],
+                "index_location": "end",
+            },
+        }
+    ]
+    write_v3(sharded, (2**26,), (2**26,), shard, data_type="uint8")
+    with pytest.raises(InvalidArgumentError, match="inner chunks"):
+        zarrs_nvcomp.write_chunks_parallel(
+            str(sharded), np.ones(1, dtype=np.uint8), (slice(0, 1),), device="cpu"
+        )
