@@ -12,6 +12,12 @@ use std::sync::OnceLock;
 /// allocation Rust allows.
 const UNKNOWN_MEMORY_LIMIT: u64 = isize::MAX as u64;
 
+/// Most dimensions of an array the reader and the writer take: NumPy's
+/// arrays (and zarr-python's) have at most 64. Metadata of more is refused
+/// before anything is planned, which costs time in the square of the
+/// dimensions.
+pub const MAX_DIMENSIONS: usize = 64;
+
 /// Physical memory of this machine in bytes, `None` where it cannot be read.
 pub fn host_memory() -> Option<u64> {
     static MEMORY: OnceLock<Option<u64>> = OnceLock::new();

@@ -200,9 +200,10 @@ pub(crate) fn read_error(err: ReadError) -> PyErr {
     }
     let kind = match err {
         ReadError::Engine(e) => return engine_error(e),
-        ReadError::InvalidUrl { .. } | ReadError::Config { .. } | ReadError::InvalidOutput { .. } => {
-            Kind::InvalidArgument
-        }
+        ReadError::InvalidUrl { .. }
+        | ReadError::Config { .. }
+        | ReadError::InvalidOutput { .. }
+        | ReadError::InvalidMetadata { .. } => Kind::InvalidArgument,
         ReadError::Store { .. } | ReadError::Open { .. } | ReadError::Fetch { .. } => Kind::Store,
         ReadError::Timeout { .. } => Kind::StoreTimeout,
         ReadError::InvalidSubset { .. } => Kind::Selection,
@@ -230,6 +231,7 @@ pub(crate) fn write_error(err: WriteError) -> PyErr {
         }
         WriteError::Store { .. } | WriteError::CreateDir { .. } => Kind::Store,
         WriteError::Exists { .. } => Kind::ContainsArray,
+        WriteError::ChunkTooLarge { .. } => Kind::OutOfMemory,
         WriteError::ChunkPipeline { .. } | WriteError::Pipeline { .. } => Kind::Decode,
     };
     new_err(kind, err.to_string())

@@ -283,10 +283,11 @@ impl ReaderArray {
         let Some(data) = data else {
             return Ok(py.None());
         };
+        // The output's size was checked before it was allocated.
+        let nbytes = data.num_bytes();
         match data {
             ArrayData::Host { bytes, .. } => Ok(Py::new(py, HostBatch::from_vec(bytes))?.into_any()),
             ArrayData::Device { buffer, shape, .. } => {
-                let nbytes = shape.iter().product::<u64>() as usize * self.array.data_type().fixed_size().unwrap_or(0);
                 let device = buffer.engine().device();
                 let array = CudaArray::bytes(Arc::new(buffer), 0, nbytes, device)
                     .with_elements(shape, typestr.unwrap_or_else(|| "|V1".into()));

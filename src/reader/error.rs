@@ -57,6 +57,16 @@ pub enum ReadError {
         /// refusal of variable-size elements; either names the data type.
         source: BoxedSource,
     },
+    /// The array's metadata describes what cannot be read or written: more
+    /// than [`MAX_DIMENSIONS`](crate::limits::MAX_DIMENSIONS) dimensions,
+    /// or chunks of more bytes than 64 bits count.
+    #[error("invalid array metadata: {field}: {reason}")]
+    InvalidMetadata {
+        /// The metadata field at fault (`shape`, `chunk_shape`, ...).
+        field: String,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// The subset does not fit the array.
     #[error("invalid subset: {source}")]
     InvalidSubset {

@@ -11,11 +11,11 @@ use tokio::sync::mpsc;
 use zarrs::array::Array;
 use zarrs::storage::AsyncReadableStorageTraits;
 
-use super::file_fetch;
 use super::plan::{ChunkPlan, Plan};
 use super::store::StoreIo;
 use super::wave::ArenaSource;
 use super::ReadError;
+use super::{file_fetch, limits, ObjectStorage};
 
 /// Fetched chunks, ready to decode together.
 #[derive(Debug, Default)]
@@ -29,13 +29,30 @@ pub(crate) struct Wave {
     pub fetched_bytes: usize,
 }
 
-/// Fetches the encoded bytes of one chunk; `None` when it is missing.
+/// Fetches the encoded bytes of one chunk; `None` when it is missing. A
+/// chunk stored in more bytes than any of its encodings takes
+/// ([`limits::max_encoded_len`]) is an error naming it, refused before its
+/// bytes are read where the storage is the reader's own
+/// ([`ObjectStorage`]), which learns an object's size first.
 async fn fetch_one<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     array: &Array<S>,
     chunk: &ChunkPlan,
     timeout: Option<Duration>,
 ) -> Result<Option<Bytes>, ReadError> {
-    let fetch = array.async_retrieve_encoded_chunk(&chunk.indices);
+    let max_len = limits::max_encoded_len(chunk.decoded_len);
+    let storage = array.storage();
+    let fetch =
+        async {
+            match ObjectStorage::of(&*storage) {
+                Some(objects) => objects.get_at_most(&array.chunk_key(&chunk.indices), max_len).await,
+                None => Ok(array.async_retrieve_encoded_chunk(&chunk.indices).await?.map(|bytes| {
+                    match bytes.len() as u64 {
+                        len if len > max_len => Err(len),
+                        _ => Ok(bytes),
+                    }
+                })),
+            }
+        };
     let result = match timeout {
         Some(limit) => tokio::time::timeout(limit, fetch)
             .await
@@ -45,10 +62,13 @@ async fn fetch_one<S: ?Sized + AsyncReadableStorageTraits + 'static>(
             })?,
         None => fetch.await,
     };
-    result.map_err(|source| ReadError::Fetch {
+    let fetched = result.map_err(|source| ReadError::Fetch {
         key: chunk.key.clone(),
         source,
-    })
+    })?;
+    fetched
+        .transpose()
+        .map_err(|len| limits::stored_too_large(&chunk.key, len, chunk.decoded_len))
 }
 
 impl Wave {

@@ -154,13 +154,17 @@ pub(super) fn failed(key: &str) -> impl Fn(std::io::Error) -> ReadError + '_ {
     }
 }
 
-/// The length of `chunk`'s file, `None` when there is none.
+/// The length of `chunk`'s file, `None` when there is none; a file longer
+/// than any encoding of the chunk is an error naming it, before it is read.
 fn file_len(dir: &Path, chunk: &ChunkPlan) -> Result<Option<usize>, ReadError> {
     let len = match std::fs::metadata(dir.join(&chunk.key)) {
         Ok(metadata) => metadata.len(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(failed(&chunk.key)(e)),
     };
+    if len > super::limits::max_encoded_len(chunk.decoded_len) {
+        return Err(super::limits::stored_too_large(&chunk.key, len, chunk.decoded_len));
+    }
     let too_long = || failed(&chunk.key)(std::io::Error::other(format!("a file of {len} bytes")));
     usize::try_from(len).map(Some).map_err(|_| too_long())
 }

@@ -51,14 +51,18 @@
 //!    the ordinary zarrs pipeline, chunk by chunk, with the reason logged at
 //!    `info` level.
 //! 2. The output's size is checked against the memory that must hold it
-//!    ([`ReadError::OutputTooLarge`]); the chunks that hold selected elements
-//!    (a [`Selection`] may step over most of them) are fetched concurrently (at most
+//!    ([`ReadError::OutputTooLarge`]), and each chunk's size against 64 bits
+//!    ([`ReadError::InvalidMetadata`]); the chunks that hold selected elements
+//!    (a [`Selection`] may step over most of them) are planned in batches of
+//!    32,768, read one after the other, and fetched concurrently (at most
 //!    [`ReadOptions::max_concurrent_requests`] at a time, or on rayon's
 //!    threads with [`StoreIo::Blocking`] and [`StoreIo::Files`]) and grouped in waves
 //!    of about [`ReadOptions::wave_bytes`] compressed bytes (on the CPU, at
 //!    most [`CPU_WAVE_BYTES_PER_THREAD`] per decoding thread); fetching the
 //!    next wave overlaps decoding the current one. Missing chunks read as the
-//!    fill value.
+//!    fill value; a stored chunk larger than any encoding of its decoded
+//!    size (twice it, and 64 KiB) is [`ReadError::Corrupt`], refused before
+//!    its bytes are read where the store tells its size first.
 //! 3. Each wave is decoded and each chunk's part of the subset copied into
 //!    the output, which is C-order and exactly the subset's shape, in native
 //!    byte order (new memory, or the caller's, [`ReadInto`]): by one wave decoder per backend behind one interface, on
@@ -98,6 +102,7 @@
 
 mod blocking;
 mod blosc;
+mod box_copy;
 mod byteswap;
 mod chain;
 mod data;
@@ -146,6 +151,7 @@ pub use stored::{decode_blosc_chunks_into, StoredChunk};
 
 pub(crate) use chain::{classify as classify_chain, Chain, FastChain};
 pub(crate) use file_fetch::is_plain_key;
+pub(crate) use limits::{check_dimensionality, chunk_bytes};
 pub(crate) use plan::{plan as plan_chunks, BoxCopy};
 
 /// An array opened by [`open_array`].

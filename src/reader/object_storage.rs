@@ -55,6 +55,22 @@ impl ObjectStorage {
         Ok(Some((bytes, size)))
     }
 
+    /// The object at `key` where it has at most `max_len` bytes, else
+    /// `Err(its size)`, its bytes not read (the size comes with the
+    /// response's headers, or a file's metadata); `None` where there is no
+    /// object. A corrupt object of gigabytes is then refused before it is
+    /// held in memory.
+    pub async fn get_at_most(&self, key: &StoreKey, max_len: u64) -> Result<Option<Result<Bytes, u64>>, StorageError> {
+        let Some(result) = not_found_is_none(self.store.get_opts(&path(key), GetOptions::default()).await)? else {
+            return Ok(None);
+        };
+        let size = result.meta.size;
+        if size > max_len {
+            return Ok(Some(Err(size)));
+        }
+        Ok(Some(Ok(result.bytes().await.map_err(other)?)))
+    }
+
     /// `storage` as an [`ObjectStorage`], where it is one: the reader's
     /// reads are generic over zarrs' storage traits, which cannot ask for a
     /// suffix and the object's size at once.
@@ -236,6 +252,10 @@ mod tests {
             .await
             .unwrap()
             .is_none());
+        let whole = storage.get_at_most(&key, 100).await.unwrap().unwrap();
+        assert_eq!(whole.as_deref(), Ok(&data[..]));
+        assert_eq!(storage.get_at_most(&key, 99).await.unwrap().unwrap(), Err(100));
+        assert!(storage.get_at_most(&missing, 99).await.unwrap().is_none());
         assert!(ObjectStorage::of(&storage).is_some());
         assert!(ObjectStorage::of(&storage.zarrs).is_none());
     }

@@ -16,7 +16,9 @@ use super::{BoxedSource, ObjectStorage, ObjectStoreArray, ReadError};
 /// refused credentials) gives [`ReadError::Store`] naming the request that
 /// failed ([`ReadError::is_timeout`] where it did not answer in time); a readable store without an array there gives [`ReadError::Open`];
 /// an array of a data type zarrs does not know, or of variable-size
-/// elements, gives [`ReadError::UnsupportedDataType`].
+/// elements, gives [`ReadError::UnsupportedDataType`]; one of more than
+/// [`MAX_DIMENSIONS`](crate::limits::MAX_DIMENSIONS) dimensions gives
+/// [`ReadError::InvalidMetadata`].
 /// The whole open takes at most the time of one request
 /// ([`store::request_budget`]), however many requests it makes.
 pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) -> Result<ObjectStoreArray, ReadError> {
@@ -47,7 +49,10 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
                 .into(),
             })
         }
-        Ok(Ok(array)) => return Ok(array),
+        Ok(Ok(array)) => {
+            super::limits::check_dimensionality(array.dimensionality())?;
+            return Ok(array);
+        }
         Ok(Err(ArrayCreateError::DataTypeCreateError(e))) => {
             return Err(ReadError::UnsupportedDataType {
                 url: url.to_string(),

@@ -121,6 +121,7 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     lease: Option<Arc<Lease>>,
 ) -> Result<Option<ArrayData>, ReadError> {
     let started = std::time::Instant::now();
+    limits::check_dimensionality(array.dimensionality())?;
     let engine = target.engine(options.device)?;
     let data_type = array.data_type().clone();
     selection
@@ -151,12 +152,14 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
                 // The pipeline decodes to host memory first.
                 limits::checked_output_len(&shape, elem, None)?;
             }
-            let plan = plan::plan(array, &selection, elem, out_len, None)?;
+            let planner = plan::Planner::new(array, &selection, (elem, None), out_len, None)?;
             let device_target = target.device_part();
             let host = target.into_host(&shape, out_len)?;
-            fallback::read_with_zarrs(array, &plan, elem, options, &host).await?;
-            let mut tracker = Tracker::start(options.progress.clone(), plan.out_len as u64);
-            tracker.decoded(plan.out_len as u64);
+            for plan in planner.batches() {
+                fallback::read_with_zarrs(array, &plan?, elem, options, &host).await?;
+            }
+            let mut tracker = Tracker::start(options.progress.clone(), out_len as u64);
+            tracker.decoded(out_len as u64);
             return match engine {
                 None => Ok(host.into_data(shape, data_type)),
                 Some(engine) => {
@@ -170,20 +173,20 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     let max_decoded_size = limits::max_decoded_size(options, engine.as_deref());
     let sharded = sharded.ok().flatten();
     let chunked = sharded.as_ref().map_or(array, |s| &s.inner);
-    let stored = (elem, filters.order.as_deref());
-    let mut plan = plan::plan_stored(chunked, &selection, stored, out_len, Some(max_decoded_size))?;
+    // The decoder takes the filters; the plan keeps the order of their `transpose`.
+    let order = filters.order.clone();
+    let stored = (elem, order.as_deref());
+    let planner = plan::Planner::new(chunked, &selection, stored, out_len, Some(max_decoded_size))?;
     // The compressor's output holds the stored elements, which a
     // `fixedscaleoffset` widens into the array's before they are placed.
-    let stored_size = filters.stored_size(elem);
-    plan.chunks
-        .iter_mut()
-        .for_each(|chunk| chunk.decoded_len = chunk.decoded_len / elem * stored_size);
-    let shards = sharded.as_ref().map(|s| shard_fetch::group(array, &s.grid, &mut plan));
-    let source = Source {
+    let sizes = (elem, filters.stored_size(elem));
+    let batches = Batches {
         array,
-        sharded: sharded.as_ref().map(|s| s.grid.clone()).zip(shards),
+        sharded: sharded.as_ref(),
+        planner: &planner,
+        sizes,
+        framing,
     };
-    let plan = Arc::new(plan);
     let fill = array.fill_value().as_ne_bytes().to_vec();
     let planned = started.elapsed();
     match engine {
@@ -192,7 +195,7 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
             let allocated = started.elapsed();
             let host = HostWaves::new(codec, max_decoded_size, out, fill)?.with_filters(filters);
             let decoder = Leased::new(host, lease);
-            let decoder = source.read(plan, framing, options, decoder).await?;
+            let decoder = batches.read(options, decoder).await?;
             profile_read(started, planned, allocated);
             Ok(decoder.into_inner().into_output().into_data(shape, data_type))
         }
@@ -205,7 +208,7 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
             let allocated = started.elapsed();
             let device = DeviceWaves::new(codec, decode, out, fill).with_filters(filters);
             let decoder = Leased::new(device, lease);
-            let decoder = source.read(plan, framing, options, decoder).await?;
+            let decoder = batches.read(options, decoder).await?;
             profile_read(started, planned, allocated);
             Ok(decoder.into_inner().into_output().into_data(shape, data_type))
         }
@@ -227,6 +230,41 @@ fn profile_read(started: std::time::Instant, planned: std::time::Duration, alloc
     }
 }
 
+/// The chunks of a batched read, planned in batches ([`plan::Planner::batches`]).
+struct Batches<'a, S: ?Sized> {
+    array: &'a Array<S>,
+    sharded: Option<&'a Sharded<S>>,
+    planner: &'a plan::Planner<'a, S>,
+    /// Bytes of an element of the array and of the compressor's output
+    /// (other where a `fixedscaleoffset` widens them).
+    sizes: (usize, usize),
+    framing: Framing,
+}
+
+impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Batches<'_, S> {
+    /// Reads every batch into `decoder`, one after the other; progress is
+    /// the whole read's.
+    async fn read<D: WaveDecoder>(&self, options: &ReadOptions, mut decoder: D) -> Result<D, ReadError> {
+        let mut tracker = Tracker::start(options.progress.clone(), self.planner.out_len() as u64);
+        let (elem, stored_size) = self.sizes;
+        for plan in self.planner.batches() {
+            let mut plan = plan?;
+            plan.chunks
+                .iter_mut()
+                .for_each(|chunk| chunk.decoded_len = chunk.decoded_len / elem * stored_size);
+            let shards = self.sharded.map(|s| shard_fetch::group(self.array, &s.grid, &mut plan));
+            let source = Source {
+                array: self.array,
+                sharded: self.sharded.map(|s| s.grid.clone()).zip(shards),
+            };
+            decoder = source
+                .read(Arc::new(plan), self.framing, options, (decoder, &mut tracker))
+                .await?;
+        }
+        Ok(decoder)
+    }
+}
+
 /// Where the chunks of a batched read come from: the array's chunks, or the
 /// inner chunks of its shards.
 struct Source<'a, S: ?Sized> {
@@ -241,7 +279,7 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
         plan: Arc<Plan>,
         framing: Framing,
         options: &ReadOptions,
-        decoder: D,
+        (decoder, tracker): (D, &mut Tracker),
     ) -> Result<D, ReadError> {
         let chunks = plan.clone();
         match self.sharded {
@@ -256,7 +294,7 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
                     };
                     fetch::fetch_waves(self.array, &chunks, waves, tx).await
                 };
-                wave_loop::read_waves(plan, framing, options, decoder, produce).await
+                wave_loop::read_waves(plan, framing, options, (decoder, tracker), produce).await
             }
             Some((grid, shards)) => {
                 let produce = |wave_bytes, arenas: Option<ArenaSource>, tx| async move {
@@ -277,7 +315,7 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
                         }
                     }
                 };
-                wave_loop::read_waves(plan, framing, options, decoder, produce).await
+                wave_loop::read_waves(plan, framing, options, (decoder, tracker), produce).await
             }
         }
     }

@@ -111,9 +111,14 @@ impl<S: ?Sized> Sharded<S> {
             ShardingIndexLocation::Start => IndexLocation::Start,
             ShardingIndexLocation::End => IndexLocation::End,
         };
+        // An overflowing count is left to the zarrs pipeline, whose plan
+        // refuses the shard's size (at least the count of elements).
+        let per_shard = chunks_per_shard
+            .iter()
+            .try_fold(1u64, |n, c| n.checked_mul(*c))
+            .ok_or("inner chunks per shard overflow 64 bits")?;
         let index =
-            ShardIndexSpec::from_index_codecs(&config.index_codecs, location, chunks_per_shard.iter().product())
-                .map_err(|e| e.to_string())?;
+            ShardIndexSpec::from_index_codecs(&config.index_codecs, location, per_shard).map_err(|e| e.to_string())?;
         let mut inner_meta = meta.clone();
         inner_meta.chunk_grid = MetadataV3::new_with_configuration(
             "regular",

@@ -26,7 +26,7 @@ use zarrs::storage::{AsyncReadableStorageTraits, StorageError, StoreKey};
 use super::fetch::{self, Wave};
 use super::plan::Plan;
 use super::shard::{index_error, inner_key, ShardGrid};
-use super::{ObjectStorage, ReadError, ReadOptions};
+use super::{limits, ObjectStorage, ReadError, ReadOptions};
 use crate::format::shard_index::{IndexLocation, ShardIndexError, ShardIndexSpec};
 
 /// Two needed ranges of a shard are read as one when the gap between them is
@@ -130,7 +130,7 @@ where
     let storage = array.storage();
     let (concurrency, timeout) = (options.max_concurrent_requests.max(1), options.request_timeout);
     let reads = futures::stream::iter(shards.iter())
-        .map(|shard| read_index(&*storage, grid, shard, timeout))
+        .map(|shard| read_index(&*storage, (grid, plan), shard, timeout))
         .buffer_unordered(concurrency)
         .map_ok(|reads| futures::stream::iter(reads).map(Ok))
         .try_flatten()
@@ -164,12 +164,12 @@ async fn request<T>(
 /// members' bytes.
 async fn read_index<'a, S: ?Sized + AsyncReadableStorageTraits + 'static>(
     storage: &S,
-    grid: &ShardGrid,
+    (grid, plan): (&ShardGrid, &Plan),
     shard: &'a ShardRequest,
     timeout: Option<Duration>,
 ) -> Result<Vec<RangeRead<'a>>, ReadError> {
     match fetch_index(storage, grid.index, &shard.key, timeout).await? {
-        Some((index, shard_len)) => plan_reads(grid, shard, &index, shard_len),
+        Some((index, shard_len)) => plan_reads((grid, plan), shard, &index, shard_len),
         None => Ok(missing(shard)),
     }
 }
@@ -186,9 +186,10 @@ pub(super) fn missing(shard: &ShardRequest) -> Vec<RangeRead<'_>> {
 
 /// Parses `index`, the index of `shard` (of `shard_len` bytes), and plans
 /// the reads of its members' bytes; errors about an entry name its inner
-/// chunk.
+/// chunk, and so does an entry of more bytes than any encoding of its
+/// chunk takes ([`limits::max_encoded_len`]), before anything is read.
 pub(super) fn plan_reads<'a>(
-    grid: &ShardGrid,
+    (grid, plan): (&ShardGrid, &Plan),
     shard: &'a ShardRequest,
     index: &[u8],
     shard_len: u64,
@@ -204,8 +205,17 @@ pub(super) fn plan_reads<'a>(
     let needed: Vec<(usize, Option<Range<u64>>)> = shard
         .members
         .iter()
-        .map(|&(i, linear)| (i, entries[linear as usize].clone()))
-        .collect();
+        .map(|&(i, linear)| {
+            let range = entries[linear as usize].clone();
+            let chunk = &plan.chunks[i];
+            match range.as_ref().map_or(0, |r| r.end - r.start) {
+                len if len > limits::max_encoded_len(chunk.decoded_len) => {
+                    Err(limits::stored_too_large(&chunk.key, len, chunk.decoded_len))
+                }
+                _ => Ok((i, range)),
+            }
+        })
+        .collect::<Result<_, _>>()?;
     Ok(coalesce(shard, needed, shard_len, index.len()))
 }
 

@@ -73,7 +73,7 @@ pub(crate) fn fetch_shard_file_waves(
         }
         let planned: Vec<Vec<RangeRead<'_>>> = crate::fork::in_pool(|| {
             part.par_iter()
-                .map(|shard| index_reads(dir, grid, shard))
+                .map(|shard| index_reads(dir, (grid, plan), shard))
                 .collect::<Result<_, _>>()
         })?;
         let mut reads = planned.into_iter().flatten().peekable();
@@ -127,7 +127,7 @@ pub(crate) fn fetch_shard_file_waves(
 /// compress; a larger read goes to ordinary memory).
 fn largest_read(grid: &ShardGrid, plan: &Plan) -> usize {
     let inner = plan.chunks.iter().map(|c| c.decoded_len).max().unwrap_or(0);
-    let per_shard = grid.chunks_per_shard.iter().product::<u64>();
+    let per_shard = grid.chunks_per_shard.iter().fold(1u64, |n, c| n.saturating_mul(*c));
     let index = grid.index.index_len();
     usize::try_from(per_shard.saturating_mul(inner as u64).saturating_add(index)).unwrap_or(usize::MAX)
 }
@@ -159,7 +159,11 @@ fn read_at(file: &mut File, offset: u64, buf: &mut [u8]) -> std::io::Result<usiz
 
 /// Reads the size and index of `shard`'s file and plans the reads of its
 /// needed inner chunks.
-fn index_reads<'a>(dir: &Path, grid: &ShardGrid, shard: &'a ShardRequest) -> Result<Vec<RangeRead<'a>>, ReadError> {
+fn index_reads<'a>(
+    dir: &Path,
+    (grid, plan): (&ShardGrid, &Plan),
+    shard: &'a ShardRequest,
+) -> Result<Vec<RangeRead<'a>>, ReadError> {
     let key = shard.key.as_str();
     let Some(mut file) = open(dir, shard)? else {
         return Ok(shard_fetch::missing(shard));
@@ -170,7 +174,7 @@ fn index_reads<'a>(dir: &Path, grid: &ShardGrid, shard: &'a ShardRequest) -> Res
     if read_at(&mut file, at.start, &mut index).map_err(failed(key))? < index.len() {
         return Err(index_error(key, "the shard shrank while its index was read"));
     }
-    shard_fetch::plan_reads(grid, shard, &index, shard_len)
+    shard_fetch::plan_reads((grid, plan), shard, &index, shard_len)
 }
 
 /// Makes `read`, into `slot` or, without one, into ordinary memory; returns

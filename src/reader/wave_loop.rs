@@ -28,7 +28,7 @@ pub(crate) async fn read_waves<D, F, Fut>(
     plan: Arc<Plan>,
     framing: Framing,
     options: &ReadOptions,
-    decoder: D,
+    (decoder, tracker): (D, &mut Tracker),
     produce: F,
 ) -> Result<D, ReadError>
 where
@@ -36,7 +36,6 @@ where
     F: FnOnce(usize, Option<ArenaSource>, mpsc::Sender<Wave>) -> Fut,
     Fut: Future<Output = Result<(), ReadError>>,
 {
-    let tracker = Tracker::start(options.progress.clone(), plan.out_len as u64);
     let (tx, mut rx) = mpsc::channel::<Wave>(1);
     let producer = produce(decoder.wave_bytes(options.wave_bytes).max(1), decoder.arenas(), tx);
     let decoder = Arc::new(decoder);
@@ -53,7 +52,7 @@ async fn consume_waves<D: WaveDecoder>(
     rx: &mut mpsc::Receiver<Wave>,
     plan: &Arc<Plan>,
     framing: Framing,
-    mut tracker: Tracker,
+    tracker: &mut Tracker,
     decoder: &Arc<D>,
 ) -> Result<(), ReadError> {
     let start = Instant::now();

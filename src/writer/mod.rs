@@ -101,6 +101,18 @@ pub enum WriteError {
         /// Bytes given.
         actual: usize,
     },
+    /// A chunk (a shard, for sharded arrays) larger than the memory that
+    /// must hold it while it is encoded: the machine's, or the GPU's for
+    /// device data.
+    #[error("chunk {key} has {size} bytes, more than the memory that must hold it ({limit} bytes)")]
+    ChunkTooLarge {
+        /// The chunk's key.
+        key: String,
+        /// Its size in bytes.
+        size: u64,
+        /// The memory's size.
+        limit: u64,
+    },
     /// Invalid options or metadata for a new array.
     #[error("invalid options: {reason}")]
     Config {
@@ -177,6 +189,7 @@ impl WriteError {
     fn from_plan(err: ReadError) -> Self {
         match err {
             ReadError::InvalidSubset { source } => Self::InvalidSubset { source },
+            ReadError::ChunkTooLarge { key, size, limit } => Self::ChunkTooLarge { key, size, limit },
             other => Self::Read(other),
         }
     }
@@ -314,7 +327,11 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     Selection::from(subset)
         .check_within(array.shape())
         .map_err(|reason| WriteError::InvalidSubset { source: reason.into() })?;
-    let expected = subset.num_elements_usize() * elem;
+    let expected = crate::reader::chunk_bytes(&shape, elem)
+        .and_then(|bytes| usize::try_from(bytes).ok())
+        .ok_or_else(|| WriteError::InvalidSubset {
+            source: format!("a subset of shape {shape:?} has more bytes than this machine can address").into(),
+        })?;
     if data.len() != expected {
         return Err(WriteError::DataSize {
             shape,
@@ -322,12 +339,19 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
             actual: data.len(),
         });
     }
+    crate::reader::check_dimensionality(array.dimensionality())?;
     let engine = resolve_device(options.device, &data)?;
     let fill = array.fill_value().as_ne_bytes().to_vec();
-    let chunks = plan::plan(array, subset, elem)?;
     // A sharded array is written shard by shard, whatever the reader makes
     // of its inner chain.
     let sharded = matches!(array.metadata(), ArrayMetadata::V3(meta) if meta.codecs.iter().any(|c| c.name() == "sharding_indexed"));
+    let inner_per_shard = if sharded { shard::inner_chunks(array)? } else { 1 };
+    // A chunk is gathered whole in the memory of the data.
+    let max_chunk_len = match (&engine, data) {
+        (Some(engine), WriteData::Device { .. }) => engine.total_memory(),
+        _ => crate::limits::default_max_decoded_size(),
+    };
+    let chunks = plan::plan(array, subset, (elem, expected), max_chunk_len)?;
     let batched = if sharded {
         shard::layout(array.metadata(), elem).map(|layout| (layout.chain.clone(), Some(layout)))
     } else {
@@ -374,7 +398,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     // Device data in waves of few items is encoded by several engines at
     // once (see `CudaEngine::lanes`); other data a wave at a time.
     let item_len = match &encoder.shards {
-        Some(layout) => layout.inner_shape.iter().product::<u64>() as usize * elem,
+        Some(layout) => crate::reader::chunk_bytes(&layout.inner_shape, elem).map_or(usize::MAX, |n| n as usize),
         None => chunks.first().map_or(1, |c| c.chunk_len),
     };
     let lanes: Vec<Option<Arc<CudaEngine>>> = match (&engine, data) {
@@ -391,7 +415,8 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     let fill: Arc<[u8]> = fill.into();
     let mut summary = WriteSummary::default();
     let start = std::time::Instant::now();
-    let mut waves = plan::waves(chunks, wave_bytes.max(1)).into_iter().enumerate();
+    let items = (inner_per_shard as usize, shard::MAX_WAVE_ITEMS);
+    let mut waves = plan::waves(chunks, wave_bytes.max(1), items).into_iter().enumerate();
     let mut encoding = futures::stream::FuturesOrdered::new();
     let mut storing = std::collections::VecDeque::<store::StoreTask>::new();
     loop {

@@ -31,16 +31,19 @@ pub(crate) struct ChunkWrite {
 }
 
 /// Plans the write of `subset` of `array` (elements of `elem` bytes) from
-/// data that holds exactly the subset, C order.
+/// data of `data_len` bytes that holds exactly the subset, C order; a chunk
+/// of more than `max_chunk_len` bytes is [`WriteError::ChunkTooLarge`]
+/// (before anything is allocated).
 pub(crate) fn plan<S: ?Sized + Send + Sync>(
     array: &Array<S>,
     subset: &ArraySubset,
-    elem: usize,
+    (elem, data_len): (usize, usize),
+    max_chunk_len: u64,
 ) -> Result<Vec<ChunkWrite>, WriteError> {
     let selection = Selection::from(subset);
     let shape = subset.shape().to_vec();
-    let data_len = subset.num_elements_usize() * elem;
-    let read_plan = plan_chunks(array, &selection, elem, data_len, None).map_err(WriteError::from_plan)?;
+    let read_plan =
+        plan_chunks(array, &selection, elem, data_len, Some(max_chunk_len)).map_err(WriteError::from_plan)?;
     let ones = vec![1; shape.len()];
     read_plan
         .chunks
@@ -81,14 +84,21 @@ pub(crate) fn plan<S: ?Sized + Send + Sync>(
         .collect()
 }
 
-/// Splits `chunks` into waves of at most `wave_bytes` decoded bytes (at
-/// least one chunk each), in order.
-pub(crate) fn waves(chunks: Vec<ChunkWrite>, wave_bytes: usize) -> Vec<Vec<ChunkWrite>> {
+/// Splits `chunks` into waves of at most `wave_bytes` decoded bytes and
+/// `max_items` encoded items (each chunk being `items` of them: its inner
+/// chunks, for shards), at least one chunk each, in order: every item costs
+/// memory while its wave is encoded, however small it is.
+pub(crate) fn waves(
+    chunks: Vec<ChunkWrite>,
+    wave_bytes: usize,
+    (items, max_items): (usize, usize),
+) -> Vec<Vec<ChunkWrite>> {
     let mut waves = Vec::new();
     let mut current: Vec<ChunkWrite> = Vec::new();
     let mut bytes = 0;
     for chunk in chunks {
-        if !current.is_empty() && bytes + chunk.chunk_len > wave_bytes {
+        let full = bytes + chunk.chunk_len > wave_bytes || (current.len() + 1).saturating_mul(items) > max_items;
+        if !current.is_empty() && full {
             waves.push(std::mem::take(&mut current));
             bytes = 0;
         }

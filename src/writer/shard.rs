@@ -51,6 +51,55 @@ pub(crate) struct ShardLayout {
     pub index_at_start: bool,
 }
 
+/// Most inner chunks of one shard the writer writes: each costs about a
+/// hundred bytes (its copy, its encoded buffer, its index entry) while its
+/// shard is assembled, so a shard of 2^26 tiny inner chunks took 6 GB.
+pub(crate) const MAX_INNER_CHUNKS: u64 = 1 << 22;
+
+/// Most inner chunks encoded in one wave (a wave holds one shard at least).
+pub(crate) const MAX_WAVE_ITEMS: usize = 1 << 20;
+
+/// The inner chunks of each shard of `array` (a sharded array of a
+/// regular grid), checked against [`MAX_INNER_CHUNKS`] before anything is
+/// planned; [`WriteError::Config`] naming the shapes beyond it.
+pub(crate) fn inner_chunks<S: ?Sized>(array: &zarrs::array::Array<S>) -> Result<u64, WriteError> {
+    let ArrayMetadata::V3(meta) = array.metadata() else {
+        return Ok(1);
+    };
+    let Some(codec) = meta.codecs.iter().find(|c| c.name() == "sharding_indexed") else {
+        return Ok(1);
+    };
+    // Configurations this cannot parse are the zarrs pipeline's to refuse.
+    let Ok(config) = sharding_config(codec) else {
+        return Ok(1);
+    };
+    let shard_shape = array
+        .chunk_shape(&vec![0; array.dimensionality()])
+        .map_err(|e| WriteError::InvalidSubset { source: e.into() })?;
+    let count = shard_shape
+        .iter()
+        .zip(&config.chunk_shape)
+        .try_fold(1u64, |n, (s, i)| n.checked_mul(s.get() / (*i).max(1)));
+    match count {
+        Some(count) if count <= MAX_INNER_CHUNKS => Ok(count),
+        _ => Err(WriteError::Config {
+            reason: format!(
+                "shards of shape {:?} hold {} inner chunks of shape {:?}; at most {MAX_INNER_CHUNKS} are \
+                 written (each costs memory while its shard is assembled): use larger inner chunks or smaller shards",
+                shard_shape.iter().map(|n| n.get()).collect::<Vec<_>>(),
+                count.map_or("more than 2^64".to_string(), |c| c.to_string()),
+                config.chunk_shape,
+            ),
+        }),
+    }
+}
+
+/// The `sharding_indexed` configuration of `codec`.
+fn sharding_config(codec: &MetadataV3) -> Result<Config, String> {
+    serde_json::from_value(serde_json::to_value(codec.configuration()).unwrap_or_default())
+        .map_err(|e| format!("sharding configuration: {e}"))
+}
+
 /// The layout of `metadata`'s shards when it is one `sharding_indexed` codec
 /// with a batched inner chain and an index this module writes; `Err(reason)`
 /// otherwise.
@@ -64,8 +113,7 @@ pub(crate) fn layout(metadata: &ArrayMetadata, elem: usize) -> Result<ShardLayou
     if codec.name() != "sharding_indexed" {
         return Err(format!("codec {:?}", codec.name()));
     }
-    let config: Config = serde_json::from_value(serde_json::to_value(codec.configuration()).unwrap_or_default())
-        .map_err(|e| format!("sharding configuration: {e}"))?;
+    let config = sharding_config(codec)?;
     let mut inner = meta.clone();
     inner.codecs = config.codecs;
     let chain = match classify_chain(&ArrayMetadata::V3(inner), Some(elem)) {
@@ -101,14 +149,23 @@ fn is_little_bytes(codec: &MetadataV3) -> bool {
 }
 
 impl ShardLayout {
+    /// Inner chunks of a shard of `shard_shape` (at most
+    /// [`MAX_INNER_CHUNKS`], checked by [`inner_chunks`]).
+    fn inner_count(&self, shard_shape: &[u64]) -> usize {
+        let count = shard_shape
+            .iter()
+            .zip(&self.inner_shape)
+            .fold(1u64, |n, (s, i)| n.saturating_mul(s / i));
+        usize::try_from(count).unwrap_or(usize::MAX)
+    }
+
     /// The copies of each inner chunk out of a shard of `shard_shape`, in C
     /// order of the inner grid, into packed inner chunks.
     fn inner_copies(&self, shard_shape: &[u64], elem: usize) -> Vec<BoxCopy> {
         let n = shard_shape.len();
         let grid: Vec<u64> = shard_shape.iter().zip(&self.inner_shape).map(|(s, i)| s / i).collect();
         let (zeros, ones) = (vec![0; n], vec![1; n]);
-        let count = grid.iter().product::<u64>() as usize;
-        (0..count)
+        (0..self.inner_count(shard_shape))
             .map(|k| {
                 let mut rest = k as u64;
                 let mut start = vec![0; n];
@@ -204,15 +261,7 @@ impl ShardLayout {
         let mut inner = inner.into_iter();
         let per_shard: Vec<Vec<Stored>> = shards
             .iter()
-            .map(|shard| {
-                let count = shard
-                    .chunk_shape
-                    .iter()
-                    .zip(&self.inner_shape)
-                    .map(|(s, i)| s / i)
-                    .product::<u64>() as usize;
-                inner.by_ref().take(count).collect()
-            })
+            .map(|shard| inner.by_ref().take(self.inner_count(&shard.chunk_shape)).collect())
             .collect();
         per_shard.into_par_iter().map(|chunks| self.shard(&chunks)).collect()
     }

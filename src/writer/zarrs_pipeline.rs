@@ -40,6 +40,7 @@ pub(crate) async fn write_with_zarrs<S: ?Sized + AsyncReadableWritableStorageTra
     for wave in plan::waves(
         chunks,
         crate::reader::CPU_WAVE_BYTES_PER_THREAD * crate::fork::num_threads(),
+        (1, super::shard::MAX_WAVE_ITEMS),
     ) {
         let dirs = destination.prepare(&wave);
         let old = read_partial(array, &wave, options).await?;

@@ -15,5 +15,6 @@ mod reader_filters;
 mod reader_local;
 mod reader_s3;
 mod reader_sharded;
+mod sizes;
 mod writer_local;
 mod zarrs_codec;

@@ -13,5 +13,6 @@ mod gpu_reader;
 mod gpu_reader_blosc;
 mod gpu_reader_filters;
 mod gpu_scatter;
+mod gpu_sizes;
 mod gpu_unshuffle;
 mod gpu_writer;

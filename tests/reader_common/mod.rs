@@ -4,6 +4,7 @@
 
 pub(crate) mod blosc;
 pub(crate) mod filters;
+pub(crate) mod sizes;
 
 use std::sync::Arc;
 

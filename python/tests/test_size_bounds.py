@@ -1,0 +1,148 @@
+"""Sizes from metadata and from the store, on the release wheel: chunk
+shapes whose byte counts overflow are a ``ValueError`` (as zarr-python's),
+a stored chunk larger than any encoding of it is refused unread, reads of
+many tiny chunks plan them in batches (bounded memory), and metadata of more
+dimensions than NumPy's arrays have is refused at once.
+
+Cases that could exhaust memory run in a child whose address space is
+limited (``run_child`` of ``test_memory_bounds``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from test_memory_bounds import MiB, run_child, sparse_array
+
+import zarrs_nvcomp
+from zarrs_nvcomp import DecodeError, InvalidArgumentError
+
+
+def write_v3(path: Path, shape, chunks, codecs, data_type="float32") -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    metadata = {
+        "zarr_format": 3,
+        "node_type": "array",
+        "shape": list(shape),
+        "data_type": data_type,
+        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": list(chunks)}},
+        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+        "fill_value": 0,
+        "codecs": codecs,
+    }
+    (path / "zarr.json").write_text(json.dumps(metadata))
+
+
+BYTES = {"name": "bytes", "configuration": {"endian": "little"}}
+ZSTD = [BYTES, {"name": "zstd", "configuration": {"level": 1, "checksum": False}}]
+
+
+@pytest.mark.parametrize("codecs", [[BYTES], ZSTD], ids=["uncompressed", "zstd"])
+def test_chunk_shape_whose_bytes_overflow_is_a_value_error(tmp_path, codecs):
+    # (2^63 + 1) * 2 * 4 bytes wrapped to 8: an 8-byte file read as the chunk.
+    path = tmp_path / "a.zarr"
+    write_v3(path, (3, 2), (2**63 + 1, 2), codecs)
+    (path / "c" / "0").mkdir(parents=True)
+    (path / "c" / "0" / "0").write_bytes(np.array([0, 1], dtype="<f4").tobytes())
+    array = zarrs_nvcomp.open_array(str(path))
+    with pytest.raises(InvalidArgumentError, match="chunk_shape") as raised:
+        array.read((0,), device="cpu")
+    assert isinstance(raised.value, ValueError)
+
+
+def test_huge_sparse_chunk_file_is_refused_unread(tmp_path):
+    path = tmp_path / "a.zarr"
+    write_v3(path, (10,), (5,), ZSTD)
+    (path / "c").mkdir()
+    with open(path / "c" / "1", "wb") as f:
+        f.truncate(20 << 30)
+    out = run_child(
+        f"""
+        path = {str(path)!r}
+        report(measure(lambda: zarrs_nvcomp.read_chunks_parallel(path, device="cpu")))
+        """,
+        address_space_extra=1 << 30,
+    )
+    assert "DecodeError" in out["classes"], out
+    assert "c/1" in out["result"] and str(20 << 30) in out["result"], out
+    assert out["peak_growth"] < 64 * MiB, out
+    with pytest.raises(DecodeError, match="c/1"):
+        zarrs_nvcomp.open_array(str(path)).read(device="cpu")
+
+
+def tiny_chunks_read(path: Path, n: int) -> dict:
+    """A read, in a child, of an array of ``n`` one-float chunks of which the
+    first five and last three are written."""
+    z = sparse_array(path, (n,), (1,))
+    z[:5] = np.arange(5, dtype=np.float32)
+    z[n - 3 :] = -np.arange(3, dtype=np.float32)
+    return run_child(
+        f"""
+        path = {str(path)!r}
+        def read():
+            a = zarrs_nvcomp.read_chunks_parallel(path, device="cpu")
+            return [a[:6].tolist(), a[-4:].tolist(), int((a == 7).sum())]
+        report(measure(read))
+        """,
+        address_space_extra=2 << 30,
+    )
+
+
+def test_many_tiny_chunks_are_planned_in_bounded_memory(tmp_path):
+    # The whole plan was about 560 bytes a chunk (a read of 10^7 chunks of
+    # one float reached 3.5 GB); now one batch of chunks is planned at a
+    # time, and 400,000 more chunks cost their per-dimension parts (40
+    # bytes each) and output.
+    small, large = (tiny_chunks_read(tmp_path / f"{n}.zarr", n) for n in (40_000, 440_000))
+    for out, n in [(small, 40_000), (large, 440_000)]:
+        head, tail, fills = out["result"]
+        assert head == [0, 1, 2, 3, 4, 7] and tail == [7, 0, -1, -2], out
+        assert fills == n - 8, out
+    assert large["peak_growth"] - small["peak_growth"] < 64 * MiB, (small, large)
+
+
+def test_more_dimensions_than_numpy_are_refused_at_once(tmp_path):
+    # 100,000 dimensions of size 1 took 34 s to read.
+    path = tmp_path / "a.zarr"
+    write_v3(path, [1] * 100_000, [1] * 100_000, ZSTD)
+    start = time.perf_counter()
+    with pytest.raises(InvalidArgumentError, match="100000 dimensions"):
+        zarrs_nvcomp.open_array(str(path))
+    assert time.perf_counter() - start < 3
+
+
+def test_writes_refuse_chunks_beyond_memory_and_shards_of_too_many_inner_chunks(tmp_path):
+    # A chunk of 2^60 bytes was allocated (an abort, so in a child); a shard
+    # of 2^26 inner chunks reached 5.9 GB.
+    huge = tmp_path / "huge.zarr"
+    write_v3(huge, (3, 4), (2**20, 2**38), ZSTD)
+    out = run_child(
+        f"""
+        data = np.zeros((3, 4), dtype=np.float32)
+        write = zarrs_nvcomp.write_chunks_parallel
+        report(measure(lambda: write({str(huge)!r}, data, device="cpu")))
+        """,
+        address_space_extra=1 << 30,
+    )
+    assert {"OutOfMemoryError", "MemoryError"} <= set(out["classes"]), out
+    assert str(2**60) in out["result"], out
+    sharded = tmp_path / "sharded.zarr"
+    shard = [
+        {
+            "name": "sharding_indexed",
+            "configuration": {
+                "chunk_shape": [1],
+                "codecs": ZSTD,
+                "index_codecs": [BYTES],
+                "index_location": "end",
+            },
+        }
+    ]
+    write_v3(sharded, (2**26,), (2**26,), shard, data_type="uint8")
+    with pytest.raises(InvalidArgumentError, match="inner chunks"):
+        zarrs_nvcomp.write_chunks_parallel(
+            str(sharded), np.ones(1, dtype=np.uint8), (slice(0, 1),), device="cpu"
+        )
