@@ -71,10 +71,11 @@ def child(seed: int, count: int, include_known: bool) -> None:
 
 
 def run_child(seed: int, count: int, include_known: bool, log: Path) -> list[dict]:
-    """Runs one child to its end, restarting after a crash; the records of its cases."""
+    """Runs one child to its end, restarting after a crash; the records of its
+    cases, each also appended to ``log`` as it comes."""
     records: list[dict] = []
     part = 0
-    while len(records) < count:
+    while len(records) < count and part < count:
         err = log.with_suffix(f".{seed}.{part}.err")
         with open(err, "w") as stderr:
             proc = subprocess.Popen(
@@ -104,6 +105,7 @@ def run_child(seed: int, count: int, include_known: bool, log: Path) -> list[dic
                         "known": current["known"],
                     }
                 )
+                _append(log, records[-1])
                 current = None
             rc = proc.wait()
         text = err.read_text()
@@ -117,12 +119,18 @@ def run_child(seed: int, count: int, include_known: bool, log: Path) -> list[dic
                     "known": current["known"] if current else None,
                 }
             )
-            if current is None:
-                break  # died outside a case: do not loop
+            _append(log, records[-1])
         else:
             err.unlink()
         part += 1
     return records
+
+
+def _append(log: Path, record: dict) -> None:
+    """Appends ``record`` to the campaign's log of records, so that a campaign
+    stopped early leaves what it ran."""
+    with open(log.parent / "records.jsonl", "a") as f:
+        f.write(json.dumps(record) + "\n")
 
 
 def main() -> None:

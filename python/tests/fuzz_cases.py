@@ -46,8 +46,11 @@ import zarrs_nvcomp
 KNOWN_OPEN: dict[str, str] = {
     "options-errors": "built-in errors for keyword arguments and option values of the wrong "
     "type or range (storage_options not a dict or its timeouts and retries, max_decoded_size, "
-    "max_concurrent_requests, trusted_input, device, create_array's shape/chunks/dtype/"
-    "fill_value, codec options), integers past 62 bits in selections",
+    "max_concurrent_requests, trusted_input, device, NvCompBatchCodec's options), integers "
+    "past 62 bits in selections",
+    "create-args": "built-in errors for create_array's shape, chunks, shards, dtype, "
+    "fill_value and zarr_format of the wrong type or range (bad keyword arguments, like "
+    "options-errors, but no branch names them)",
     "sizes": "chunk-size overflow, huge chunks and shards, many chunks, many dimensions",
     "create-write": "create_array all-or-nothing, 0-d writes",
 }
@@ -190,15 +193,7 @@ def _bad_options(case: dict) -> bool:
             and all(isinstance(v, str) for v in (k.get("options") or {}).values())
         )
     if case["kind"] == "create":
-        c = case["create"]
-        return not (
-            _int_list(c["shape"])
-            and _int_list(c["chunks"])
-            and _int_list(c.get("shards", []))
-            and c["dtype"] in CREATE_DTYPES
-            and c["fill_value"] in (0, 1)
-            and c["zarr_format"] in (2, 3)
-        )
+        return False
     so, ro = case["storage_options"], case["read_options"]
     return not (
         (so is None or (isinstance(so, dict) and all(isinstance(v, str) for v in so.values())))
@@ -212,6 +207,20 @@ def _bad_options(case: dict) -> bool:
 
 #: Storage options whose hostile values (timeout="1e300", max_retries=2**63) are known open.
 _TIMING_OPTIONS = {"timeout", "connect_timeout", "retry_timeout", "max_retries"}
+
+
+def _bad_create_args(case: dict) -> bool:
+    if case["kind"] != "create":
+        return False
+    c = case["create"]
+    return not (
+        _int_list(c["shape"])
+        and _int_list(c["chunks"])
+        and _int_list(c.get("shards", []))
+        and c["dtype"] in CREATE_DTYPES
+        and c["fill_value"] in (0, 1)
+        and c["zarr_format"] in (2, 3)
+    )
 
 
 def _huge_sizes(case: dict) -> bool:
@@ -234,7 +243,12 @@ def _zero_d_write(case: dict) -> bool:
     return case["kind"] == "create" and case["create"].get("shape") == []
 
 
-_CLASSES = {"options-errors": _bad_options, "sizes": _huge_sizes, "create-write": _zero_d_write}
+_CLASSES = {
+    "options-errors": _bad_options,
+    "create-args": _bad_create_args,
+    "sizes": _huge_sizes,
+    "create-write": _zero_d_write,
+}
 
 
 def _huge_ints(value, limit: int = 1 << 62) -> bool:

@@ -9,6 +9,8 @@ that a case's ``repr`` is its reproducer.
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 from conftest import ALL_ALGORITHMS
 from hypothesis import strategies as st
@@ -251,8 +253,6 @@ def _paths(obj, prefix=()):
 def mutated(draw, obj):
     """``obj`` (JSON) with up to three of its values replaced by hostile ones,
     deleted, or joined by an unknown key."""
-    import copy
-
     obj = copy.deepcopy(obj)
     for _ in range(draw(st.sampled_from([0, 0, 0, 1, 1, 2, 3]))):
         paths = [p for p in _paths(obj) if p]
@@ -270,7 +270,9 @@ def mutated(draw, obj):
         elif action == 2:
             parent[path[-1]] = draw(json_values())
         else:
-            parent[path[-1]] = draw(HOSTILE)
+            # A copy: HOSTILE's lists and dicts are shared, and a later
+            # mutation may edit inside this one.
+            parent[path[-1]] = copy.deepcopy(draw(HOSTILE))
     return obj
 
 
