@@ -15,9 +15,13 @@ process with a time limit; the table counts, per group:
 - ``gpu_err_cpu_ok``: the GPU raised where the CPU returned data (its host
   checks refuse streams RFC 8878 calls corrupt that a CPU library decodes
   anyway, such as Zstandard Huffman streams not consumed exactly);
-- ``bad_index``: the GPU's error named a buffer other than the mutated one.
+- ``bad_index``: the GPU's error named a buffer other than the mutated one;
+- ``ipc_error``: the worker could not map the engine's memory
+  (``cuIpcOpenMemHandle`` failed, as with ``CUDA_ERROR_ALREADY_MAPPED``): a
+  defect of the engine, not a verdict on the data, which would otherwise
+  count as ``gpu_err_cpu_ok`` or ``bad_index``.
 
-The first three and ``gpu_ok_cpu_err`` must be zero. Each child runs one
+The first three, ``gpu_ok_cpu_err`` and ``ipc_error`` must be zero. Each child runs one
 group's cases in order and reports each; after a hang or crash the parent
 starts a new child at the next case, so every case still gets a fresh chance
 and a failure costs only its own case.
@@ -396,6 +400,7 @@ def main() -> None:
         "differ",
         "bad_index",
         "worker_killed",
+        "ipc_error",
     ]
     table: dict[str, dict[str, int]] = {}
     failures = []
@@ -404,6 +409,7 @@ def main() -> None:
         row["cases"] += 1
         r["gpu_ok_cpu_err"] = r.get("gpu") == "ok" and r.get("cpu") == "err"
         r["gpu_err_cpu_ok"] = r.get("gpu") == "err" and r.get("cpu") == "ok"
+        r["ipc_error"] = "cuIpcOpenMemHandle" in r.get("gpu_msg", "")
         for c in counters:
             row[c] += bool(r.get(c))
         # A few of each kind are kept (with their bytes) for the corpus.

@@ -99,6 +99,33 @@ def test_trusted_input_decodes_in_process_and_matches():
         np.testing.assert_array_equal(np.frombuffer(d, np.float32), c)
 
 
+def test_the_worker_follows_scratch_memory_the_engine_replaced():
+    # The worker keeps the engine's scratch memory open between requests.
+    # Trusted decodes grow that memory without the worker, freeing what it
+    # holds; the driver may place the next allocation there, and the worker
+    # must close what a request does not name before opening anything, or
+    # cuIpcOpenMemHandle fails with CUDA_ERROR_ALREADY_MAPPED (GPU fuzz, 2 of
+    # 4,515 cases). A fresh interpreter, so that the scratch starts empty.
+    proc = run_isolated(
+        """
+        import numpy as np, zarrs_nvcomp
+        cpu = zarrs_nvcomp.NvCompBatchCodec("lz4", device="cpu")
+        untrusted = zarrs_nvcomp.NvCompBatchCodec("lz4", device="cuda")
+        trusted = zarrs_nvcomp.NvCompBatchCodec("lz4", device="cuda", trusted_input=True)
+        rng = np.random.default_rng(29)
+        for mib in (1, 2, 4, 8, 16):
+            # Incompressible bytes: input and output scratch grow alike.
+            for codec, size in ((untrusted, mib), (trusted, 2 * mib), (untrusted, 3 * mib)):
+                plain = [rng.bytes(size << 19) for _ in range(2)]
+                decoded = codec.decode_batch(cpu.encode_batch(plain))
+                assert [bytes(memoryview(d)) for d in decoded] == plain, (mib, size)
+        print("all decoded")
+        """
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "all decoded" in proc.stdout
+
+
 # Raw deflate streams are inflated whole on the host too: nvCOMP's decoder
 # accepts distances reaching before the output's start and undefined codes.
 @pytest.mark.parametrize("algorithm", ["zstd", "gzip", "deflate", "gdeflate", "snappy", "lz4"])

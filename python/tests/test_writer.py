@@ -132,6 +132,24 @@ def test_bad_writes_raise_clear_errors(tmp_path) -> None:
         )
 
 
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [(1e7, "out of bounds"), (-300, "out of bounds"), (float("nan"), "NaN"), ("x", "literal")],
+)
+@pytest.mark.parametrize("write", ["setitem", "function"])
+def test_data_that_does_not_fit_the_dtype_is_a_package_error(tmp_path, value, why, write) -> None:
+    # The entry-point fuzz found NumPy's OverflowError/ValueError escaping.
+    path = tmp_path / "f.zarr"
+    array = zarrs_nvcomp.create_array(str(path), shape=(4,), dtype="uint16", chunks=(2,))
+    with pytest.raises(zarrs_nvcomp.InvalidArgumentError, match=why) as raised:
+        if write == "setitem":
+            array[:] = value
+        else:
+            zarrs_nvcomp.write_chunks_parallel(array, value)
+    assert "uint16" in str(raised.value)
+    assert (array[:] == 0).all()
+
+
 def test_writes_to_s3(moto_endpoint) -> None:
     endpoint, client = moto_endpoint
     url = "s3://bucket/written.zarr"

@@ -190,9 +190,8 @@ def write_chunks_parallel(
         if device is None:
             device = f"cuda:{ordinal}"
     else:
-        host = np.ascontiguousarray(np.broadcast_to(np.asarray(data, dtype=dtype), out_shape))
         # Flat first: a 0-d array cannot be viewed as bytes.
-        host = host.reshape(-1).view(np.uint8)
+        host = _host_box(data, dtype, out_shape).reshape(-1).view(np.uint8)
     stored, fill_chunks, _ = write_chunks(
         array.url,
         array._storage_options,
@@ -206,6 +205,18 @@ def write_chunks_parallel(
     )
     del alive
     return stored, fill_chunks
+
+
+def _host_box(data: Any, dtype: np.dtype, out_shape: tuple[int, ...]) -> np.ndarray:
+    """Host ``data`` cast to ``dtype`` and broadcast to the selection's shape,
+    C-contiguous; data that NumPy cannot cast (a value out of the type's range,
+    NaN for integers, text) or broadcast is an :class:`InvalidArgumentError`."""
+    try:
+        return np.ascontiguousarray(np.broadcast_to(np.asarray(data, dtype=dtype), out_shape))
+    except (OverflowError, TypeError, ValueError) as e:
+        raise InvalidArgumentError(
+            f"data cannot be written to the selection of shape {out_shape} as {dtype}: {e}"
+        ) from e
 
 
 def _device_box(

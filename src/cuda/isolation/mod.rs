@@ -32,9 +32,11 @@
 //! The code falls in three parts: the wire protocol between the two
 //! processes (`protocol.rs`), the engine's side that starts, calls and
 //! replaces the worker (`client.rs`), and the worker's side,
-//! [`serve_worker`] (`server.rs`).
+//! [`serve_worker`] (`server.rs`), with the engine memory it holds open
+//! (`mappings.rs`).
 
 mod client;
+mod mappings;
 mod protocol;
 mod server;
 

@@ -9,23 +9,35 @@ use std::sync::{Arc, Mutex, OnceLock};
 use cudarc::driver::sys::{self, CUdeviceptr};
 use cudarc::driver::{result, CudaContext};
 
+use super::mappings::Mappings;
 use super::protocol::{read_message, write_message, Request, Shared, OP_DECOMPRESS};
 use crate::algorithm::Algorithm;
 use crate::cuda::api::{self, BatchArgs};
 use crate::cuda::memory::{cuda_err, ensure_device, upload_table, DeviceBuffer};
 use crate::error::{Error, Result, WorkerError};
 
-/// A device allocation of the engine's process, mapped into the worker's.
-struct Mapped {
-    id: u64,
-    ptr: CUdeviceptr,
-}
+/// A device allocation of the engine's process, mapped into the worker's
+/// until dropped.
+struct Mapped(CUdeviceptr);
 
 impl Drop for Mapped {
     fn drop(&mut self) {
         // SAFETY: opened by cuIpcOpenMemHandle and not closed before.
-        let _ = unsafe { sys::cuIpcCloseMemHandle(self.ptr) };
+        let _ = unsafe { sys::cuIpcCloseMemHandle(self.0) };
     }
+}
+
+/// Opens `shared`'s IPC handle in the current context.
+fn open(shared: &Shared) -> Result<(CUdeviceptr, Mapped)> {
+    let handle = sys::CUipcMemHandle_st {
+        reserved: shared.handle.map(|b| b as _),
+    };
+    let mut ptr = 0;
+    // SAFETY: a handle exported by the engine for a live allocation.
+    unsafe { sys::cuIpcOpenMemHandle_v2(&mut ptr, handle, 1) }
+        .result()
+        .map_err(cuda_err("cuIpcOpenMemHandle"))?;
+    Ok((ptr, Mapped(ptr)))
 }
 
 /// The worker's state: its context and the engine's memory it has mapped.
@@ -33,7 +45,7 @@ struct Server {
     ctx: Arc<CudaContext>,
     stream: Arc<cudarc::driver::CudaStream>,
     lib: &'static nvcomp_sys::NvcompLibrary,
-    mapped: HashMap<&'static str, Mapped>,
+    mapped: Mappings<Mapped>,
     table: Option<DeviceBuffer>,
     temp: Option<DeviceBuffer>,
 }
@@ -48,28 +60,10 @@ impl Server {
             ctx,
             stream,
             lib,
-            mapped: HashMap::new(),
+            mapped: Mappings::new(),
             table: None,
             temp: None,
         })
-    }
-
-    /// The worker's address of `shared`, mapping it on first use.
-    fn map(&mut self, slot: &'static str, shared: &Shared) -> Result<CUdeviceptr> {
-        if let Some(m) = self.mapped.get(slot).filter(|m| m.id == shared.id) {
-            return Ok(m.ptr);
-        }
-        self.mapped.remove(slot);
-        let handle = sys::CUipcMemHandle_st {
-            reserved: shared.handle.map(|b| b as _),
-        };
-        let mut ptr = 0;
-        // SAFETY: a handle exported by the engine for a live allocation.
-        unsafe { sys::cuIpcOpenMemHandle_v2(&mut ptr, handle, 1) }
-            .result()
-            .map_err(cuda_err("cuIpcOpenMemHandle"))?;
-        self.mapped.insert(slot, Mapped { id: shared.id, ptr });
-        Ok(ptr)
     }
 
     /// Reads `n` pointers at `at` of the input memory and moves them from the
@@ -98,12 +92,17 @@ impl Server {
         let api = api::bind(self.lib, &algorithm);
         let n = request.n as usize;
         let l = request.layout;
-        let input = self.map("input", &request.input)?;
-        let mut table = self.rebased(input, l.in_ptrs, n, &request.input, input)?;
         let decompress = request.op == OP_DECOMPRESS;
+        let wanted: &[&Shared] = if decompress {
+            &[&request.input, &request.output]
+        } else {
+            &[&request.input]
+        };
+        let ptrs = self.mapped.map(wanted, open)?;
+        let input = ptrs[0];
+        let mut table = self.rebased(input, l.in_ptrs, n, &request.input, input)?;
         if decompress {
-            let output = self.map("output", &request.output)?;
-            table.extend(self.rebased(input, l.out_ptrs, n, &request.output, output)?);
+            table.extend(self.rebased(input, l.out_ptrs, n, &request.output, ptrs[1])?);
         }
         // SAFETY: the table is only used on the worker's stream.
         let dev_table = unsafe { upload_table(&self.ctx, &mut self.table, &table, self.stream.cu_stream())? };

@@ -1,0 +1,458 @@
+"""The entry-point fuzz's cases and their property (issue 29: never panic).
+
+A case is plain data (its ``repr`` reproduces it): ``read`` writes metadata
+and chunk bytes to a fresh directory, opens it and reads a selection;
+``create`` creates an array, writes a selection and reads it back; ``codec``
+builds an ``NvCompBatchCodec`` (or numcodecs' ``nvcomp_batch``) and round-trips
+and decodes bytes. :func:`run` runs one: each call either succeeds, with
+consistent results (shapes, dtypes, the bytes written read back), or raises
+a :class:`zarrs_nvcomp.ZarrsNvcompError`. Anything else, a ``PanicException``
+(a ``BaseException``) above all, is a :class:`Violation`. A watchdog ends the
+process after :data:`CASE_TIMEOUT` seconds, and the address space is capped
+at the declared output plus :data:`OVERHEAD` bytes, so that a hang or an
+unbounded allocation fails loudly instead of passing.
+
+:data:`KNOWN_OPEN` holds back inputs of defects being fixed elsewhere (issue
+29's points); remove an entry once its fix is merged.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import json
+import math
+import resource
+import warnings
+from pathlib import Path
+
+import numpy as np
+from fuzz_strategies import (
+    codec_kwargs,
+    payloads,
+    read_options,
+    selections,
+    small_shapes,
+    storage_options,
+    v2_metadata,
+    v3_metadata,
+)
+from hypothesis import strategies as st
+
+import zarrs_nvcomp
+
+#: Classes of input whose defects other branches are fixing (issue 29's
+#: points); their inputs are held back (see :func:`held_back`). Remove an
+#: entry after its fix is merged, and the fuzz covers those inputs again.
+KNOWN_OPEN: dict[str, str] = {
+    "options-errors": "built-in errors for keyword arguments and option values of the wrong "
+    "type or range (storage_options not a dict or its timeouts and retries, max_decoded_size, "
+    "max_concurrent_requests, trusted_input, device, NvCompBatchCodec's options), integers "
+    "past 62 bits in selections",
+    "create-args": "built-in errors for create_array's shape, chunks, shards, dtype, "
+    "fill_value and zarr_format of the wrong type or range (bad keyword arguments, like "
+    "options-errors, but no branch names them)",
+    "sizes": "chunk-size overflow, huge chunks and shards, many chunks, many dimensions",
+    "create-write": "create_array all-or-nothing, 0-d writes",
+}
+
+#: Seconds one case may take before the watchdog ends the process.
+CASE_TIMEOUT = 60.0
+#: Bytes a case may allocate beyond its declared output.
+OVERHEAD = 1 << 30
+
+
+#: Data types the create cases make arrays of.
+CREATE_DTYPES = ["int8", "uint16", "int32", "float32", "float64", "bool", "complex64"]
+
+
+class Violation(AssertionError):
+    """A call broke the property: a non-package error, or inconsistent results."""
+
+
+def outcome(fn, *args, **kwargs):
+    """``("ok", result)``, or ``("err", error)`` for a package error; any
+    other exception (``BaseException`` too) is a :class:`Violation`."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return "ok", fn(*args, **kwargs)
+    except zarrs_nvcomp.ZarrsNvcompError as e:
+        return "err", e
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as e:
+        name = getattr(fn, "__qualname__", repr(fn))
+        raise Violation(f"{name} raised {type(e).__module__}.{type(e).__qualname__}: {e}") from e
+
+
+# --- cases ------------------------------------------------------------------------
+
+
+@st.composite
+def read_cases(draw) -> dict:
+    version = draw(st.sampled_from([2, 3]))
+    meta = draw(v3_metadata() if version == 3 else v2_metadata())
+    return {
+        "kind": "read",
+        "metadata": meta if draw(st.integers(0, 19)) != 13 else draw(st.text(max_size=20)),
+        "chunk": draw(st.one_of(st.binary(max_size=64), st.just("exact"))),
+        "url": draw(st.sampled_from(["path", "path", "file"])),
+        "storage_options": draw(st.one_of(st.none(), st.none(), st.none(), storage_options())),
+        "selection": draw(selections()),
+        "read_options": draw(read_options()),
+    }
+
+
+@st.composite
+def create_cases(draw) -> dict:
+    shape = draw(small_shapes(max_dims=3, max_side=10))
+    create = {
+        "shape": shape,
+        "dtype": draw(st.sampled_from(CREATE_DTYPES)),
+        "chunks": [draw(st.integers(1, max(1, n))) for n in shape],
+        "compressor": draw(
+            st.sampled_from(["zstd", "gzip", "lz4", "zlib", None, {"id": "zstd", "level": 3}])
+        ),
+        "zarr_format": draw(st.sampled_from([3, 3, 2])),
+        "fill_value": draw(st.sampled_from([0, 1, -1, 0.5, float("nan")])),
+    }
+    if create["zarr_format"] == 3 and draw(st.booleans()):
+        create["shards"] = [c * draw(st.integers(1, 2)) for c in create["chunks"]]
+    if draw(st.integers(0, 3)) == 3:
+        create = draw(_hostile_create(create))
+    return {
+        "kind": "create",
+        "create": create,
+        "selection": draw(selections()),
+        "value": draw(
+            st.one_of(st.integers(-300, 300), st.floats(allow_nan=False, width=32), st.booleans())
+        ),
+        "via": draw(st.sampled_from(["setitem", "function"])),
+        "write_options": draw(
+            st.fixed_dictionaries(
+                {},
+                optional={
+                    "device": st.sampled_from([None, "cpu", "cuda"]),
+                    "write_empty_chunks": st.booleans(),
+                    "max_concurrent_requests": st.integers(1, 8),
+                },
+            )
+        ),
+    }
+
+
+@st.composite
+def _hostile_create(draw, create: dict) -> dict:
+    from fuzz_strategies import HOSTILE
+
+    key = draw(st.sampled_from(sorted(create)))
+    return {**create, key: draw(HOSTILE)}
+
+
+@st.composite
+def codec_cases(draw) -> dict:
+    return {
+        "kind": "codec",
+        "kwargs": draw(codec_kwargs()),
+        "via": draw(st.sampled_from(["class", "numcodecs"])),
+        "payloads": draw(payloads()),
+        "garbage": draw(st.lists(st.binary(max_size=200), max_size=3)),
+        "flips": draw(st.lists(st.integers(0, 10_000), max_size=3)),
+    }
+
+
+def all_cases() -> st.SearchStrategy:
+    """Every kind of case, those :data:`KNOWN_OPEN` holds back included."""
+    return st.one_of(read_cases(), create_cases(), codec_cases())
+
+
+def cases() -> st.SearchStrategy:
+    """Every kind of case but those :data:`KNOWN_OPEN` holds back."""
+    return all_cases().filter(lambda c: held_back(c) is None)
+
+
+def held_back(case: dict) -> str | None:
+    """The :data:`KNOWN_OPEN` class ``case`` falls in, if any."""
+    for area, falls_in in _CLASSES.items():
+        if area in KNOWN_OPEN and falls_in(case):
+            return area
+    return None
+
+
+def _bad_options(case: dict) -> bool:
+    if _huge_ints(case.get("selection")):
+        return True
+    if case["kind"] == "codec":
+        k = case["kwargs"]
+        return not (
+            isinstance(k.get("trusted_input", False), bool)
+            and isinstance(k.get("device"), str | None)
+            and _size_or_none(k.get("max_decoded_size"))
+            and isinstance(k.get("options"), dict | None)
+            and isinstance(k.get("algorithm"), str)
+            and all(isinstance(v, str) for v in (k.get("options") or {}).values())
+        )
+    if case["kind"] == "create":
+        return False
+    so, ro = case["storage_options"], case["read_options"]
+    return not (
+        (so is None or (isinstance(so, dict) and all(isinstance(v, str) for v in so.values())))
+        and not set(so or ()) & _TIMING_OPTIONS
+        and isinstance(ro.get("trusted_input", False), bool)
+        and _size_or_none(ro.get("max_decoded_size"))
+        and _size_or_none(ro.get("max_concurrent_requests"))
+        and isinstance(ro.get("device"), str | None)
+    )
+
+
+#: Storage options whose hostile values (timeout="1e300", max_retries=2**63) are known open.
+_TIMING_OPTIONS = {"timeout", "connect_timeout", "retry_timeout", "max_retries"}
+
+
+def _bad_create_args(case: dict) -> bool:
+    if case["kind"] != "create":
+        return False
+    c = case["create"]
+    return not (
+        _int_list(c["shape"])
+        and _int_list(c["chunks"])
+        and _int_list(c.get("shards", []))
+        and c["dtype"] in CREATE_DTYPES
+        and c["fill_value"] in (0, 1)
+        and c["zarr_format"] in (2, 3)
+    )
+
+
+def _huge_sizes(case: dict) -> bool:
+    if case["kind"] != "read" or not isinstance(case["metadata"], dict):
+        return False
+    meta = case["metadata"]
+    if _huge_ints(meta, 1 << 31):
+        return True
+    try:
+        shape = [int(n) for n in meta["shape"]]
+        chunks = meta.get("chunks") or meta["chunk_grid"]["configuration"]["chunk_shape"]
+        chunks = [max(1, int(n)) for n in chunks]
+    except Exception:
+        return False
+    many = math.prod(-(-n // c) for n, c in zip(shape, chunks, strict=False)) > 1 << 16
+    return len(shape) > 8 or math.prod(chunks) > 1 << 24 or many
+
+
+def _zero_d_write(case: dict) -> bool:
+    return case["kind"] == "create" and case["create"].get("shape") == []
+
+
+_CLASSES = {
+    "options-errors": _bad_options,
+    "create-args": _bad_create_args,
+    "sizes": _huge_sizes,
+    "create-write": _zero_d_write,
+}
+
+
+def _huge_ints(value, limit: int = 1 << 62) -> bool:
+    """Whether ``value`` (JSON, a selection) holds an integer of ``limit`` or more in magnitude."""
+    if isinstance(value, bool):
+        return False
+    if isinstance(value, int | np.integer):
+        return abs(int(value)) >= limit
+    if isinstance(value, slice):
+        value = [value.start, value.stop, value.step]
+    if isinstance(value, dict):
+        value = list(value.values())
+    return isinstance(value, list | tuple) and any(_huge_ints(v, limit) for v in value)
+
+
+def _int_list(value) -> bool:
+    return isinstance(value, list) and all(type(n) is int and 0 <= n < 1 << 31 for n in value)
+
+
+def _size_or_none(value) -> bool:
+    return value is None or (type(value) is int and 0 < value < 1 << 62)
+
+
+# --- running ----------------------------------------------------------------------
+
+
+def run(case: dict, tmp: Path) -> str:
+    """Runs ``case`` in the empty directory ``tmp`` under the watchdog and the
+    memory cap; returns ``"ok"`` or the package error's class name."""
+    faulthandler.dump_traceback_later(CASE_TIMEOUT, exit=True)
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    cap = _address_space() + declared_output(case) + OVERHEAD
+    resource.setrlimit(
+        resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard)
+    )
+    try:
+        return {"read": _run_read, "create": _run_create, "codec": _run_codec}[case["kind"]](
+            case, tmp
+        )
+    finally:
+        resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
+        faulthandler.cancel_dump_traceback_later()
+
+
+def _address_space() -> int:
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[0]) * resource.getpagesize()
+
+
+def declared_output(case: dict) -> int:
+    """The bytes a case's result may take: its selection of the array (or the
+    codec's payloads) at 16 bytes an element, 0 when not computable."""
+    if case["kind"] == "codec":
+        return 2 * sum(len(bytes(p)) for p in case["payloads"])
+    shape = (
+        case["metadata"].get("shape")
+        if case["kind"] == "read" and isinstance(case["metadata"], dict)
+        else None
+    )
+    if case["kind"] == "create":
+        shape = case["create"].get("shape")
+    try:
+        return 16 * math.prod(_expected_shape(shape, case["selection"]))
+    except Exception:
+        return 0
+
+
+def _expected_shape(shape, selection) -> tuple[int, ...]:
+    """NumPy's shape of ``selection`` of an array of ``shape``."""
+    return np.broadcast_to(np.empty((), np.uint8), tuple(shape))[selection].shape
+
+
+def _check_read(array, result, selection, what: str) -> None:
+    try:
+        expected = _expected_shape(array.shape, selection)
+    except Exception as e:
+        raise Violation(f"{what} took {selection!r}, which NumPy rejects: {e!r}") from e
+    if tuple(result.shape) != expected or result.dtype != array.dtype:
+        raise Violation(
+            f"{what}: {result.shape} {result.dtype}, "
+            f"expected {expected} {array.dtype} for {selection!r}"
+        )
+
+
+def _run_read(case: dict, tmp: Path) -> str:
+    meta = case["metadata"]
+    path = tmp / "a.zarr"
+    path.mkdir()
+    name = "zarr.json" if isinstance(meta, dict) and meta.get("zarr_format") == 3 else ".zarray"
+    text = json.dumps(meta) if isinstance(meta, dict) else meta
+    (path / name).write_text(text)
+    _write_chunks(path, meta, case["chunk"])
+    url = str(path) if case["url"] == "path" else path.as_uri()
+    kind, array = outcome(zarrs_nvcomp.open_array, url, case["storage_options"])
+    if kind == "err":
+        return type(array).__name__
+    kind, result = outcome(array.read, case["selection"], **case["read_options"])
+    if kind == "err":
+        return type(result).__name__
+    _check_read(array, _host(result), case["selection"], "read")
+    return "ok"
+
+
+def _write_chunks(path: Path, meta, chunk) -> None:
+    """The first chunk's file under the key its metadata names: ``chunk``'s
+    bytes, or (``"exact"``) as many random bytes as 16-byte elements of a
+    chunk take, up to 1 MiB."""
+    try:
+        shape = meta.get("chunks") or meta["chunk_grid"]["configuration"]["chunk_shape"]
+        n = max(0, math.prod(int(s) for s in shape) * 16)
+        ndim = len(shape)
+    except Exception:
+        n, ndim = 64, 2
+    data = np.random.default_rng(n).bytes(min(n, 1 << 20)) if chunk == "exact" else chunk
+    try:
+        key = _chunk_key(meta, ndim)
+    except Exception:
+        key = "0.0"
+    target = path / key
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(data)
+    except (OSError, TypeError, AttributeError):
+        pass  # a key the file system cannot hold: no chunk
+
+
+def _chunk_key(meta: dict, ndim: int) -> str:
+    """The key of the first chunk, as ``meta``'s key encoding names it."""
+    if meta.get("zarr_format") == 3:
+        sep = meta["chunk_key_encoding"]["configuration"]["separator"]
+        return sep.join(["c", *["0"] * ndim]) if sep in ("/", ".") else "c/0"
+    sep = meta.get("dimension_separator", ".")
+    return (sep if sep in ("/", ".") else ".").join(["0"] * ndim) or "0"
+
+
+def _host(result):
+    return result if isinstance(result, np.ndarray) else np.asarray(result)
+
+
+def _run_create(case: dict, tmp: Path) -> str:
+    create = dict(case["create"])
+    kind, array = outcome(zarrs_nvcomp.create_array, str(tmp / "c.zarr"), **create)
+    if kind == "err":
+        return type(array).__name__
+    if list(array.shape) != list(create["shape"]):
+        raise Violation(f"create_array made shape {array.shape}, asked {create['shape']}")
+    sel, value = case["selection"], case["value"]
+    if case["via"] == "setitem":
+        kind, err = outcome(array.__setitem__, sel, value)
+    else:
+        kind, err = outcome(
+            zarrs_nvcomp.write_chunks_parallel, array, value, sel, **case["write_options"]
+        )
+    if kind == "err":
+        return type(err).__name__
+    kind, back = outcome(array.read, sel, device="cpu")
+    if kind == "err":
+        raise Violation(f"a written selection does not read back: {back!r}")
+    _check_read(array, back, sel, "read after write")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the cast NumPy makes too
+        want = np.broadcast_to(np.asarray(value).astype(array.dtype), back.shape)
+    if not np.array_equal(back, want, equal_nan=True):
+        raise Violation(f"wrote {value!r}, read back {back!r}")
+    return "ok"
+
+
+def _run_codec(case: dict, tmp: Path) -> str:
+    kwargs = case["kwargs"]
+    if case["via"] == "class":
+        kind, codec = outcome(zarrs_nvcomp.NvCompBatchCodec, **kwargs)
+    else:
+        import numcodecs
+
+        config = {
+            "id": "nvcomp_batch",
+            **{k: v for k, v in kwargs.items() if k in ("algorithm", "options")},
+        }
+        kind, codec = outcome(numcodecs.get_codec, config)
+    if kind == "err":
+        return type(codec).__name__
+    bufs = case["payloads"]
+    kind, encoded = outcome(codec.encode_batch, bufs)
+    if kind == "err":
+        return type(encoded).__name__
+    encoded = [bytes(memoryview(e)) for e in encoded]
+    kind, decoded = outcome(codec.decode_batch, encoded)
+    too_big = any(len(memoryview(b).cast("B")) > codec.max_decoded_size for b in bufs)
+    if too_big != (kind == "err"):
+        raise Violation(f"{codec!r} decoding what it encoded: {decoded!r}")
+    if too_big:
+        return type(decoded).__name__
+    if [bytes(memoryview(d)) for d in decoded] != [bytes(memoryview(b)) for b in bufs]:
+        raise Violation(f"{codec!r} round trip changed the bytes")
+    corrupt = [bytearray(e) for e in encoded] + [bytearray(g) for g in case["garbage"]]
+    for i, flip in enumerate(case["flips"]):
+        if corrupt and corrupt[i % len(corrupt)]:
+            b = corrupt[i % len(corrupt)]
+            b[flip % len(b)] ^= 1 << (flip % 8)
+    kind, result = outcome(codec.decode_batch, [bytes(b) for b in corrupt])
+    if kind == "ok":
+        limit = codec.max_decoded_size
+        if len(result) != len(corrupt) or any(len(memoryview(r).cast("B")) > limit for r in result):
+            raise Violation(
+                f"{codec!r} decoded {len(corrupt)} buffers to {[len(r) for r in result]}"
+            )
+    return "ok" if kind == "ok" else type(result).__name__
