@@ -44,15 +44,8 @@ import zarrs_nvcomp
 #: points); their inputs are held back (see :func:`held_back`). Remove an
 #: entry after its fix is merged, and the fuzz covers those inputs again.
 KNOWN_OPEN: dict[str, str] = {
-    "options-errors": "built-in errors for keyword arguments and option values of the wrong "
-    "type or range (storage_options not a dict or its timeouts and retries, max_decoded_size, "
-    "max_concurrent_requests, trusted_input, device, NvCompBatchCodec's options), integers "
-    "past 62 bits in selections",
     "create-args": "built-in errors for create_array's shape, chunks, shards, dtype, "
-    "fill_value and zarr_format of the wrong type or range (bad keyword arguments, like "
-    "options-errors, but no branch names them)",
-    "sizes": "chunk-size overflow, huge chunks and shards, many chunks, many dimensions",
-    "create-write": "create_array all-or-nothing, 0-d writes",
+    "fill_value and zarr_format of the wrong type or range (bad keyword arguments)",
 }
 
 #: Seconds one case may take before the watchdog ends the process.

@@ -142,6 +142,8 @@ def test_bad_write_arguments_name_the_argument(url, name, value, error):
         ("max_decoded_size", 2**64, InvalidArgumentError),
         ("max_decoded_size", "1GB", UnsupportedTypeError),
         ("trusted_input", "yes", UnsupportedTypeError),
+        ("options", True, UnsupportedTypeError),
+        ("options", ["data_type"], UnsupportedTypeError),
     ],
 )
 def test_bad_codec_arguments_name_the_argument(name, value, error):

@@ -6,13 +6,14 @@ the argument (the bindings' own conversions raise built-in ``TypeError`` and
 from __future__ import annotations
 
 import numbers
+from collections.abc import Mapping
 from typing import Any
 
 import numpy as np
 
 from zarrs_nvcomp._zarrs_nvcomp import InvalidArgumentError, UnsupportedTypeError
 
-__all__ = ["checked_bool", "checked_int"]
+__all__ = ["checked_bool", "checked_int", "checked_mapping"]
 
 #: The largest integer the core takes (an unsigned 64-bit count of bytes or requests).
 U64_MAX = 2**64 - 1
@@ -35,3 +36,12 @@ def checked_bool(name: str, value: Any) -> bool:
     if isinstance(value, bool | np.bool_):
         return bool(value)
     raise UnsupportedTypeError(f"{name} must be True or False, not {value!r}")
+
+
+def checked_mapping(name: str, value: Any) -> dict[Any, Any]:
+    """``value`` (``None`` or a mapping) as a new dict."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise UnsupportedTypeError(f"{name} must be a dict or None, not {value!r}")
+    return dict(value)

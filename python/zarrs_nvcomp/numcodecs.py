@@ -11,7 +11,7 @@ import numpy as np
 from numcodecs.abc import Codec
 
 from zarrs_nvcomp import _buffers, _device_choice
-from zarrs_nvcomp._args import checked_bool, checked_int
+from zarrs_nvcomp._args import checked_bool, checked_int, checked_mapping
 from zarrs_nvcomp._zarrs_nvcomp import (
     Engine,
     InvalidArgumentError,
@@ -106,7 +106,7 @@ class NvCompBatchCodec(Codec):
     ) -> None:
         trusted_input = checked_bool("trusted_input", trusted_input)
         max_decoded_size = checked_int("max_decoded_size", max_decoded_size)
-        request = {"algorithm": algorithm, "options": dict(options or {})}
+        request = {"algorithm": algorithm, "options": checked_mapping("options", options)}
         config = normalize_config(request)
         self.algorithm: str = config["algorithm"]
         self.options: dict[str, Any] = config["options"]
