@@ -273,7 +273,8 @@ def run(case: dict, tmp: Path) -> str:
     memory cap; returns ``"ok"`` or the package error's class name."""
     faulthandler.dump_traceback_later(CASE_TIMEOUT, exit=True)
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
-    cap = _address_space() + declared_output(case) + OVERHEAD
+    # Capped below what setrlimit takes: a declared output of 2**63 bytes is no cap.
+    cap = min(_address_space() + declared_output(case) + OVERHEAD, 1 << 62)
     resource.setrlimit(
         resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard)
     )
