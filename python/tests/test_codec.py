@@ -387,3 +387,14 @@ def test_a_frame_declaring_more_than_the_machine_holds_is_not_advised_a_higher_l
         codec.decode_batch([frame])
     if 50 * 10**9 > zarrs_nvcomp.default_max_decoded_size():
         assert "machine's memory" in str(info.value) and "raise" not in str(info.value), info.value
+
+
+@pytest.mark.parametrize("algorithm", CPU_ALGORITHMS)
+def test_max_decoded_size_holds_for_streams_without_a_declared_size(algorithm):
+    # The entry-point fuzz: raw deflate decoded 2 bytes under a 1-byte limit.
+    codec = NvCompBatchCodec(algorithm, device="cpu", max_decoded_size=1)
+    encoded = NvCompBatchCodec(algorithm, device="cpu").encode_batch([b"\xae%"])
+    with pytest.raises(zarrs_nvcomp.DecodeError):
+        codec.decode_batch(encoded)
+    exact = NvCompBatchCodec(algorithm, device="cpu", max_decoded_size=2)
+    assert [bytes(memoryview(d)) for d in exact.decode_batch(encoded)] == [b"\xae%"]

@@ -103,6 +103,8 @@ pub(super) fn decode_growing(codec: Codec, input: &[u8], index: usize, limit: u6
         }
         _ => decode_retrying(codec, input, bound),
     };
+    // A streaming decoder that stopped one byte past the bound wrote more than the bound.
+    let result = result.and_then(|v| if v.len() > bound { Err(GrowError::Full) } else { Ok(v) });
     result.map_err(|e| grow_error(codec, input.len(), index, limit, e))
 }
 
