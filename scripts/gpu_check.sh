@@ -2,7 +2,8 @@
 # The GPU checks of a change in one device run (through .gpu/on-device):
 #   bash .gpu/on-device bash scripts/gpu_check.sh STEP...
 # Steps: rust (the Rust GPU test binaries in .gpu/bin, or packed in
-# .gpu/rust-bins.tar.xz), tests (pytest -m gpu),
+# .gpu/rust-bins.tar.xz, beside the release zarrs-nvcomp-gpu-worker binary,
+# which the untrusted decodes of the tests start), tests (pytest -m gpu),
 # read, boundary, choice, write, write-new, write-tmpfs, xarray, untrusted, sharded, blosc, dask, fuzz.
 # Each step has its own time limit; the full log goes to $OUT/gpu_check.log
 # (one file: few come back from a run), each step's tail to stdout.
@@ -28,6 +29,7 @@ for step in "$@"; do
       # Test binaries travel compressed (.gpu/rust-bins.tar.xz) where the
       # carry limit would not take them whole.
       [[ -f .gpu/rust-bins.tar.xz ]] && tar -xJf .gpu/rust-bins.tar.xz -C .gpu/bin
+      [[ -x .gpu/bin/zarrs-nvcomp-gpu-worker ]] || { echo "no .gpu/bin/zarrs-nvcomp-gpu-worker"; failed+=("rust (no worker)"); }
       # tests/gpu is one binary (gpu-<hash>): one run per module, each with its own limit.
       for t in .gpu/bin/gpu-*; do
         for module in $("$t" --list --include-ignored 2>/dev/null | sed -n 's/^\([a-z_]*\)::.*: test$/\1/p' | sort -u); do
