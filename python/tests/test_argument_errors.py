@@ -151,6 +151,11 @@ def test_bad_codec_arguments_name_the_argument(name, value, error):
         NvCompBatchCodec("zstd", device="cpu", **{name: value})
 
 
+def test_a_device_that_is_not_a_string_names_the_argument():
+    with pytest.raises(UnsupportedTypeError, match="device"):
+        NvCompBatchCodec("zstd", device=3)
+
+
 def test_good_arguments_of_numpy_types_are_taken(url):
     got = open_array(url).read(
         device="cpu",

@@ -13,7 +13,7 @@ import numpy as np
 
 from zarrs_nvcomp._zarrs_nvcomp import InvalidArgumentError, UnsupportedTypeError
 
-__all__ = ["checked_bool", "checked_int", "checked_mapping"]
+__all__ = ["checked_bool", "checked_int", "checked_mapping", "checked_optional_str"]
 
 #: The largest integer the core takes (an unsigned 64-bit count of bytes or requests).
 U64_MAX = 2**64 - 1
@@ -45,3 +45,10 @@ def checked_mapping(name: str, value: Any) -> dict[Any, Any]:
     if not isinstance(value, Mapping):
         raise UnsupportedTypeError(f"{name} must be a dict or None, not {value!r}")
     return dict(value)
+
+
+def checked_optional_str(name: str, value: Any) -> str | None:
+    """``value`` (``None`` or a string) as it is."""
+    if value is None or isinstance(value, str):
+        return value
+    raise UnsupportedTypeError(f"{name} must be a string or None, not {value!r}")

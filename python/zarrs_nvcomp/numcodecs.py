@@ -11,7 +11,7 @@ import numpy as np
 from numcodecs.abc import Codec
 
 from zarrs_nvcomp import _buffers, _device_choice
-from zarrs_nvcomp._args import checked_bool, checked_int, checked_mapping
+from zarrs_nvcomp._args import checked_bool, checked_int, checked_mapping, checked_optional_str
 from zarrs_nvcomp._zarrs_nvcomp import (
     Engine,
     InvalidArgumentError,
@@ -105,6 +105,7 @@ class NvCompBatchCodec(Codec):
         device_outputs: str = "cupy",
     ) -> None:
         trusted_input = checked_bool("trusted_input", trusted_input)
+        device = checked_optional_str("device", device)
         max_decoded_size = checked_int("max_decoded_size", max_decoded_size)
         request = {"algorithm": algorithm, "options": checked_mapping("options", options)}
         config = normalize_config(request)
