@@ -20,6 +20,19 @@ import zarrs_nvcomp
 CPU_ALGORITHMS = ["lz4", "snappy", "zstd", "deflate", "gzip", "gdeflate"]
 ALL_ALGORITHMS = [*CPU_ALGORITHMS, "cascaded", "bitcomp", "ans"]
 
+#: A zarr v3 blosc compressor (lz4, byte shuffle, 4-byte items): a chain the
+#: writer hands to the zarrs pipeline.
+BLOSC_LZ4_SHUFFLE = {
+    "name": "blosc",
+    "configuration": {
+        "cname": "lz4",
+        "clevel": 5,
+        "shuffle": "shuffle",
+        "typesize": 4,
+        "blocksize": 0,
+    },
+}
+
 
 def pytest_configure(config: pytest.Config) -> None:
     config.addinivalue_line(

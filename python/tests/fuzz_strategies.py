@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
-from conftest import ALL_ALGORITHMS
+from conftest import ALL_ALGORITHMS, BLOSC_LZ4_SHUFFLE
 from hypothesis import strategies as st
 
 #: Values that break a field of any type: wrong types, huge, negative,
@@ -110,16 +110,7 @@ CODECS_V3_COMPRESSORS = [
     {"name": "zstd", "configuration": {"level": 1, "checksum": False}},
     {"name": "gzip", "configuration": {"level": 1}},
     {"name": "crc32c"},
-    {
-        "name": "blosc",
-        "configuration": {
-            "cname": "lz4",
-            "clevel": 5,
-            "shuffle": "shuffle",
-            "typesize": 4,
-            "blocksize": 0,
-        },
-    },
+    BLOSC_LZ4_SHUFFLE,
     {"name": "nvcomp_batch", "configuration": {"algorithm": "lz4", "options": {}}},
     {"name": "nvcomp_batch", "configuration": {"algorithm": "zstd", "options": {}}},
     {"name": "numcodecs.lz4", "configuration": {"acceleration": 1}},

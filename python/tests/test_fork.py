@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import zarr
-from conftest import s3_options, upload
+from conftest import BLOSC_LZ4_SHUFFLE, s3_options, upload
 
 import zarrs_nvcomp
 from zarrs_nvcomp import NvCompBatchCodec, open_array, read_chunks_parallel
@@ -171,19 +171,6 @@ PARENT_USES = {
     ),
 }
 
-#: Compressors whose writes take each path of the writer: batched, batched
-#: into shards, and through the zarrs pipeline (blosc).
-BLOSC = {
-    "name": "blosc",
-    "configuration": {
-        "cname": "lz4",
-        "clevel": 5,
-        "shuffle": "shuffle",
-        "typesize": 4,
-        "blocksize": 0,
-    },
-}
-
 
 def write_rows(rows: tuple[int, int]) -> int:
     """Writes rows ``rows`` (several chunks) of the inherited array with the row index."""
@@ -217,7 +204,7 @@ def test_writes_in_children_forked_after_use(tmp_path, parent_use):
     [
         {"chunks": (8, 8), "compressor": "gzip"},
         {"chunks": (8, 8), "shards": (16, 16)},
-        {"chunks": (8, 8), "compressor": BLOSC},
+        {"chunks": (8, 8), "compressor": BLOSC_LZ4_SHUFFLE},
         {"chunks": (8, 8), "zarr_format": 2, "compressor": "lz4"},
     ],
     ids=["gzip", "sharded", "blosc", "v2-lz4"],
