@@ -12,7 +12,6 @@
 //! The kernel is committed as PTX (`kernels/checksums.ptx`, written by
 //! `scripts/regenerate-ptx.sh` from the CUDA C beside it).
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
@@ -21,7 +20,7 @@ use cudarc::driver::{result, CudaContext};
 use super::device_batch::DeviceBatch;
 use super::engine::CudaEngine;
 use super::memory::{cuda_err, ensure_device, upload_regions, DeviceBuffer, RegionTable};
-use super::ptx::PtxKernel;
+use super::ptx::{grid_dim, PtxKernel};
 use super::DeviceRegion;
 use crate::error::{Error, Result};
 
@@ -108,24 +107,19 @@ impl ChecksumKernel {
         if count == 0 {
             return Ok(());
         }
-        let (mut ptrs, mut lens, mut n, mut kind, mut sums) = (table.ptrs, table.lens, count as u64, kind, sums);
-        let mut params: [*mut c_void; 5] = [
-            (&mut ptrs as *mut u64).cast(),
-            (&mut lens as *mut u64).cast(),
-            (&mut n as *mut u64).cast(),
-            (&mut kind as *mut u64).cast(),
-            (&mut sums as *mut u64).cast(),
-        ];
         // A thread per buffer for XXH64, a block per buffer for Adler-32.
         let blocks = if kind == KIND_ADLER32 {
             count
         } else {
             count.div_ceil(THREADS as usize)
         };
-        let blocks = u32::try_from(blocks).expect("fewer than 2^32 blocks per launch");
+        let blocks = grid_dim(blocks)?;
+        let launch = self.kernel.launch_on(stream).arg(&table.ptrs).arg(&table.lens);
+        let count = count as u64;
+        let launch = launch.arg(&count).arg(&kind).arg(&sums);
         // SAFETY: five u64 parameters, as the kernel declares; the caller
         // vouches for the memory.
-        unsafe { self.kernel.launch((blocks, 1, 1), (THREADS, 1, 1), stream, &mut params) }
+        unsafe { launch.launch((blocks, 1, 1), (THREADS, 1, 1)) }
     }
 
     /// As [`Self::enqueue`], for buffers named on the host: they are

@@ -10,14 +10,13 @@
 //! The kernel is PTX text, compiled by the driver at first use, so the crate
 //! needs neither nvcc nor NVRTC.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::CudaContext;
 
 use super::memory::{upload_table, DeviceBuffer};
-use super::ptx::PtxKernel;
+use super::ptx::{grid_dim, PtxKernel};
 use crate::error::Result;
 
 /// One copy: `len` bytes from `src` to `dst`.
@@ -217,13 +216,10 @@ impl CopyKernel {
         let table = unsafe { upload_table(ctx, &mut self.table, &words, stream)? };
         let average = copies.iter().map(|c| c.width * c.rows).sum::<usize>() / n;
         let parts = average.div_ceil(BYTES_PER_BLOCK).clamp(1, MAX_PARTS) as u32;
-        let (mut table_at, mut count) = (table, n as u64);
-        let mut params: [*mut c_void; 2] = [(&mut table_at as *mut u64).cast(), (&mut count as *mut u64).cast()];
-        let blocks = u32::try_from(n).expect("fewer than 2^32 copies per launch");
+        let blocks = grid_dim(n)?;
+        let count = n as u64;
+        let launch = self.kernel.launch_on(stream).arg(&table).arg(&count);
         // SAFETY: two u64 parameters, as the kernel declares; the caller vouches for the memory.
-        unsafe {
-            self.kernel
-                .launch((blocks, parts, 1), (THREADS, 1, 1), stream, &mut params)
-        }
+        unsafe { launch.launch((blocks, parts, 1), (THREADS, 1, 1)) }
     }
 }

@@ -4,13 +4,12 @@
 //! to the host. The kernel is committed as PTX (`kernels/fill.ptx`, written
 //! by `scripts/regenerate-ptx.sh` from the CUDA C beside it).
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::{result, CudaContext};
 
 use super::memory::{cuda_err, ensure_device, upload_regions, DeviceBuffer};
-use super::ptx::PtxKernel;
+use super::ptx::{grid_dim, PtxKernel};
 use super::{CudaEngine, DeviceRegion};
 use crate::error::Result;
 
@@ -61,7 +60,7 @@ impl CudaEngine {
         };
         let pattern = fill.repeat(PATTERN_BYTES / fill.len());
         let word = |at: usize| u64::from_le_bytes(pattern[at..at + 8].try_into().expect("8 bytes"));
-        let (mut lo, mut hi) = (word(0), word(8));
+        let (lo, hi) = (word(0), word(8));
         let mut guard = self.lock()?;
         let s = &mut *guard;
         let stream = self.cu_stream();
@@ -77,23 +76,13 @@ impl CudaEngine {
             upload_regions(&self.ctx, &mut filler.table, buffers, stream)?
         };
         let rows = longest.div_ceil(THREADS as usize * BYTES_PER_THREAD).clamp(1, MAX_ROWS) as u32;
-        let (mut ptrs, mut lens, mut count, mut out) = (table.ptrs, table.lens, n as u64, differs);
-        let mut params: [*mut c_void; 6] = [
-            (&mut ptrs as *mut u64).cast(),
-            (&mut lens as *mut u64).cast(),
-            (&mut count as *mut u64).cast(),
-            (&mut lo as *mut u64).cast(),
-            (&mut hi as *mut u64).cast(),
-            (&mut out as *mut u64).cast(),
-        ];
-        let blocks = u32::try_from(n).expect("fewer than 2^32 buffers per launch");
+        let blocks = grid_dim(n)?;
+        let launch = filler.kernel.launch_on(stream).arg(&table.ptrs).arg(&table.lens);
+        let count = n as u64;
+        let launch = launch.arg(&count).arg(&lo).arg(&hi).arg(&differs);
         // SAFETY: six u64 parameters, as the kernel declares; the table names
         // the caller's buffers, which it vouches for.
-        unsafe {
-            filler
-                .kernel
-                .launch((blocks, rows, 1), (THREADS, 1, 1), stream, &mut params)?;
-        };
+        unsafe { launch.launch((blocks, rows, 1), (THREADS, 1, 1))? };
         self.sync()?;
         let mut flags = vec![0u32; n];
         // SAFETY: `n` words written by the finished kernel.

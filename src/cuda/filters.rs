@@ -2,14 +2,13 @@
 //! `delta`) undone in place on every decoded chunk of a wave, in one launch
 //! of the CUDA C kernel `kernels/filters.cu`.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::CudaContext;
 
 use super::memory::{upload_regions, DeviceBuffer};
-use super::ptx::PtxKernel;
+use super::ptx::{grid_dim, PtxKernel};
 use super::{CudaEngine, DeviceRegion};
 use crate::error::Result;
 use crate::format::filters::{DeltaType, ElementFilters};
@@ -74,23 +73,15 @@ impl FilterKernel {
                 .div_ceil(BYTES_PER_BLOCK)
                 .clamp(1, MAX_PARTS) as u32,
         };
-        let (mut table_at, mut count) = (table.ptrs, n as u64);
-        let (mut swap, mut delta) = (filters.swap as u64, delta_code(filters.delta));
-        let mut width = filters.delta.map_or(filters.swap, DeltaType::size) as u64;
-        let mut params: [*mut c_void; 5] = [
-            (&mut table_at as *mut u64).cast(),
-            (&mut count as *mut u64).cast(),
-            (&mut swap as *mut u64).cast(),
-            (&mut delta as *mut u64).cast(),
-            (&mut width as *mut u64).cast(),
-        ];
-        let grid = u32::try_from(n).expect("fewer than 2^32 chunks per launch");
+        let (swap, delta) = (filters.swap as u64, delta_code(filters.delta));
+        let width = filters.delta.map_or(filters.swap, DeltaType::size) as u64;
+        let grid = grid_dim(n)?;
+        let count = n as u64;
+        let launch = self.kernel.launch_on(stream).arg(&table.ptrs).arg(&count);
+        let launch = launch.arg(&swap).arg(&delta).arg(&width);
         // SAFETY: five u64 parameters, as the kernel declares; the caller
         // vouches for the memory.
-        unsafe {
-            self.kernel
-                .launch((grid, parts, 1), (THREADS, 1, 1), stream, &mut params)
-        }
+        unsafe { launch.launch((grid, parts, 1), (THREADS, 1, 1)) }
     }
 }
 

@@ -13,7 +13,6 @@
 //! The kernel is committed as PTX (`kernels/huffman.ptx`, written by
 //! `scripts/regenerate-ptx.sh` from the CUDA C beside it).
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
@@ -22,7 +21,7 @@ use cudarc::driver::CudaContext;
 use super::chunking::{self, DecodePiece, LiteralStreams};
 use super::engine::{CudaEngine, Scratch};
 use super::memory::{ensure_device, upload_table, DeviceBuffer};
-use super::ptx::PtxKernel;
+use super::ptx::{grid_dim, PtxKernel};
 use crate::error::{Error, Result};
 use crate::format::zstd::{DecodeHere, HuffmanStreams, StreamCheck, StreamEnd, MAX_TABLE_LOG};
 use crate::profile::Profile;
@@ -95,18 +94,14 @@ impl HuffmanKernel {
     unsafe fn enqueue(&mut self, ctx: &Arc<CudaContext>, words: &[u64], stream: CUstream) -> Result<u64> {
         let n = words.len() / SECTION_WORDS;
         // SAFETY: the section buffer is used on `stream` only.
-        let mut sections = unsafe { upload_table(ctx, &mut self.sections, words, stream)? };
+        let sections = unsafe { upload_table(ctx, &mut self.sections, words, stream)? };
         let verdicts = ensure_device(ctx, &mut self.verdicts, MAX_STREAMS * n)?.ptr();
-        let (mut count, mut out) = (n as u64, verdicts);
-        let mut params: [*mut c_void; 3] = [
-            (&mut sections as *mut u64).cast(),
-            (&mut count as *mut u64).cast(),
-            (&mut out as *mut u64).cast(),
-        ];
-        let grid = u32::try_from(n.div_ceil(SECTIONS_PER_BLOCK)).expect("fewer than 2^32 blocks per launch");
+        let grid = grid_dim(n.div_ceil(SECTIONS_PER_BLOCK))?;
+        let count = n as u64;
+        let launch = self.kernel.launch_on(stream).arg(&sections).arg(&count).arg(&verdicts);
         // SAFETY: three u64 parameters, as the kernel declares; the caller
         // vouches for the streams, the sections and verdicts are ours.
-        unsafe { self.kernel.launch((grid, 1, 1), (THREADS, 1, 1), stream, &mut params)? };
+        unsafe { launch.launch((grid, 1, 1), (THREADS, 1, 1))? };
         Ok(verdicts)
     }
 }

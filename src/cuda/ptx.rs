@@ -4,8 +4,10 @@
 use std::ffi::{c_void, CString};
 use std::sync::Arc;
 
-use cudarc::driver::sys::{CUfunction, CUmodule, CUstream};
-use cudarc::driver::{result, CudaContext};
+use std::marker::PhantomData;
+
+use cudarc::driver::sys::{self, CUfunction, CUmodule, CUstream};
+use cudarc::driver::{result, CudaContext, DriverError};
 
 use super::memory::cuda_err;
 use crate::error::Result;
@@ -39,24 +41,74 @@ impl PtxKernel {
             }
         }
     }
+    /// A launch of this kernel on `stream`, its parameters pushed in the
+    /// order the entry declares them.
+    pub(super) fn launch_on(&self, stream: CUstream) -> Launch<'_> {
+        Launch {
+            function: self.function,
+            stream,
+            params: [std::ptr::null_mut(); MAX_PARAMS],
+            count: 0,
+            _args: PhantomData,
+        }
+    }
+}
 
-    /// Enqueues one launch on `stream`.
+/// A value a kernel takes as a parameter, passed by the bytes it holds.
+///
+/// # Safety
+/// Implementors are plain data laid out as the parameter type the kernels
+/// declare for them (a `u64` as `.param .u64`).
+pub(super) unsafe trait KernelParam: Copy {}
+
+// SAFETY: a `u64` is a `.param .u64` bit for bit.
+unsafe impl KernelParam for u64 {}
+
+/// The most parameters a kernel of this crate takes.
+const MAX_PARAMS: usize = 8;
+
+/// One launch being put together: the parameters borrowed for `'a`, so that
+/// they outlive the call that hands their addresses to the driver.
+#[derive(Debug)]
+pub(super) struct Launch<'a> {
+    function: CUfunction,
+    stream: CUstream,
+    params: [*mut c_void; MAX_PARAMS],
+    count: usize,
+    _args: PhantomData<&'a u64>,
+}
+
+impl<'a> Launch<'a> {
+    /// Pushes the next parameter.
+    ///
+    /// # Panics
+    /// Past [`MAX_PARAMS`] parameters, which no kernel of this crate takes.
+    pub(super) fn arg<T: KernelParam>(mut self, value: &'a T) -> Self {
+        assert!(self.count < MAX_PARAMS, "at most {MAX_PARAMS} kernel parameters");
+        // The driver only reads through the pointer: it copies the bytes.
+        self.params[self.count] = std::ptr::from_ref(value).cast_mut().cast();
+        self.count += 1;
+        self
+    }
+
+    /// Enqueues the launch with `grid` blocks of `block` threads.
     ///
     /// # Safety
-    /// `params` must point to values of the types, and in the order, that
+    /// The parameters pushed must be of the types, and in the order, that
     /// the entry declares, and every address they carry must be valid for
     /// what the kernel does with it until the stream has run it.
-    pub(super) unsafe fn launch(
-        &self,
-        grid: (u32, u32, u32),
-        block: (u32, u32, u32),
-        stream: CUstream,
-        params: &mut [*mut c_void],
-    ) -> Result<()> {
+    pub(super) unsafe fn launch(mut self, grid: (u32, u32, u32), block: (u32, u32, u32)) -> Result<()> {
+        let params = &mut self.params[..self.count];
         // SAFETY: the caller's.
-        unsafe { result::launch_kernel(self.function, grid, block, 0, stream, params) }
+        unsafe { result::launch_kernel(self.function, grid, block, 0, self.stream, params) }
             .map_err(cuda_err("cuLaunchKernel"))
     }
+}
+
+/// `n` blocks as one dimension of a grid: the driver's invalid-value error,
+/// which a launch of that many blocks would return, where `n` does not fit.
+pub(super) fn grid_dim(n: usize) -> Result<u32> {
+    u32::try_from(n).map_err(|_| cuda_err("cuLaunchKernel")(DriverError(sys::CUresult::CUDA_ERROR_INVALID_VALUE)))
 }
 
 impl Drop for PtxKernel {

@@ -3,14 +3,13 @@
 //! `scale_offset` entry of the CUDA C kernel `kernels/filters.cu` (the
 //! host's twin is [`ScaleOffset::apply`]).
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{result, CudaContext};
 
 use super::memory::{cuda_err, ensure_device, DeviceBuffer};
-use super::ptx::PtxKernel;
+use super::ptx::{grid_dim, PtxKernel};
 use super::{CudaEngine, DeviceRegion};
 use crate::error::Result;
 use crate::format::scale_offset::ScaleOffset;
@@ -80,29 +79,19 @@ impl ScaleOffsetKernel {
         unsafe { result::memcpy_htod_async(table, &words, stream) }.map_err(cuda_err("cuMemcpyHtoDAsync"))?;
         let average = chunks.iter().map(|(_, count)| *count as usize).sum::<usize>() / n;
         let parts = average.div_ceil(ELEMENTS_PER_BLOCK).clamp(1, MAX_PARTS) as u32;
-        let (mut table_at, mut count) = (table, n as u64);
-        let (mut stored, mut signed, mut wide) = (
+        let (table_at, count) = (table, n as u64);
+        let (stored, signed, wide) = (
             filter.stored_size as u64,
             u64::from(filter.signed),
             u64::from(filter.wide),
         );
-        let (mut scale, mut offset) = (filter.scale.to_bits(), filter.offset.to_bits());
-        let mut params: [*mut c_void; 7] = [
-            (&mut table_at as *mut u64).cast(),
-            (&mut count as *mut u64).cast(),
-            (&mut stored as *mut u64).cast(),
-            (&mut signed as *mut u64).cast(),
-            (&mut wide as *mut u64).cast(),
-            (&mut scale as *mut u64).cast(),
-            (&mut offset as *mut u64).cast(),
-        ];
-        let grid = u32::try_from(n).expect("fewer than 2^32 chunks per launch");
+        let (scale, offset) = (filter.scale.to_bits(), filter.offset.to_bits());
+        let grid = grid_dim(n)?;
+        let launch = self.kernel.launch_on(stream).arg(&table_at).arg(&count).arg(&stored);
+        let launch = launch.arg(&signed).arg(&wide).arg(&scale).arg(&offset);
         // SAFETY: seven u64 parameters, as the kernel declares; the caller
         // vouches for the memory.
-        unsafe {
-            self.kernel
-                .launch((grid, parts, 1), (THREADS, 1, 1), stream, &mut params)
-        }
+        unsafe { launch.launch((grid, parts, 1), (THREADS, 1, 1)) }
     }
 }
 

@@ -16,7 +16,6 @@
 //! The kernel is committed as PTX (`kernels/sequences.ptx`, written by
 //! `scripts/regenerate-ptx.sh` from the CUDA C beside it).
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
@@ -26,7 +25,7 @@ use super::chunking::{self, DecodePiece, FrameSequences};
 use super::engine::{CudaEngine, Scratch};
 use super::huffman::{piece_starts, staged_address};
 use super::memory::{ensure_device, upload_table, DeviceBuffer};
-use super::ptx::PtxKernel;
+use super::ptx::{grid_dim, PtxKernel};
 use crate::error::{Error, Result};
 use crate::format::zstd::{self, TableSource};
 use crate::profile::Profile;
@@ -139,25 +138,17 @@ impl SequenceKernel {
         stream: CUstream,
     ) -> Result<u64> {
         // SAFETY: the word buffer is used on `stream` only.
-        let mut frames_ptr = unsafe { upload_table(ctx, &mut self.words, words, stream)? };
-        let mut verdicts = ensure_device(ctx, &mut self.verdicts, frames)?.ptr();
-        let mut blocks = frames_ptr + 8 * *blocks_at as u64;
-        let mut counts = frames_ptr + 8 * *counts_at as u64;
-        let mut count = frames as u64;
-        let mut params: [*mut c_void; 5] = [
-            (&mut frames_ptr as *mut u64).cast(),
-            (&mut count as *mut u64).cast(),
-            (&mut blocks as *mut u64).cast(),
-            (&mut counts as *mut u64).cast(),
-            (&mut verdicts as *mut u64).cast(),
-        ];
-        let grid = u32::try_from(frames.div_ceil(WALKERS_PER_BLOCK)).expect("fewer than 2^32 blocks per launch");
+        let frames_ptr = unsafe { upload_table(ctx, &mut self.words, words, stream)? };
+        let verdicts = ensure_device(ctx, &mut self.verdicts, frames)?.ptr();
+        let blocks = frames_ptr + 8 * *blocks_at as u64;
+        let counts = frames_ptr + 8 * *counts_at as u64;
+        let grid = grid_dim(frames.div_ceil(WALKERS_PER_BLOCK))?;
+        let count = frames as u64;
+        let launch = self.kernel.launch_on(stream).arg(&frames_ptr).arg(&count);
+        let launch = launch.arg(&blocks).arg(&counts).arg(&verdicts);
         // SAFETY: five u64 parameters, as the kernel declares; the caller
         // vouches for the streams, the other buffers are ours.
-        unsafe {
-            self.kernel
-                .launch((grid, 1, 1), (WALKERS_PER_BLOCK as u32, 1, 1), stream, &mut params)?;
-        }
+        unsafe { launch.launch((grid, 1, 1), (WALKERS_PER_BLOCK as u32, 1, 1))? };
         Ok(verdicts)
     }
 }

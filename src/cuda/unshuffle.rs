@@ -2,14 +2,13 @@
 //! batch, from its decoded (shuffled) bytes to its destination, in one
 //! launch of the CUDA C kernel `kernels/unshuffle.cu`.
 
-use std::ffi::c_void;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::CudaContext;
 
 use super::memory::{upload_table, DeviceBuffer};
-use super::ptx::PtxKernel;
+use super::ptx::{grid_dim, PtxKernel};
 use super::CudaEngine;
 use crate::error::Result;
 use crate::format::blosc::Shuffle;
@@ -100,15 +99,12 @@ impl UnshuffleKernel {
         let table = unsafe { upload_table(ctx, &mut self.table, &words, stream)? };
         let average = blocks.iter().map(|b| b.len).sum::<usize>() / n;
         let parts = average.div_ceil(BYTES_PER_BLOCK).clamp(1, MAX_PARTS) as u32;
-        let (mut table_at, mut count) = (table, n as u64);
-        let mut params: [*mut c_void; 2] = [(&mut table_at as *mut u64).cast(), (&mut count as *mut u64).cast()];
-        let grid = u32::try_from(n).expect("fewer than 2^32 blocks per launch");
+        let grid = grid_dim(n)?;
+        let count = n as u64;
+        let launch = self.kernel.launch_on(stream).arg(&table).arg(&count);
         // SAFETY: two u64 parameters, as the kernel declares; the caller
         // vouches for the memory.
-        unsafe {
-            self.kernel
-                .launch((grid, parts, 1), (THREADS, 1, 1), stream, &mut params)
-        }
+        unsafe { launch.launch((grid, parts, 1), (THREADS, 1, 1)) }
     }
 }
 
