@@ -386,7 +386,7 @@ impl CudaEngine {
         });
         // SAFETY: sources in the staging buffer, destinations in the
         // shuffled scratch (asserted within it).
-        unsafe { self.copy_all(&mut s.copier, copies)? };
+        unsafe { self.copy_all(&mut s.kernels, copies)? };
         let synced = self.sync();
         drop(staging);
         synced

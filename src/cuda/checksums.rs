@@ -19,6 +19,7 @@ use cudarc::driver::{result, CudaContext};
 
 use super::device_batch::DeviceBatch;
 use super::engine::CudaEngine;
+use super::kernel_cache::Kernel;
 use super::memory::{cuda_err, ensure_device, upload_regions, DeviceBuffer, RegionTable};
 use super::ptx::{grid_dim, PtxKernel};
 use super::DeviceRegion;
@@ -86,15 +87,17 @@ pub(crate) struct ChecksumKernel {
     table: Option<DeviceBuffer>,
 }
 
-impl ChecksumKernel {
+impl Kernel for ChecksumKernel {
     /// Compiles and loads the kernel into `ctx`.
-    pub(crate) fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
+    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
         Ok(Self {
             kernel: PtxKernel::load(ctx, PTX, "checksums")?,
             table: None,
         })
     }
+}
 
+impl ChecksumKernel {
     /// Enqueues the checksums `kind` (see [`ContentCheck::kernel_kind`]) of
     /// the buffers of the device table `table`; buffer `k`'s to word `k` of
     /// `sums`.
@@ -173,7 +176,7 @@ impl CudaEngine {
         let buffers: Vec<DeviceRegion> = checks.iter().map(|c| c.buffer).collect();
         let mut s = self.lock()?;
         let sums = ensure_device(&self.ctx, &mut s.checks, 4 * n)?.ptr();
-        let summer = self.summer(&mut s)?;
+        let summer = s.kernels.get::<ChecksumKernel>(&self.ctx)?;
         // SAFETY: the caller vouches for the buffers; `sums` holds `n` words.
         let enqueued = unsafe { summer.enqueue_buffers(&self.ctx, &buffers, KIND_ADLER32, sums, self.cu_stream()) };
         // Wait also after a failed launch: the table upload may be queued.

@@ -15,6 +15,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::CudaContext;
 
+use super::kernel_cache::Kernel;
 use super::memory::{upload_table, DeviceBuffer};
 use super::ptx::{grid_dim, PtxKernel};
 use crate::error::Result;
@@ -177,15 +178,17 @@ pub(crate) struct CopyKernel {
     table: Option<DeviceBuffer>,
 }
 
-impl CopyKernel {
+impl Kernel for CopyKernel {
     /// Compiles and loads the kernel into `ctx`.
-    pub(super) fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
+    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
         Ok(Self {
             kernel: PtxKernel::load(ctx, &ptx(), "copy_rows")?,
             table: None,
         })
     }
+}
 
+impl CopyKernel {
     /// Enqueues every strided copy on `stream` as one launch.
     ///
     /// # Safety

@@ -378,7 +378,7 @@ impl CudaEngine {
                         len: m.len,
                     });
                     if !moves.is_empty() {
-                        self.copy_all(&mut s.copier, copies)?;
+                        self.copy_all(&mut s.kernels, copies)?;
                     }
                 }
                 profile.mark("staging");
@@ -393,7 +393,7 @@ impl CudaEngine {
                     .map(|p| (regions[p.buffer].ptr + p.input.start as u64, p.input.len()));
                 let copies = staging.device_copies(dev_in, sources);
                 // SAFETY: the caller vouches for the regions; staging lies in dev_in.
-                unsafe { self.copy_all(&mut s.copier, copies)? };
+                unsafe { self.copy_all(&mut s.kernels, copies)? };
             }
         }
         Ok(InputArea {
@@ -589,7 +589,7 @@ impl CudaEngine {
                 len: out.len,
             };
             // SAFETY: `out.len` bytes of the output scratch into the new allocation.
-            unsafe { self.copy_all(&mut s.copier, [copy])? };
+            unsafe { self.copy_all(&mut s.kernels, [copy])? };
             out.memory = Some(m);
         }
         if let Dest::Given(outs) = *dest {
@@ -604,7 +604,7 @@ impl CudaEngine {
                     })
                     .collect();
                 // SAFETY: the caller vouches for the outputs; sources lie in dev_out.
-                unsafe { self.copy_all(&mut s.copier, copies)? };
+                unsafe { self.copy_all(&mut s.kernels, copies)? };
             }
         }
         Ok(())

@@ -131,7 +131,7 @@ impl CudaEngine {
             }
         }
         // SAFETY: every copy lies inside `memory`, the pinned frames or the output scratch.
-        unsafe { self.copy_all(&mut s.copier, copies)? };
+        unsafe { self.copy_all(&mut s.kernels, copies)? };
         self.sync()?;
         Ok(DeviceBatch {
             memory,
@@ -270,7 +270,7 @@ impl CudaEngine {
                 let sources = chunks.iter().map(|(i, r)| (regions[*i].ptr + r.start as u64, r.len()));
                 let copies = staging.device_copies(dev_in, sources);
                 // SAFETY: the caller vouches for the regions; the staging lies in dev_in.
-                unsafe { self.copy_all(&mut s.copier, copies) }
+                unsafe { self.copy_all(&mut s.kernels, copies) }
             }
         }
     }

@@ -12,17 +12,11 @@ use std::sync::{Arc, Mutex, MutexGuard};
 
 use cudarc::driver::{result, sys, CudaContext, CudaSlice, CudaStream};
 
-use super::checksums::ChecksumKernel;
 use super::copies::{CopyKernel, Rows};
 use super::fetch_arena::{ArenaPool, FetchArena};
-use super::fill::FillKernel;
-use super::filters::FilterKernel;
-use super::huffman::HuffmanKernel;
 use super::isolation;
+use super::kernel_cache::Kernels;
 use super::memory::{cuda_err, DeviceBuffer, MemoryPool, PinnedBuffer};
-use super::scale_offset::ScaleOffsetKernel;
-use super::sequences::SequenceKernel;
-use super::unshuffle::UnshuffleKernel;
 use crate::error::{Error, GpuUnavailable, Result};
 use crate::profile::Profile;
 
@@ -66,26 +60,12 @@ pub(super) struct Scratch {
     pub(super) dev_out: Option<DeviceBuffer>,
     /// nvCOMP's temporary memory.
     pub(super) temp: Option<DeviceBuffer>,
-    /// The copy kernel, loaded at first use.
-    pub(super) copier: Option<CopyKernel>,
-    /// The blosc unshuffle kernel, loaded at first use.
-    pub(super) unshuffler: Option<UnshuffleKernel>,
-    /// The element filter kernel (byte swap, `delta`), loaded at first use.
-    pub(super) filterer: Option<FilterKernel>,
-    /// The `fixedscaleoffset` kernel, loaded at first use.
-    pub(super) widener: Option<ScaleOffsetKernel>,
+    /// The kernels loaded so far.
+    pub(super) kernels: Kernels,
     /// The process that decodes untrusted batches, once started.
     pub(super) worker: Option<isolation::Worker>,
     /// Checksums of decoded data (and nvCOMP's statuses for gzip's CRC-32).
     pub(super) checks: Option<DeviceBuffer>,
-    /// The checksum kernel, loaded at first use.
-    pub(super) summer: Option<ChecksumKernel>,
-    /// The fill-value kernel, loaded at first use.
-    pub(super) filler: Option<FillKernel>,
-    /// The kernel checking Zstandard literals' Huffman streams, loaded at first use.
-    pub(super) huffman: Option<HuffmanKernel>,
-    /// The kernel walking Zstandard frames' sequences, loaded at first use.
-    pub(super) sequences: Option<SequenceKernel>,
     /// Device inputs copied to the host ([`super::host_copies`]).
     pub(super) pinned_copies: Option<PinnedBuffer>,
 }
@@ -270,29 +250,19 @@ impl CudaEngine {
         unsafe { result::memcpy_dtoh_async(dst, src, self.cu_stream()) }.map_err(cuda_err("cuMemcpyDtoHAsync"))
     }
 
-    /// The checksum kernel, loaded at first use.
-    pub(super) fn summer<'s>(&self, s: &'s mut Scratch) -> Result<&'s mut ChecksumKernel> {
-        if s.summer.is_none() {
-            s.summer = Some(ChecksumKernel::load(&self.ctx)?);
-        }
-        Ok(s.summer.as_mut().expect("loaded above"))
-    }
-
     /// Enqueues `copies` with the copy kernel, loaded at first use.
     ///
     /// # Safety
     /// As [`CopyKernel::copy_rows`].
     pub(super) unsafe fn copy_all<R: Into<Rows>>(
         &self,
-        copier: &mut Option<CopyKernel>,
+        kernels: &mut Kernels,
         copies: impl IntoIterator<Item = R>,
     ) -> Result<()> {
-        if copier.is_none() {
-            *copier = Some(CopyKernel::load(&self.ctx)?);
-        }
+        let copier = kernels.get::<CopyKernel>(&self.ctx)?;
         let rows: Vec<Rows> = copies.into_iter().map(Into::into).collect();
         // SAFETY: the caller vouches for the ranges.
-        unsafe { copier.as_mut().unwrap().copy_rows(&self.ctx, &rows, self.cu_stream()) }
+        unsafe { copier.copy_rows(&self.ctx, &rows, self.cu_stream()) }
     }
 
     /// Enqueues strided device copies on the engine's stream, in one kernel
@@ -304,6 +274,6 @@ impl CudaEngine {
     pub(crate) unsafe fn enqueue_rows(&self, rows: &[Rows]) -> Result<()> {
         let mut s = self.lock()?;
         // SAFETY: the caller's.
-        unsafe { self.copy_all(&mut s.copier, rows.iter().copied()) }
+        unsafe { self.copy_all(&mut s.kernels, rows.iter().copied()) }
     }
 }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{result, CudaContext};
 
+use super::kernel_cache::Kernel;
 use super::memory::{cuda_err, ensure_device, upload_regions, DeviceBuffer};
 use super::ptx::{grid_dim, PtxKernel};
 use super::{CudaEngine, DeviceRegion};
@@ -31,9 +32,9 @@ pub(super) struct FillKernel {
     table: Option<DeviceBuffer>,
 }
 
-impl FillKernel {
+impl Kernel for FillKernel {
     /// Compiles and loads the kernel into `ctx`.
-    pub(super) fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
+    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
         Ok(Self {
             kernel: PtxKernel::load(ctx, PTX, "fill_differs")?,
             table: None,
@@ -65,10 +66,7 @@ impl CudaEngine {
         let s = &mut *guard;
         let stream = self.cu_stream();
         let differs = ensure_device(&self.ctx, &mut s.checks, 4 * n)?.ptr();
-        if s.filler.is_none() {
-            s.filler = Some(FillKernel::load(&self.ctx)?);
-        }
-        let filler = s.filler.as_mut().expect("loaded above");
+        let filler = s.kernels.get::<FillKernel>(&self.ctx)?;
         // SAFETY: `differs` holds `n` words; the table is only used on the
         // engine's stream.
         let table = unsafe {

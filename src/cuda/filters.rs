@@ -7,6 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::CudaContext;
 
+use super::kernel_cache::Kernel;
 use super::memory::{upload_regions, DeviceBuffer};
 use super::ptx::{grid_dim, PtxKernel};
 use super::{CudaEngine, DeviceRegion};
@@ -38,14 +39,16 @@ pub(super) struct FilterKernel {
     table: Option<DeviceBuffer>,
 }
 
-impl FilterKernel {
+impl Kernel for FilterKernel {
     fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
         Ok(Self {
             kernel: PtxKernel::load(ctx, PTX, "filter_elements")?,
             table: None,
         })
     }
+}
 
+impl FilterKernel {
     /// Enqueues `filters` over every chunk on `stream` as one launch.
     ///
     /// # Safety
@@ -115,10 +118,7 @@ impl CudaEngine {
             return Ok(());
         }
         let mut scratch = self.lock()?;
-        if scratch.filterer.is_none() {
-            scratch.filterer = Some(FilterKernel::load(&self.ctx)?);
-        }
-        let kernel = scratch.filterer.as_mut().expect("loaded above");
+        let kernel = scratch.kernels.get::<FilterKernel>(&self.ctx)?;
         // SAFETY: the caller's.
         unsafe { kernel.launch(&self.ctx, filters, chunks, self.cu_stream()) }
     }

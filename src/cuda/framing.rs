@@ -107,7 +107,7 @@ impl CudaEngine {
                 })
                 .collect();
             // SAFETY: the caller vouches for the regions; the destinations lie in `dev`.
-            unsafe { self.copy_all(&mut s.copier, copies)? };
+            unsafe { self.copy_all(&mut s.kernels, copies)? };
             let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, gathered)?;
             // SAFETY: `gathered` bytes of `dev` into the pinned buffer, which holds more.
             unsafe { self.download(&mut pinned.as_mut_slice()[..gathered], dev)? };

@@ -72,7 +72,7 @@ impl CudaEngine {
         });
         // SAFETY: the caller vouches for the regions; the ranges lie in the
         // gather buffer and do not overlap.
-        let gathered = unsafe { self.copy_all(&mut s.copier, copies) };
+        let gathered = unsafe { self.copy_all(&mut s.kernels, copies) };
         // Wait also after a failed launch: its table upload may be queued.
         let synced = self.sync();
         gathered.and(synced)?;

@@ -20,6 +20,7 @@ use cudarc::driver::CudaContext;
 
 use super::chunking::{self, DecodePiece, LiteralStreams};
 use super::engine::{CudaEngine, Scratch};
+use super::kernel_cache::Kernel;
 use super::memory::{ensure_device, upload_table, DeviceBuffer};
 use super::ptx::{grid_dim, PtxKernel};
 use crate::error::{Error, Result};
@@ -71,16 +72,18 @@ pub(super) struct HuffmanKernel {
     verdicts: Option<DeviceBuffer>,
 }
 
-impl HuffmanKernel {
+impl Kernel for HuffmanKernel {
     /// Compiles and loads the kernel into `ctx`.
-    pub(super) fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
+    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
         Ok(Self {
             kernel: PtxKernel::load(ctx, PTX, "huffman_streams")?,
             sections: None,
             verdicts: None,
         })
     }
+}
 
+impl HuffmanKernel {
     /// Enqueues the check of `words` (whole sections) on `stream`; returns
     /// the device address of the verdicts, 4 bytes per section, one per
     /// stream, once the stream has run it.
@@ -185,7 +188,7 @@ impl CudaEngine {
         let mut errors: Vec<Error> = host_error.into_iter().collect();
         profile.mark("literal streams placed");
         if !on_device.is_empty() {
-            let kernel = self.huffman_kernel(s)?;
+            let kernel = s.kernels.get::<HuffmanKernel>(&self.ctx)?;
             // SAFETY: every address is a staged piece's, as the caller vouches.
             let enqueued = unsafe { kernel.enqueue(&self.ctx, &words, self.cu_stream()) };
             // SAFETY: 4 bytes per section, written by the kernel.
@@ -200,13 +203,6 @@ impl CudaEngine {
             errors.extend(failed);
         }
         chunking::lowest_buffer_error(errors)
-    }
-
-    fn huffman_kernel<'s>(&self, s: &'s mut Scratch) -> Result<&'s mut HuffmanKernel> {
-        if s.huffman.is_none() {
-            s.huffman = Some(HuffmanKernel::load(&self.ctx)?);
-        }
-        Ok(s.huffman.as_mut().expect("loaded above"))
     }
 }
 

@@ -51,6 +51,7 @@ mod framing;
 mod host_copies;
 mod huffman;
 pub mod isolation;
+mod kernel_cache;
 mod memory;
 mod ptx;
 mod scale_offset;

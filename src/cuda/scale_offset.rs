@@ -8,6 +8,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{result, CudaContext};
 
+use super::kernel_cache::Kernel;
 use super::memory::{cuda_err, ensure_device, DeviceBuffer};
 use super::ptx::{grid_dim, PtxKernel};
 use super::{CudaEngine, DeviceRegion};
@@ -40,14 +41,16 @@ pub(super) struct ScaleOffsetKernel {
     table: Option<DeviceBuffer>,
 }
 
-impl ScaleOffsetKernel {
+impl Kernel for ScaleOffsetKernel {
     fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
         Ok(Self {
             kernel: PtxKernel::load(ctx, PTX, "scale_offset")?,
             table: None,
         })
     }
+}
 
+impl ScaleOffsetKernel {
     /// Enqueues the widening of every chunk on `stream` as one launch.
     ///
     /// # Safety
@@ -123,10 +126,7 @@ impl CudaEngine {
     /// As [`Self::scale_offset_chunks`], until the stream has run the launch.
     pub(super) unsafe fn enqueue_scale_offset(&self, filter: &ScaleOffset, chunks: &[Widen]) -> Result<()> {
         let mut scratch = self.lock()?;
-        if scratch.widener.is_none() {
-            scratch.widener = Some(ScaleOffsetKernel::load(&self.ctx)?);
-        }
-        let kernel = scratch.widener.as_mut().expect("loaded above");
+        let kernel = scratch.kernels.get::<ScaleOffsetKernel>(&self.ctx)?;
         // SAFETY: the caller's.
         unsafe { kernel.launch(&self.ctx, filter, chunks, self.cu_stream()) }
     }

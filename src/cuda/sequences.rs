@@ -24,6 +24,7 @@ use cudarc::driver::CudaContext;
 use super::chunking::{self, DecodePiece, FrameSequences};
 use super::engine::{CudaEngine, Scratch};
 use super::huffman::{piece_starts, staged_address};
+use super::kernel_cache::Kernel;
 use super::memory::{ensure_device, upload_table, DeviceBuffer};
 use super::ptx::{grid_dim, PtxKernel};
 use crate::error::{Error, Result};
@@ -111,16 +112,18 @@ pub(super) struct SequenceKernel {
     verdicts: Option<DeviceBuffer>,
 }
 
-impl SequenceKernel {
+impl Kernel for SequenceKernel {
     /// Compiles and loads the kernel into `ctx`.
-    pub(super) fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
+    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
         Ok(Self {
             kernel: PtxKernel::load(ctx, PTX, "sequence_frames")?,
             words: None,
             verdicts: None,
         })
     }
+}
 
+impl SequenceKernel {
     /// Enqueues the walk of `frames` frames of `words` ([`kernel_words`])
     /// on `stream`; returns the device address of the verdicts, a byte per
     /// frame, 1 where it passes, once the stream has run it.
@@ -202,7 +205,7 @@ impl CudaEngine {
         profile.mark("sequences placed");
         if !on_device.is_empty() {
             let words = kernel_words(&on_device);
-            let kernel = self.sequence_kernel(s)?;
+            let kernel = s.kernels.get::<SequenceKernel>(&self.ctx)?;
             // SAFETY: every address is a staged piece's, as the caller vouches.
             let enqueued = unsafe { kernel.enqueue(&self.ctx, &words, on_device.len(), self.cu_stream()) };
             // SAFETY: a byte per frame, written by the kernel.
@@ -217,13 +220,6 @@ impl CudaEngine {
             }
         }
         chunking::lowest_buffer_error(errors)
-    }
-
-    fn sequence_kernel<'s>(&self, s: &'s mut Scratch) -> Result<&'s mut SequenceKernel> {
-        if s.sequences.is_none() {
-            s.sequences = Some(SequenceKernel::load(&self.ctx)?);
-        }
-        Ok(s.sequences.as_mut().expect("loaded above"))
     }
 }
 

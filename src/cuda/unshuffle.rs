@@ -7,6 +7,7 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::CudaContext;
 
+use super::kernel_cache::Kernel;
 use super::memory::{upload_table, DeviceBuffer};
 use super::ptx::{grid_dim, PtxKernel};
 use super::CudaEngine;
@@ -60,15 +61,17 @@ pub(super) struct UnshuffleKernel {
     table: Option<DeviceBuffer>,
 }
 
-impl UnshuffleKernel {
+impl Kernel for UnshuffleKernel {
     /// Compiles and loads the kernel into `ctx`.
-    pub(super) fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
+    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
         Ok(Self {
             kernel: PtxKernel::load(ctx, PTX, "unshuffle")?,
             table: None,
         })
     }
+}
 
+impl UnshuffleKernel {
     /// Enqueues every block on `stream` as one launch.
     ///
     /// # Safety
@@ -132,10 +135,7 @@ impl CudaEngine {
     /// As [`Self::unshuffle_blocks`], until the stream has run the launch.
     pub(super) unsafe fn enqueue_unshuffle(&self, blocks: &[BlockUnshuffle]) -> Result<()> {
         let mut scratch = self.lock()?;
-        if scratch.unshuffler.is_none() {
-            scratch.unshuffler = Some(UnshuffleKernel::load(&self.ctx)?);
-        }
-        let kernel = scratch.unshuffler.as_mut().expect("loaded above");
+        let kernel = scratch.kernels.get::<UnshuffleKernel>(&self.ctx)?;
         // SAFETY: the caller's.
         unsafe { kernel.launch(&self.ctx, blocks, self.cu_stream()) }
     }
