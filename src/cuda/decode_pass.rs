@@ -53,6 +53,11 @@ use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 
+mod sizes;
+mod stage;
+
+use sizes::{output_ranges, set_sizes, sizes_from_outputs, writes_in_place};
+
 /// A pass's host check: its own thread's, or its caller's.
 enum PendingCheck<'scope, 'a> {
     Own(std::thread::ScopedJoinHandle<'scope, (Result<chunking::DeviceChecks>, Instant)>),
@@ -285,7 +290,7 @@ impl CudaEngine {
             isolated: !options.trusted,
         };
         let align = pass.api.decompress_alignments()?;
-        let area = self.stage_inputs(s, &pass, inputs, &pieces, align.input, profile)?;
+        let area = stage::stage_inputs(self, s, &pass, inputs, &pieces, align.input, profile)?;
         gate(s, GateAt::Staged(&pieces), profile)?;
         if pieces.iter().any(|p| p.decoded.is_none()) {
             let sizes = self.query_sizes(s, &pass, area)?;
@@ -308,147 +313,12 @@ impl CudaEngine {
         })
     }
 
-    /// Writes the table's input pointers and sizes and enqueues the staged
-    /// inputs: host pieces that lie in one fetch arena by one upload of the
-    /// arena's bytes ([`Staging::mirrored`]), other host pieces in transfer
-    /// groups, each uploaded while the CPU stages the next; device pieces
-    /// nvCOMP cannot read in place by the copy kernel.
-    fn stage_inputs(
-        &self,
-        s: &mut Scratch,
-        pass: &Pass<'_>,
-        inputs: Inputs<'_>,
-        pieces: &[DecodePiece],
-        align: usize,
-        profile: &mut Profile<'_>,
-    ) -> Result<InputArea> {
-        let n = pieces.len();
-        let mirrored = match inputs {
-            Inputs::Host(bufs) => self.arenas.span_of(bufs).map(|span| (bufs, span)),
-            Inputs::Device(_) => None,
-        };
-        let (staging, moves) = match mirrored {
-            Some((bufs, span)) => {
-                let chunks = pieces
-                    .iter()
-                    .map(|p| (bufs[p.buffer].as_ptr() as u64 + p.input.start as u64, p.input.len()));
-                Staging::mirrored(n, align, span, chunks)
-            }
-            // Host bytes are always staged; device bytes when misaligned or isolated.
-            None => {
-                let chunks = pieces.iter().map(|p| {
-                    let direct = match inputs {
-                        Inputs::Host(_) => None,
-                        Inputs::Device(r) => Some(r[p.buffer].ptr + p.input.start as u64).filter(|_| !pass.isolated),
-                    };
-                    (direct, p.input.len())
-                });
-                (Staging::plan(n, align, chunks), Vec::new())
-            }
-        };
-        let results_at = staging.results_at();
-        let dev_in = ensure_shared(&self.ctx, &mut s.dev_in, results_at + results_bytes(n))?.ptr();
-        // A mirrored arena is uploaded from where it is: only the table is pinned here.
-        let pinned_len = if mirrored.is_some() {
-            Table::bytes(n)
-        } else {
-            staging.end
-        };
-        let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, pinned_len)?;
-        {
-            let mut t = Table::of(pinned, n);
-            for (k, p) in pieces.iter().enumerate() {
-                t.set(Table::IN_PTRS, k, staging.address(k, dev_in));
-                t.set(Table::IN_BYTES, k, p.input.len() as u64);
-            }
-        }
-        match (inputs, mirrored) {
-            (_, Some((_, span))) => {
-                let mirror = dev_in + Staging::mirror_at(n) as u64;
-                // SAFETY: the span is pinned memory of an arena of this
-                // engine, alive while `bufs` borrow its slots, that is until
-                // this pass has returned, after the stream has run the copy;
-                // the mirror and the moves lie in dev_in, the moves' targets
-                // behind the mirror.
-                unsafe {
-                    self.upload_pinned(mirror, span.start, span.len)?;
-                    let copies = moves.iter().map(|m| Copy {
-                        dst: dev_in + m.to as u64,
-                        src: dev_in + m.from as u64,
-                        len: m.len,
-                    });
-                    if !moves.is_empty() {
-                        self.copy_all(&mut s.kernels, copies)?;
-                    }
-                }
-                profile.mark("staging");
-            }
-            (Inputs::Host(bufs), None) => {
-                self.upload_groups(pinned, dev_in, &staging.offsets, pieces, bufs)?;
-                profile.mark("staging");
-            }
-            (Inputs::Device(regions), None) => {
-                let sources = pieces
-                    .iter()
-                    .map(|p| (regions[p.buffer].ptr + p.input.start as u64, p.input.len()));
-                let copies = staging.device_copies(dev_in, sources);
-                // SAFETY: the caller vouches for the regions; staging lies in dev_in.
-                unsafe { self.copy_all(&mut s.kernels, copies)? };
-            }
-        }
-        Ok(InputArea {
-            base: dev_in,
-            n,
-            results_at,
-        })
-    }
-
-    /// Stages host pieces into `pinned` at `staged` offsets and enqueues
-    /// their upload to the same offsets of `dev_in`, one transfer group at a
-    /// time.
-    fn upload_groups(
-        &self,
-        pinned: &mut PinnedBuffer,
-        dev_in: u64,
-        staged: &[usize],
-        pieces: &[DecodePiece],
-        bufs: &[&[u8]],
-    ) -> Result<()> {
-        for group in transfer_groups(pieces.iter().map(|p| p.input.len())) {
-            let (start, end) = (
-                staged[group.start],
-                staged[group.end - 1] + pieces[group.end - 1].input.len(),
-            );
-            let srcs: Vec<&[u8]> = pieces[group.clone()]
-                .iter()
-                .map(|p| &bufs[p.buffer][p.input.clone()])
-                .collect();
-            let offsets: Vec<usize> = staged[group].iter().map(|o| o - start).collect();
-            scatter_into(&mut pinned.as_mut_slice()[start..end], &offsets, &srcs);
-            // SAFETY: the staged range lies in both the pinned buffer and dev_in.
-            unsafe { self.upload(dev_in + start as u64, &pinned.as_slice()[start..end])? };
-        }
-        Ok(())
-    }
-
-    /// Enqueues the table, as written so far, into the input scratch.
-    ///
-    /// # Safety
-    /// The pinned table must not be written again before the stream has run
-    /// the copy.
-    unsafe fn upload_table(&self, s: &Scratch, area: InputArea) -> Result<()> {
-        let pinned = s.pinned_in.as_ref().expect("staged by stage_inputs");
-        // SAFETY: the table lies at the start of both the pinned buffer and
-        // dev_in; the caller keeps it unwritten.
-        unsafe { self.upload(area.base, &pinned.as_slice()[..Table::bytes(area.n)]) }
-    }
-
     /// nvCOMP's decoded size of every piece (asked here or of the worker);
     /// waits for the answer.
     fn query_sizes(&self, s: &mut Scratch, pass: &Pass<'_>, area: InputArea) -> Result<Vec<u64>> {
         let n = area.n;
         // SAFETY: the stream is synchronised below, before the table is written again.
-        unsafe { self.upload_table(s, area)? };
+        unsafe { stage::upload_table(self, s, area)? };
         if pass.isolated {
             self.sync()?;
             let input = Shared::of(s.dev_in.as_ref().expect("allocated above"))?;
@@ -538,7 +408,7 @@ impl CudaEngine {
     ) -> Result<()> {
         let n = area.n;
         // SAFETY: the table is complete; nothing writes it again in this pass.
-        unsafe { self.upload_table(s, area)? };
+        unsafe { stage::upload_table(self, s, area)? };
         profile.mark("upload");
         if pass.isolated {
             self.sync()?;
@@ -608,91 +478,5 @@ impl CudaEngine {
             }
         }
         Ok(())
-    }
-}
-
-/// Each buffer's pieces back to back, buffers aligned to `align`: the
-/// buffers' ranges and the bytes they span.
-fn output_ranges(pieces: &[DecodePiece], count: usize, align: usize) -> (Vec<Range<usize>>, usize) {
-    let mut sizes = vec![0usize; count];
-    for p in pieces {
-        sizes[p.buffer] += p.decoded.unwrap();
-    }
-    chunking::aligned_ranges(sizes, align)
-}
-
-/// Whether nvCOMP writes straight into the caller's device buffers: they
-/// must have the decoded sizes (an error names the first that does not) and
-/// be aligned, and the worker writes only into the engine's scratch.
-fn writes_in_place(dest: &Dest<'_>, ranges: &[Range<usize>], align: usize, isolated: bool) -> Result<bool> {
-    let Dest::Given(outs) = *dest else {
-        return Ok(false);
-    };
-    for (i, (o, r)) in outs.iter().zip(ranges).enumerate() {
-        if o.len != r.len() {
-            return Err(Error::OutputSize {
-                index: i,
-                expected: o.len,
-                actual: r.len(),
-            });
-        }
-    }
-    Ok(!isolated && outs.iter().all(|o| o.ptr % align as u64 == 0))
-}
-
-/// Takes the caller's output sizes ([`Dest::Sized`]) as the decoded sizes of
-/// buffers that are one piece whose framing declares none (raw LZ4 blocks,
-/// deflate streams): the caller knows them (blosc's streams, sized by their
-/// chunk's header), nvCOMP's size query is spared, and a stream that decodes
-/// to another size is still an error. Buffers a user hands over
-/// ([`Dest::Given`]) keep the size query, so a wrong-sized one is reported
-/// as such before nvCOMP writes into it.
-fn sizes_from_outputs(pieces: &mut [DecodePiece], outs: &[DeviceRegion]) {
-    let mut per_buffer = vec![0usize; outs.len()];
-    for p in pieces.iter() {
-        per_buffer[p.buffer] += 1;
-    }
-    for p in pieces.iter_mut() {
-        if p.decoded.is_none() && per_buffer[p.buffer] == 1 {
-            p.decoded = Some(outs[p.buffer].len);
-        }
-    }
-}
-
-/// Takes nvCOMP's sizes for the pieces whose framing declared none; a size
-/// above `max` is an error naming its buffer.
-fn set_sizes(pieces: &mut [DecodePiece], sizes: &[u64], max: u64) -> Result<()> {
-    for (p, &size) in pieces.iter_mut().zip(sizes) {
-        if p.decoded.is_none() {
-            if size > max {
-                return Err(Error::DecodedSizeTooLarge {
-                    index: p.buffer,
-                    size,
-                    limit: max,
-                });
-            }
-            p.decoded = Some(size as usize);
-        }
-    }
-    Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn output_sizes_stand_in_for_undeclared_sizes_of_single_pieces() {
-        let piece = |buffer, decoded| DecodePiece {
-            buffer,
-            input: 0..4,
-            decoded,
-            check: None,
-        };
-        let mut pieces = vec![piece(0, None), piece(1, Some(7)), piece(2, None), piece(2, None)];
-        let outs = [10, 7, 30].map(|len| DeviceRegion { ptr: 0, len });
-        sizes_from_outputs(&mut pieces, &outs);
-        let sizes: Vec<Option<usize>> = pieces.iter().map(|p| p.decoded).collect();
-        assert_eq!(sizes, [Some(10), Some(7), None, None]);
     }
 }
