@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use super::check_ahead::CheckedAhead;
 use super::device_batch::DeviceBatch;
 use super::engine::{CudaEngine, Scratch};
-use super::host_copies::host_views;
+use super::host_copies::{self, host_views};
 use super::memory::DeviceBuffer;
 use super::staging::Inputs;
 use super::{DecodeOptions, DeviceRegion};
@@ -245,7 +245,7 @@ impl CudaEngine {
         // Device buffers are copied to the host; host buffers are used as they are.
         let copies = match inputs {
             // SAFETY: the caller vouched for the regions.
-            Inputs::Device(regions) => match unsafe { self.copy_to_host(s, regions) } {
+            Inputs::Device(regions) => match unsafe { host_copies::copy_to_host(self, s, regions) } {
                 Ok(copies) => Some(copies),
                 Err(_) => return worker,
             },

@@ -44,10 +44,11 @@ use super::copies::Copy;
 use super::decode::{Decoded, Dest};
 use super::decode_results::InFlight;
 use super::engine::{CudaEngine, Scratch};
-use super::host_copies::host_views;
+use super::host_copies::{self, host_views};
 use super::isolation::{self, Request, Shared};
 use super::memory::{ensure_device, ensure_pinned, ensure_shared, DeviceBuffer, PinnedBuffer};
 use super::staging::{results_bytes, scatter_into, transfer_groups, InputArea, Inputs, Staging, Table};
+use super::{huffman, sequences};
 use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
@@ -131,9 +132,9 @@ impl CudaEngine {
     ///
     /// Untrusted streams are checked where nvCOMP does not check them: on
     /// the host ([`chunking::check_on_host`]; device buffers are copied
-    /// there first, [`CudaEngine::copy_to_host`]), by other threads while
+    /// there first, [`host_copies::copy_to_host`]), by other threads while
     /// this one stages them, then the Zstandard literals' Huffman
-    /// streams on the device ([`CudaEngine::check_literal_streams`]); nvCOMP
+    /// streams on the device ([`huffman::check_literal_streams`]); nvCOMP
     /// sees them only when both have passed, so that a stream they refuse
     /// can neither hang nor crash the worker. The check's error comes before
     /// anything the pass found. `ahead`, where given, is the host check of
@@ -158,7 +159,7 @@ impl CudaEngine {
         // walking the frame's blocks finds.
         let copies = match inputs {
             // SAFETY: the callers that pass device regions vouch for them.
-            Inputs::Device(regions) if guarded => Some(unsafe { self.copy_to_host(s, regions)? }),
+            Inputs::Device(regions) if guarded => Some(unsafe { host_copies::copy_to_host(self, s, regions)? }),
             _ => None,
         };
         let checked = guarded.then(|| host_views(inputs, copies.as_ref()));
@@ -205,10 +206,12 @@ impl CudaEngine {
                 // SAFETY (both): untrusted passes stage every piece into the
                 // input scratch (`stage_inputs`), between its table and its
                 // results, and nothing writes it before the next pass.
-                let literals =
-                    unsafe { self.check_literal_streams(s, pieces, &staged, &device.literals, bufs, profile) };
+                let literals = unsafe {
+                    huffman::check_literal_streams(self, s, pieces, &staged, &device.literals, bufs, profile)
+                };
                 profile.mark("literal streams");
-                let sequences = unsafe { self.check_sequences(s, pieces, &staged, &device.sequences, bufs, profile) };
+                let sequences =
+                    unsafe { sequences::check_sequences(self, s, pieces, &staged, &device.sequences, bufs, profile) };
                 profile.mark("sequences");
                 chunking::lowest_buffer_error([literals.err(), sequences.err()].into_iter().flatten())
             };

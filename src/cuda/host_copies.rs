@@ -52,45 +52,47 @@ pub(super) fn host_views<'b>(inputs: Inputs<'b>, copies: Option<&'b HostCopies>)
     }
 }
 
-impl CudaEngine {
-    /// Copies `regions` to the host: one launch of the copy kernel into
-    /// nvCOMP's temporary memory (which decodes in the worker, the only ones
-    /// that copy, do not use), one transfer into the scratch's pinned
-    /// copies, taken out of the scratch until [`HostCopies::give_back`].
-    /// Waits for the stream.
-    ///
-    /// # Safety
-    /// Every region must be readable device memory of this engine's device,
-    /// not written by other work until the call returns.
-    pub(super) unsafe fn copy_to_host(&self, s: &mut Scratch, regions: &[DeviceRegion]) -> Result<HostCopies> {
-        let (ranges, len) = aligned_ranges(regions.iter().map(|r| r.len), GATHER_ALIGN);
-        let gather = ensure_device(&self.ctx, &mut s.temp, len)?.ptr();
-        let copies = regions.iter().zip(&ranges).map(|(r, at)| Copy {
-            dst: gather + at.start as u64,
-            src: r.ptr,
-            len: r.len,
-        });
-        // SAFETY: the caller vouches for the regions; the ranges lie in the
-        // gather buffer and do not overlap.
-        let gathered = unsafe { self.copy_all(&mut s.kernels, copies) };
-        // Wait also after a failed launch: its table upload may be queued.
-        let synced = self.sync();
-        gathered.and(synced)?;
-        ensure_pinned(&self.ctx, &mut s.pinned_copies, len)?;
-        let mut pinned = s.pinned_copies.take().expect("allocated above");
-        let copied = match len {
-            0 => Ok(()),
-            // SAFETY: `len` gathered bytes into as many of pinned memory.
-            _ => unsafe { self.download(&mut pinned.as_mut_slice()[..len], gather) },
-        };
-        let synced = self.sync();
-        let copies = HostCopies { pinned, ranges };
-        match copied.and(synced) {
-            Ok(()) => Ok(copies),
-            Err(e) => {
-                copies.give_back(s);
-                Err(e)
-            }
+/// Copies `regions` to the host: one launch of the copy kernel into
+/// nvCOMP's temporary memory (which decodes in the worker, the only ones
+/// that copy, do not use), one transfer into the scratch's pinned
+/// copies, taken out of the scratch until [`HostCopies::give_back`].
+/// Waits for the stream.
+///
+/// # Safety
+/// Every region must be readable device memory of this engine's device,
+/// not written by other work until the call returns.
+pub(super) unsafe fn copy_to_host(
+    engine: &CudaEngine,
+    s: &mut Scratch,
+    regions: &[DeviceRegion],
+) -> Result<HostCopies> {
+    let (ranges, len) = aligned_ranges(regions.iter().map(|r| r.len), GATHER_ALIGN);
+    let gather = ensure_device(&engine.ctx, &mut s.temp, len)?.ptr();
+    let copies = regions.iter().zip(&ranges).map(|(r, at)| Copy {
+        dst: gather + at.start as u64,
+        src: r.ptr,
+        len: r.len,
+    });
+    // SAFETY: the caller vouches for the regions; the ranges lie in the
+    // gather buffer and do not overlap.
+    let gathered = unsafe { engine.copy_all(&mut s.kernels, copies) };
+    // Wait also after a failed launch: its table upload may be queued.
+    let synced = engine.sync();
+    gathered.and(synced)?;
+    ensure_pinned(&engine.ctx, &mut s.pinned_copies, len)?;
+    let mut pinned = s.pinned_copies.take().expect("allocated above");
+    let copied = match len {
+        0 => Ok(()),
+        // SAFETY: `len` gathered bytes into as many of pinned memory.
+        _ => unsafe { engine.download(&mut pinned.as_mut_slice()[..len], gather) },
+    };
+    let synced = engine.sync();
+    let copies = HostCopies { pinned, ranges };
+    match copied.and(synced) {
+        Ok(()) => Ok(copies),
+        Err(e) => {
+            copies.give_back(s);
+            Err(e)
         }
     }
 }

@@ -135,75 +135,73 @@ pub(super) fn staged_address(pieces: &[DecodePiece], staged: &[u64], bytes: &std
         .map(|(p, &at)| at + (bytes.start - p.input.start) as u64)
 }
 
-impl CudaEngine {
-    /// Checks the Huffman streams `literals` kept by the host check of
-    /// buffers `bufs`, whose pieces `pieces` are staged at device addresses
-    /// `staged`: in one kernel launch, and on the host for streams that are
-    /// not staged. The error names the lowest buffer with a stream that does
-    /// not decode to exactly its literals, and the stream's place. Waits for
-    /// the engine's stream. Marks in `profile` when the streams are placed
-    /// (host work) and when the kernel's verdicts are back.
-    ///
-    /// # Safety
-    /// The staged pieces must hold the bytes of `bufs` that `pieces` name, in
-    /// device memory of this engine unwritten until the call returns, each
-    /// 16 bytes or more inside its allocation (the input scratch has
-    /// the table before its pieces and the results after them).
-    pub(super) unsafe fn check_literal_streams(
-        &self,
-        s: &mut Scratch,
-        pieces: &[DecodePiece],
-        staged: &[u64],
-        literals: &[LiteralStreams],
-        bufs: &[&[u8]],
-        profile: &mut Profile<'_>,
-    ) -> Result<()> {
-        let corrupt = |index: usize, at: usize, why: &dyn std::fmt::Display| Error::Corrupt {
-            index,
-            reason: format!("bad Zstandard frame: literal stream at byte {at}: {why}"),
-        };
-        let mut words = Vec::with_capacity(SECTION_WORDS * literals.len());
-        let mut on_device = Vec::with_capacity(literals.len());
-        let mut host_error = None;
-        let starts = piece_starts(pieces, bufs.len());
-        for (k, l) in literals.iter().enumerate() {
-            let mut at = [0u64; MAX_STREAMS];
-            let mine = starts[l.buffer]..starts[l.buffer + 1];
-            let placed = l.section.streams().iter().zip(&mut at).all(|(stream, at)| {
-                staged_address(&pieces[mine.clone()], &staged[mine.clone()], &stream.bytes)
-                    .map(|a| *at = a)
-                    .is_some()
-            });
-            if placed {
-                words.extend_from_slice(&section_words(&l.section, at));
-                on_device.push(k);
-            } else if host_error.is_none() {
-                let first = l.section.streams()[0].bytes.start;
-                host_error = DecodeHere::default()
-                    .check(bufs[l.buffer], l.section.clone())
-                    .err()
-                    .map(|why| corrupt(l.buffer, first, &why));
-            }
+/// Checks the Huffman streams `literals` kept by the host check of
+/// buffers `bufs`, whose pieces `pieces` are staged at device addresses
+/// `staged`: in one kernel launch, and on the host for streams that are
+/// not staged. The error names the lowest buffer with a stream that does
+/// not decode to exactly its literals, and the stream's place. Waits for
+/// the engine's stream. Marks in `profile` when the streams are placed
+/// (host work) and when the kernel's verdicts are back.
+///
+/// # Safety
+/// The staged pieces must hold the bytes of `bufs` that `pieces` name, in
+/// device memory of this engine unwritten until the call returns, each
+/// 16 bytes or more inside its allocation (the input scratch has
+/// the table before its pieces and the results after them).
+pub(super) unsafe fn check_literal_streams(
+    engine: &CudaEngine,
+    s: &mut Scratch,
+    pieces: &[DecodePiece],
+    staged: &[u64],
+    literals: &[LiteralStreams],
+    bufs: &[&[u8]],
+    profile: &mut Profile<'_>,
+) -> Result<()> {
+    let corrupt = |index: usize, at: usize, why: &dyn std::fmt::Display| Error::Corrupt {
+        index,
+        reason: format!("bad Zstandard frame: literal stream at byte {at}: {why}"),
+    };
+    let mut words = Vec::with_capacity(SECTION_WORDS * literals.len());
+    let mut on_device = Vec::with_capacity(literals.len());
+    let mut host_error = None;
+    let starts = piece_starts(pieces, bufs.len());
+    for (k, l) in literals.iter().enumerate() {
+        let mut at = [0u64; MAX_STREAMS];
+        let mine = starts[l.buffer]..starts[l.buffer + 1];
+        let placed = l.section.streams().iter().zip(&mut at).all(|(stream, at)| {
+            staged_address(&pieces[mine.clone()], &staged[mine.clone()], &stream.bytes)
+                .map(|a| *at = a)
+                .is_some()
+        });
+        if placed {
+            words.extend_from_slice(&section_words(&l.section, at));
+            on_device.push(k);
+        } else if host_error.is_none() {
+            let first = l.section.streams()[0].bytes.start;
+            host_error = DecodeHere::default()
+                .check(bufs[l.buffer], l.section.clone())
+                .err()
+                .map(|why| corrupt(l.buffer, first, &why));
         }
-        let mut errors: Vec<Error> = host_error.into_iter().collect();
-        profile.mark("literal streams placed");
-        if !on_device.is_empty() {
-            let kernel = s.kernels.get::<HuffmanKernel>(&self.ctx)?;
-            // SAFETY: every address is a staged piece's, as the caller vouches.
-            let enqueued = unsafe { kernel.enqueue(&self.ctx, &words, self.cu_stream()) };
-            // SAFETY: 4 bytes per section, written by the kernel.
-            let verdicts = unsafe { self.verdicts(enqueued, MAX_STREAMS * on_device.len())? };
-            let failed = on_device.iter().enumerate().find_map(|(j, &k)| {
-                let l = &literals[k];
-                let streams = l.section.streams().iter();
-                streams
-                    .zip(&verdicts[MAX_STREAMS * j..])
-                    .find_map(|(stream, &v)| verdict(v).map(|end| corrupt(l.buffer, stream.bytes.start, &end)))
-            });
-            errors.extend(failed);
-        }
-        chunking::lowest_buffer_error(errors)
     }
+    let mut errors: Vec<Error> = host_error.into_iter().collect();
+    profile.mark("literal streams placed");
+    if !on_device.is_empty() {
+        let kernel = s.kernels.get::<HuffmanKernel>(&engine.ctx)?;
+        // SAFETY: every address is a staged piece's, as the caller vouches.
+        let enqueued = unsafe { kernel.enqueue(&engine.ctx, &words, engine.cu_stream()) };
+        // SAFETY: 4 bytes per section, written by the kernel.
+        let verdicts = unsafe { engine.verdicts(enqueued, MAX_STREAMS * on_device.len())? };
+        let failed = on_device.iter().enumerate().find_map(|(j, &k)| {
+            let l = &literals[k];
+            let streams = l.section.streams().iter();
+            streams
+                .zip(&verdicts[MAX_STREAMS * j..])
+                .find_map(|(stream, &v)| verdict(v).map(|end| corrupt(l.buffer, stream.bytes.start, &end)))
+        });
+        errors.extend(failed);
+    }
+    chunking::lowest_buffer_error(errors)
 }
 
 #[cfg(test)]

@@ -164,63 +164,61 @@ fn host_error(f: &FrameSequences, bufs: &[&[u8]]) -> Option<Error> {
         .map(|reason| chunking::zstd_corrupt(f.buffer, f.frame.at, &reason))
 }
 
-impl CudaEngine {
-    /// Walks the sequences `frames` kept by the host check of buffers
-    /// `bufs`, whose pieces `pieces` are staged at device addresses
-    /// `staged`: in one kernel launch, and on the host for frames with a
-    /// stream that is not staged. The error names the lowest buffer with a
-    /// frame that does not decode as libzstd decodes it, and why, from the
-    /// host's walk of that frame. Waits for the engine's stream. Marks in
-    /// `profile` when the frames are placed (host work) and when the
-    /// kernel's verdicts are back.
-    ///
-    /// # Safety
-    /// As [`CudaEngine::check_literal_streams`].
-    pub(super) unsafe fn check_sequences(
-        &self,
-        s: &mut Scratch,
-        pieces: &[DecodePiece],
-        staged: &[u64],
-        frames: &[FrameSequences],
-        bufs: &[&[u8]],
-        profile: &mut Profile<'_>,
-    ) -> Result<()> {
-        let starts = piece_starts(pieces, bufs.len());
-        let mut on_device = Vec::with_capacity(frames.len());
-        let mut errors = Vec::new();
-        for f in frames {
-            let mine = starts[f.buffer]..starts[f.buffer + 1];
-            let at: Option<Vec<u64>> = f
-                .frame
-                .blocks
-                .iter()
-                .map(|b| staged_address(&pieces[mine.clone()], &staged[mine.clone()], &b.stream))
-                .collect();
-            match at {
-                Some(at) => on_device.push((f, at)),
-                None if errors.is_empty() => errors.extend(host_error(f, bufs)),
-                None => {}
-            }
+/// Walks the sequences `frames` kept by the host check of buffers
+/// `bufs`, whose pieces `pieces` are staged at device addresses
+/// `staged`: in one kernel launch, and on the host for frames with a
+/// stream that is not staged. The error names the lowest buffer with a
+/// frame that does not decode as libzstd decodes it, and why, from the
+/// host's walk of that frame. Waits for the engine's stream. Marks in
+/// `profile` when the frames are placed (host work) and when the
+/// kernel's verdicts are back.
+///
+/// # Safety
+/// As [`super::huffman::check_literal_streams`].
+pub(super) unsafe fn check_sequences(
+    engine: &CudaEngine,
+    s: &mut Scratch,
+    pieces: &[DecodePiece],
+    staged: &[u64],
+    frames: &[FrameSequences],
+    bufs: &[&[u8]],
+    profile: &mut Profile<'_>,
+) -> Result<()> {
+    let starts = piece_starts(pieces, bufs.len());
+    let mut on_device = Vec::with_capacity(frames.len());
+    let mut errors = Vec::new();
+    for f in frames {
+        let mine = starts[f.buffer]..starts[f.buffer + 1];
+        let at: Option<Vec<u64>> = f
+            .frame
+            .blocks
+            .iter()
+            .map(|b| staged_address(&pieces[mine.clone()], &staged[mine.clone()], &b.stream))
+            .collect();
+        match at {
+            Some(at) => on_device.push((f, at)),
+            None if errors.is_empty() => errors.extend(host_error(f, bufs)),
+            None => {}
         }
-        profile.mark("sequences placed");
-        if !on_device.is_empty() {
-            let words = kernel_words(&on_device);
-            let kernel = s.kernels.get::<SequenceKernel>(&self.ctx)?;
-            // SAFETY: every address is a staged piece's, as the caller vouches.
-            let enqueued = unsafe { kernel.enqueue(&self.ctx, &words, on_device.len(), self.cu_stream()) };
-            // SAFETY: a byte per frame, written by the kernel.
-            let verdicts = unsafe { self.verdicts(enqueued, on_device.len())? };
-            let refused = on_device.iter().zip(&verdicts).find(|(_, &v)| v != 1);
-            if let Some(((f, _), _)) = refused {
-                // The host's walk words the error; were it to pass what the
-                // kernel refused, the frame is refused all the same.
-                errors.push(host_error(f, bufs).unwrap_or_else(|| {
-                    chunking::zstd_corrupt(f.buffer, f.frame.at, "sequences refused by the device's walk")
-                }));
-            }
-        }
-        chunking::lowest_buffer_error(errors)
     }
+    profile.mark("sequences placed");
+    if !on_device.is_empty() {
+        let words = kernel_words(&on_device);
+        let kernel = s.kernels.get::<SequenceKernel>(&engine.ctx)?;
+        // SAFETY: every address is a staged piece's, as the caller vouches.
+        let enqueued = unsafe { kernel.enqueue(&engine.ctx, &words, on_device.len(), engine.cu_stream()) };
+        // SAFETY: a byte per frame, written by the kernel.
+        let verdicts = unsafe { engine.verdicts(enqueued, on_device.len())? };
+        let refused = on_device.iter().zip(&verdicts).find(|(_, &v)| v != 1);
+        if let Some(((f, _), _)) = refused {
+            // The host's walk words the error; were it to pass what the
+            // kernel refused, the frame is refused all the same.
+            errors.push(host_error(f, bufs).unwrap_or_else(|| {
+                chunking::zstd_corrupt(f.buffer, f.frame.at, "sequences refused by the device's walk")
+            }));
+        }
+    }
+    chunking::lowest_buffer_error(errors)
 }
 
 #[cfg(test)]
