@@ -42,13 +42,13 @@ use super::check_ahead::CheckedAhead;
 use super::chunking::{self, DecodePiece};
 use super::copies::Copy;
 use super::decode::{Decoded, Dest};
-use super::decode_results::InFlight;
+use super::decode_results::{self, InFlight};
 use super::engine::{CudaEngine, Scratch};
 use super::host_copies::{self, host_views};
 use super::isolation::{self, Request, Shared};
 use super::memory::{ensure_device, ensure_pinned, ensure_shared, DeviceBuffer, PinnedBuffer};
 use super::staging::{results_bytes, scatter_into, transfer_groups, InputArea, Inputs, Staging, Table};
-use super::{huffman, sequences};
+use super::{framing, huffman, sequences};
 use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
@@ -248,10 +248,10 @@ impl CudaEngine {
                 return Err(e);
             }
         };
-        self.check_results(s, &pieces)?;
-        self.check_content(&pieces, checks)?;
+        decode_results::check_results(self, s, &pieces)?;
+        decode_results::check_content(self, &pieces, checks)?;
         if let Dest::Host(deliver) = dest {
-            self.deliver(s, pieces.len(), &out.ranges, in_flight, &mut **deliver)?;
+            decode_results::deliver(self, s, pieces.len(), &out.ranges, in_flight, &mut **deliver)?;
             profile.mark("delivered");
         }
         Ok(Decoded {
@@ -274,7 +274,7 @@ impl CudaEngine {
     ) -> Result<Enqueued> {
         let max = options.max_decoded_size;
         let hinted_max = if query_sizes { u64::MAX } else { max };
-        let mut pieces = self.pieces(s, algorithm, inputs, hinted_max)?;
+        let mut pieces = framing::pieces(self, s, algorithm, inputs, hinted_max)?;
         if query_sizes {
             pieces.iter_mut().for_each(|p| p.decoded = None);
         }
@@ -304,9 +304,9 @@ impl CudaEngine {
         if area.n > 0 {
             self.decompress(s, &pass, area, &out, profile)?;
         }
-        let checks = self.enqueue_checks(s, &pieces, area)?;
+        let checks = decode_results::enqueue_checks(self, s, &pieces, area)?;
         self.copy_to_dest(s, &pass, dest, &mut out)?;
-        let in_flight = self.fetch_results(s, area, &out, matches!(dest, Dest::Host(_)))?;
+        let in_flight = decode_results::fetch_results(self, s, area, &out, matches!(dest, Dest::Host(_)))?;
         profile.mark("results");
         Ok(Enqueued {
             pieces,

@@ -25,104 +25,100 @@ type HeadRequest = (usize, usize);
 /// The pieces of a batch's buffers, and the buffers whose framing needs a longer head.
 type Framed = (Vec<DecodePiece>, Vec<HeadRequest>);
 
-impl CudaEngine {
-    /// The nvCOMP chunks of every input, in buffer order; sizes above `max`
-    /// are errors.
-    pub(super) fn pieces(
-        &self,
-        s: &mut Scratch,
-        algorithm: &Algorithm,
-        inputs: Inputs<'_>,
-        max: u64,
-    ) -> Result<Vec<DecodePiece>> {
-        match inputs {
-            Inputs::Host(bufs) => {
-                let (pieces, _) = frame_all(bufs.len(), |i, out| {
-                    chunking::decode_pieces(algorithm, i, BufferEnds::of(bufs[i]), max, out)
-                })?;
-                Ok(pieces)
-            }
-            Inputs::Device(regions) => self.device_pieces(s, algorithm, regions, max),
+/// The nvCOMP chunks of every input, in buffer order; sizes above `max`
+/// are errors.
+pub(super) fn pieces(
+    engine: &CudaEngine,
+    s: &mut Scratch,
+    algorithm: &Algorithm,
+    inputs: Inputs<'_>,
+    max: u64,
+) -> Result<Vec<DecodePiece>> {
+    match inputs {
+        Inputs::Host(bufs) => {
+            let (pieces, _) = frame_all(bufs.len(), |i, out| {
+                chunking::decode_pieces(algorithm, i, BufferEnds::of(bufs[i]), max, out)
+            })?;
+            Ok(pieces)
         }
+        Inputs::Device(regions) => device_pieces(engine, s, algorithm, regions, max),
     }
+}
 
-    /// Reads the framing of device inputs (their first bytes, and last bytes
-    /// for gzip) with one copy-kernel launch and one copy to the host per
-    /// round; gdeflate page tables longer than the first guess take a second round.
-    fn device_pieces(
-        &self,
-        s: &mut Scratch,
-        algorithm: &Algorithm,
-        regions: &[DeviceRegion],
-        max: u64,
-    ) -> Result<Vec<DecodePiece>> {
-        let (head_bytes, tail_bytes) = chunking::framing_bytes(algorithm);
-        let mut heads: Vec<usize> = regions.iter().map(|r| r.len.min(head_bytes)).collect();
-        let tails: Vec<usize> = regions.iter().map(|r| r.len.min(tail_bytes)).collect();
-        if head_bytes + tail_bytes == 0 {
-            return self
-                .framing_round(s, algorithm, regions, &heads, &tails, max)
-                .map(|(pieces, _)| pieces);
+/// Reads the framing of device inputs (their first bytes, and last bytes
+/// for gzip) with one copy-kernel launch and one copy to the host per
+/// round; gdeflate page tables longer than the first guess take a second round.
+fn device_pieces(
+    engine: &CudaEngine,
+    s: &mut Scratch,
+    algorithm: &Algorithm,
+    regions: &[DeviceRegion],
+    max: u64,
+) -> Result<Vec<DecodePiece>> {
+    let (head_bytes, tail_bytes) = chunking::framing_bytes(algorithm);
+    let mut heads: Vec<usize> = regions.iter().map(|r| r.len.min(head_bytes)).collect();
+    let tails: Vec<usize> = regions.iter().map(|r| r.len.min(tail_bytes)).collect();
+    if head_bytes + tail_bytes == 0 {
+        return framing_round(engine, s, algorithm, regions, &heads, &tails, max).map(|(pieces, _)| pieces);
+    }
+    loop {
+        let (pieces, needs) = framing_round(engine, s, algorithm, regions, &heads, &tails, max)?;
+        if needs.is_empty() {
+            return Ok(pieces);
         }
-        loop {
-            let (pieces, needs) = self.framing_round(s, algorithm, regions, &heads, &tails, max)?;
-            if needs.is_empty() {
-                return Ok(pieces);
-            }
-            for (i, n) in needs {
-                heads[i] = n;
-            }
+        for (i, n) in needs {
+            heads[i] = n;
         }
     }
+}
 
-    /// One round of [`Self::device_pieces`]: the pieces, and the buffers that
-    /// need a longer head.
-    fn framing_round(
-        &self,
-        s: &mut Scratch,
-        algorithm: &Algorithm,
-        regions: &[DeviceRegion],
-        heads: &[usize],
-        tails: &[usize],
-        max: u64,
-    ) -> Result<Framed> {
-        let count = regions.len();
-        // Entry i copies buffer i's head, entry count + i its tail.
-        let srcs = regions
-            .iter()
-            .map(|r| r.ptr)
-            .chain(regions.iter().zip(tails).map(|(r, t)| r.ptr + (r.len - t) as u64));
-        let lens: Vec<usize> = heads.iter().chain(tails).copied().collect();
-        let offs = crate::batch::offsets_of(lens.iter().copied());
-        let gathered = *offs.last().unwrap();
-        if gathered > 0 {
-            let dev = ensure_shared(&self.ctx, &mut s.dev_in, gathered)?.ptr();
-            let copies: Vec<Copy> = srcs
-                .zip(&lens)
-                .zip(&offs)
-                .map(|((src, &len), &off)| Copy {
-                    dst: dev + off as u64,
-                    src,
-                    len,
-                })
-                .collect();
-            // SAFETY: the caller vouches for the regions; the destinations lie in `dev`.
-            unsafe { self.copy_all(&mut s.kernels, copies)? };
-            let pinned = ensure_pinned(&self.ctx, &mut s.pinned_in, gathered)?;
-            // SAFETY: `gathered` bytes of `dev` into the pinned buffer, which holds more.
-            unsafe { self.download(&mut pinned.as_mut_slice()[..gathered], dev)? };
-            self.sync()?;
-        }
-        let bytes = s.pinned_in.as_ref().map(PinnedBuffer::as_slice).unwrap_or_default();
-        frame_all(count, |i, out| {
-            let framing = BufferEnds {
-                head: &bytes[offs[i]..offs[i] + heads[i]],
-                tail: &bytes[offs[count + i]..offs[count + i] + tails[i]],
-                len: regions[i].len,
-            };
-            chunking::decode_pieces(algorithm, i, framing, max, out)
-        })
+/// One round of [`device_pieces`]: the pieces, and the buffers that
+/// need a longer head.
+fn framing_round(
+    engine: &CudaEngine,
+    s: &mut Scratch,
+    algorithm: &Algorithm,
+    regions: &[DeviceRegion],
+    heads: &[usize],
+    tails: &[usize],
+    max: u64,
+) -> Result<Framed> {
+    let count = regions.len();
+    // Entry i copies buffer i's head, entry count + i its tail.
+    let srcs = regions
+        .iter()
+        .map(|r| r.ptr)
+        .chain(regions.iter().zip(tails).map(|(r, t)| r.ptr + (r.len - t) as u64));
+    let lens: Vec<usize> = heads.iter().chain(tails).copied().collect();
+    let offs = crate::batch::offsets_of(lens.iter().copied());
+    let gathered = *offs.last().unwrap();
+    if gathered > 0 {
+        let dev = ensure_shared(&engine.ctx, &mut s.dev_in, gathered)?.ptr();
+        let copies: Vec<Copy> = srcs
+            .zip(&lens)
+            .zip(&offs)
+            .map(|((src, &len), &off)| Copy {
+                dst: dev + off as u64,
+                src,
+                len,
+            })
+            .collect();
+        // SAFETY: the caller vouches for the regions; the destinations lie in `dev`.
+        unsafe { engine.copy_all(&mut s.kernels, copies)? };
+        let pinned = ensure_pinned(&engine.ctx, &mut s.pinned_in, gathered)?;
+        // SAFETY: `gathered` bytes of `dev` into the pinned buffer, which holds more.
+        unsafe { engine.download(&mut pinned.as_mut_slice()[..gathered], dev)? };
+        engine.sync()?;
     }
+    let bytes = s.pinned_in.as_ref().map(PinnedBuffer::as_slice).unwrap_or_default();
+    frame_all(count, |i, out| {
+        let framing = BufferEnds {
+            head: &bytes[offs[i]..offs[i] + heads[i]],
+            tail: &bytes[offs[count + i]..offs[count + i] + tails[i]],
+            len: regions[i].len,
+        };
+        chunking::decode_pieces(algorithm, i, framing, max, out)
+    })
 }
 
 /// Buffers framed by one task: fewer are not worth waking a thread for.
