@@ -17,11 +17,11 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::check_ahead::{self, CheckedAhead};
 use super::checksums::Adler32Check;
 use super::copies::Copy;
 use super::decode::Dest;
 use super::engine::Scratch;
+use super::gate::check_ahead::{self, CheckedAhead};
 use super::memory::{ensure_pinned, DeviceBuffer};
 use super::staging::Inputs;
 use super::unshuffle::BlockUnshuffle;

@@ -344,7 +344,7 @@ pub(crate) const MULTI_MEMBER_GZIP: &str = "a gzip stream of several members (RF
 /// literals and sequences are decoded without their output
 /// ([`format::zstd::check_frames`]), on the host but for the
 /// literals' Huffman streams and the walk of the sequences, which are
-/// returned, for the device (`super::huffman`, `super::sequences`). Its LZ4
+/// returned, for the device (`super::gate::huffman`, `super::gate::sequences`). Its LZ4
 /// decoder does not validate its input either: raw blocks of known sizes
 /// (`exact_sizes`, one per buffer) are walked ([`lz4::validate_block`]), so
 /// that each decodes to one well-defined output of exactly its size, or is

@@ -16,10 +16,10 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::check_ahead::CheckedAhead;
 use super::device_batch::DeviceBatch;
 use super::engine::{CudaEngine, Scratch};
-use super::host_copies::{self, host_views};
+use super::gate::check_ahead::CheckedAhead;
+use super::gate::host_copies::{self, host_views};
 use super::memory::DeviceBuffer;
 use super::staging::Inputs;
 use super::{DecodeOptions, DeviceRegion};
@@ -212,7 +212,7 @@ impl CudaEngine {
     /// word (see [`super::chunking::framing_bytes`]), which nvCOMP does not
     /// document; if that fails, the batch is decoded again with nvCOMP's size
     /// query. `ahead`: the batch's host check, run by the caller
-    /// ([`super::check_ahead`]).
+    /// ([`super::gate::check_ahead`]).
     pub(super) fn decode_core(
         &self,
         s: &mut Scratch,

@@ -10,13 +10,13 @@
 //! 3. **host check**: untrusted raw DEFLATE streams (deflate, gzip),
 //!    Zstandard frames and raw LZ4 blocks of exact sizes (blosc's) checked
 //!    on the host where nvCOMP does not check them (device buffers copied
-//!    to the host before phase 1, [`super::host_copies`]), by other threads
+//!    to the host before phase 1, [`super::gate::host_copies`]), by other threads
 //!    while phase 2 runs, or ahead of the pass by its caller
-//!    ([`super::check_ahead`]), waited for here ([`chunking::check_on_host`]);
+//!    ([`super::gate::check_ahead`]), waited for here ([`chunking::check_on_host`]);
 //! 4. **literal streams** and **sequences**: the Huffman streams of the
 //!    Zstandard literals and the frames' sequences that the host check
 //!    kept, checked by one kernel launch each where the inputs are staged
-//!    (`super::huffman`, `super::sequences`); nvCOMP sees no untrusted
+//!    (`super::gate::huffman`, `super::gate::sequences`); nvCOMP sees no untrusted
 //!    piece before phases 3 and 4 have passed it;
 //! 5. **size query**: nvCOMP's decoded sizes, for chunks whose framing does
 //!    not declare them;
@@ -38,17 +38,18 @@ use std::ops::Range;
 use std::time::Instant;
 
 use super::api::{self, BatchArgs, NvcompApi};
-use super::check_ahead::CheckedAhead;
 use super::chunking::{self, DecodePiece};
 use super::copies::Copy;
 use super::decode::{Decoded, Dest};
 use super::decode_results::{self, InFlight};
 use super::engine::{CudaEngine, Scratch};
-use super::host_copies::{self, host_views};
+use super::framing;
+use super::gate::check_ahead::CheckedAhead;
+use super::gate::host_copies::{self, host_views};
+use super::gate::{huffman, sequences};
 use super::isolation::{self, Request, Shared};
 use super::memory::{ensure_device, ensure_pinned, ensure_shared, DeviceBuffer, PinnedBuffer};
 use super::staging::{results_bytes, scatter_into, transfer_groups, InputArea, Inputs, Staging, Table};
-use super::{framing, huffman, sequences};
 use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};

@@ -66,7 +66,7 @@ pub(super) struct Scratch {
     pub(super) worker: Option<isolation::Worker>,
     /// Checksums of decoded data (and nvCOMP's statuses for gzip's CRC-32).
     pub(super) checks: Option<DeviceBuffer>,
-    /// Device inputs copied to the host ([`super::host_copies`]).
+    /// Device inputs copied to the host ([`super::gate::host_copies`]).
     pub(super) pinned_copies: Option<PinnedBuffer>,
 }
 

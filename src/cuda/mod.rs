@@ -31,7 +31,6 @@
 
 mod api;
 mod blosc;
-mod check_ahead;
 mod checksums;
 pub(crate) mod chunking;
 mod copies;
@@ -48,15 +47,13 @@ mod fetch_arena;
 mod fill;
 mod filters;
 mod framing;
-mod host_copies;
-mod huffman;
+mod gate;
 pub mod isolation;
 mod kernel_cache;
 mod memory;
 mod ptx;
 mod scale_offset;
 mod scatter;
-mod sequences;
 mod staging;
 mod unshuffle;
 

@@ -1,5 +1,5 @@
 //! Device inputs brought to the host whole, for what only the host checks
-//! of untrusted streams ([`super::chunking::check_on_host`]) and for
+//! of untrusted streams ([`crate::cuda::chunking::check_on_host`]) and for
 //! blaming a batch the worker failed on on the buffer the CPU decoder
 //! rejects.
 //!
@@ -10,12 +10,12 @@
 
 use std::ops::Range;
 
-use super::chunking::aligned_ranges;
-use super::copies::Copy;
-use super::engine::{CudaEngine, Scratch};
-use super::memory::{ensure_device, ensure_pinned, PinnedBuffer};
-use super::staging::Inputs;
-use super::DeviceRegion;
+use crate::cuda::chunking::aligned_ranges;
+use crate::cuda::copies::Copy;
+use crate::cuda::engine::{CudaEngine, Scratch};
+use crate::cuda::memory::{ensure_device, ensure_pinned, PinnedBuffer};
+use crate::cuda::staging::Inputs;
+use crate::cuda::DeviceRegion;
 use crate::error::Result;
 
 /// Alignment of each buffer in the gathered copy: the copy kernel moves
@@ -25,27 +25,27 @@ const GATHER_ALIGN: usize = 16;
 /// Device buffers copied into pinned host memory: buffer `i` is bytes
 /// `ranges[i]` of `pinned`.
 #[derive(Debug)]
-pub(super) struct HostCopies {
+pub(in crate::cuda) struct HostCopies {
     pinned: PinnedBuffer,
     ranges: Vec<Range<usize>>,
 }
 
 impl HostCopies {
     /// The copies, one slice per buffer.
-    pub(super) fn views(&self) -> Vec<&[u8]> {
+    pub(in crate::cuda) fn views(&self) -> Vec<&[u8]> {
         let bytes = self.pinned.as_slice();
         self.ranges.iter().map(|r| &bytes[r.clone()]).collect()
     }
 
     /// Returns the pinned memory to the scratch, for the next call.
-    pub(super) fn give_back(self, s: &mut Scratch) {
+    pub(in crate::cuda) fn give_back(self, s: &mut Scratch) {
         s.pinned_copies = Some(self.pinned);
     }
 }
 
 /// The buffers of `inputs` in host memory: host buffers as they are, device
 /// ones as their `copies` (which a caller with device inputs must have made).
-pub(super) fn host_views<'b>(inputs: Inputs<'b>, copies: Option<&'b HostCopies>) -> Vec<&'b [u8]> {
+pub(in crate::cuda) fn host_views<'b>(inputs: Inputs<'b>, copies: Option<&'b HostCopies>) -> Vec<&'b [u8]> {
     match inputs {
         Inputs::Host(bufs) => bufs.to_vec(),
         Inputs::Device(_) => copies.expect("device inputs are copied first").views(),
@@ -61,7 +61,7 @@ pub(super) fn host_views<'b>(inputs: Inputs<'b>, copies: Option<&'b HostCopies>)
 /// # Safety
 /// Every region must be readable device memory of this engine's device,
 /// not written by other work until the call returns.
-pub(super) unsafe fn copy_to_host(
+pub(in crate::cuda) unsafe fn copy_to_host(
     engine: &CudaEngine,
     s: &mut Scratch,
     regions: &[DeviceRegion],

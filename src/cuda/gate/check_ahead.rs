@@ -3,14 +3,14 @@
 //! before ([`decode_in_parts`]).
 //!
 //! A decode pass checks untrusted inputs on the host while it stages them,
-//! but its device work waits for the check (`super::decode_pass`). Where
+//! but its device work waits for the check (`crate::cuda::decode_pass`). Where
 //! the check is long, as for the tens of thousands of small Zstandard
 //! frames of a wave of blosc-zstd chunks, the GPU would idle through it:
 //! the batch is cut into parts, one thread checks the parts in order, and
 //! each part's pass takes its check from there ([`CheckedAhead`]) instead of
 //! running it. nvCOMP still sees no input before its check has passed.
 //!
-//! Blosc's streams are decoded so ([`super::CudaEngine::decode_blosc`]); the
+//! Blosc's streams are decoded so ([`crate::cuda::CudaEngine::decode_blosc`]); the
 //! reader's other batches are not: their frames of many sequences are
 //! walked on the device, a walk as long as the longest frame's in each
 //! part. On the H200, 1 GiB of 64 KiB zstd chunks in 4 MiB shards read at
@@ -20,15 +20,15 @@
 use std::ops::Range;
 use std::time::Instant;
 
-use super::chunking::{self, DeviceChecks};
-use super::DecodeOptions;
 use crate::algorithm::Algorithm;
+use crate::cuda::chunking::{self, DeviceChecks};
+use crate::cuda::DecodeOptions;
 use crate::error::Result;
 
 /// The host check of a pass's inputs, run ahead of the pass: called once,
 /// where the pass needs it, it waits for the check's outcome and the
 /// instant the check ended.
-pub(super) type CheckedAhead<'a> = Box<dyn FnOnce() -> (Result<DeviceChecks>, Instant) + 'a>;
+pub(in crate::cuda) type CheckedAhead<'a> = Box<dyn FnOnce() -> (Result<DeviceChecks>, Instant) + 'a>;
 
 /// Untrusted batches are decoded in parts of at least this many inputs, at
 /// most [`MOST_PARTS`]. On the H200, the host check of a wave of 1 GiB of
@@ -57,7 +57,7 @@ fn parts(n: usize, checked: bool) -> Vec<Range<usize>> {
 /// enough to be cut ([`PART_INPUTS`]); else once for all of them, with no
 /// check ahead. Stops at the first error, whose buffer index counts from
 /// the batch's start.
-pub(super) fn decode_in_parts(
+pub(in crate::cuda) fn decode_in_parts(
     algorithm: &Algorithm,
     (inputs, exact_sizes): (&[&[u8]], Option<&[usize]>),
     options: DecodeOptions,

@@ -18,16 +18,16 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::CudaContext;
 
-use super::chunking::{self, DecodePiece, LiteralStreams};
-use super::engine::{CudaEngine, Scratch};
-use super::kernel_cache::Kernel;
-use super::memory::{ensure_device, upload_table, DeviceBuffer};
-use super::ptx::{grid_dim, PtxKernel};
+use crate::cuda::chunking::{self, DecodePiece, LiteralStreams};
+use crate::cuda::engine::{CudaEngine, Scratch};
+use crate::cuda::kernel_cache::Kernel;
+use crate::cuda::memory::{ensure_device, upload_table, DeviceBuffer};
+use crate::cuda::ptx::{grid_dim, PtxKernel};
 use crate::error::{Error, Result};
 use crate::format::zstd::{DecodeHere, HuffmanStreams, StreamCheck, StreamEnd, MAX_TABLE_LOG};
 use crate::profile::Profile;
 
-const PTX: &str = include_str!("kernels/huffman.ptx");
+const PTX: &str = include_str!("../kernels/huffman.ptx");
 /// Words per section, the kernel's `SECTION_WORDS`.
 const SECTION_WORDS: usize = 12;
 /// Verdict bytes per section, the kernel's `MAX_STREAMS`.
@@ -66,7 +66,7 @@ fn verdict(byte: u8) -> Option<StreamEnd> {
 /// The loaded kernel of one context, with the device memory of its
 /// sections and verdicts.
 #[derive(Debug)]
-pub(super) struct HuffmanKernel {
+pub(in crate::cuda) struct HuffmanKernel {
     kernel: PtxKernel,
     sections: Option<DeviceBuffer>,
     verdicts: Option<DeviceBuffer>,
@@ -112,7 +112,7 @@ impl HuffmanKernel {
 /// Where each buffer's pieces start in `pieces` (in buffer order), and
 /// where the last buffer's end: `buffers + 1` indices, so that buffer `b`'s
 /// pieces are `pieces[starts[b]..starts[b + 1]]`.
-pub(super) fn piece_starts(pieces: &[DecodePiece], buffers: usize) -> Vec<usize> {
+pub(in crate::cuda) fn piece_starts(pieces: &[DecodePiece], buffers: usize) -> Vec<usize> {
     let mut starts = Vec::with_capacity(buffers + 1);
     let mut k = 0;
     for b in 0..=buffers {
@@ -127,7 +127,11 @@ pub(super) fn piece_starts(pieces: &[DecodePiece], buffers: usize) -> Vec<usize>
 /// Where the stream bytes `bytes` of a buffer are staged: in the piece of
 /// that buffer holding them, of its `pieces` (staged at `staged`); `None`
 /// where no staged piece holds them.
-pub(super) fn staged_address(pieces: &[DecodePiece], staged: &[u64], bytes: &std::ops::Range<usize>) -> Option<u64> {
+pub(in crate::cuda) fn staged_address(
+    pieces: &[DecodePiece],
+    staged: &[u64],
+    bytes: &std::ops::Range<usize>,
+) -> Option<u64> {
     pieces
         .iter()
         .zip(staged)
@@ -148,7 +152,7 @@ pub(super) fn staged_address(pieces: &[DecodePiece], staged: &[u64], bytes: &std
 /// device memory of this engine unwritten until the call returns, each
 /// 16 bytes or more inside its allocation (the input scratch has
 /// the table before its pieces and the results after them).
-pub(super) unsafe fn check_literal_streams(
+pub(in crate::cuda) unsafe fn check_literal_streams(
     engine: &CudaEngine,
     s: &mut Scratch,
     pieces: &[DecodePiece],
@@ -237,7 +241,7 @@ mod tests {
     #[test]
     fn the_ptx_holds_the_entry_the_loader_names() {
         assert!(PTX.contains(".visible .entry huffman_streams("));
-        let source = include_str!("kernels/huffman.cu");
+        let source = include_str!("../kernels/huffman.cu");
         assert!(source.contains("SECTION_WORDS = 12, MAX_STREAMS = 4, SECTIONS_PER_BLOCK = 16, SEGMENTS = 8 };"));
         assert!(source.contains("THREADS = SECTIONS_PER_BLOCK * MAX_STREAMS * SEGMENTS,"));
     }
@@ -354,7 +358,7 @@ mod tests {
                         bad[at] ^= 1 << (next() % 8);
                     }
                     let mut kept = Defer::default();
-                    // Mutants whose sequences fail are `super::sequences`'.
+                    // Mutants whose sequences fail are `crate::cuda::gate::sequences`'.
                     let walks = |kept: &Defer| kept.sequences.iter().all(|f| walk_frame(&bad, f).is_ok());
                     if check_frames(&bad, &mut kept).is_err() || !walks(&kept) {
                         continue;

@@ -2,7 +2,7 @@
 //! launch of the CUDA C kernel `kernels/sequences.cu` for every frame of a
 //! batch that has sequences.
 //!
-//! After the literals' Huffman streams (`super::huffman`), walking the
+//! After the literals' Huffman streams (`crate::cuda::gate::huffman`), walking the
 //! sequences is most of what checking a frame costs on the host
 //! ([`crate::format::zstd::check_frames`]): field data of 64 KiB chunks
 //! holds thousands of short matches a chunk, and a host core walks about
@@ -21,17 +21,17 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::CudaContext;
 
-use super::chunking::{self, DecodePiece, FrameSequences};
-use super::engine::{CudaEngine, Scratch};
-use super::huffman::{piece_starts, staged_address};
-use super::kernel_cache::Kernel;
-use super::memory::{ensure_device, upload_table, DeviceBuffer};
-use super::ptx::{grid_dim, PtxKernel};
+use crate::cuda::chunking::{self, DecodePiece, FrameSequences};
+use crate::cuda::engine::{CudaEngine, Scratch};
+use crate::cuda::gate::huffman::{piece_starts, staged_address};
+use crate::cuda::kernel_cache::Kernel;
+use crate::cuda::memory::{ensure_device, upload_table, DeviceBuffer};
+use crate::cuda::ptx::{grid_dim, PtxKernel};
 use crate::error::{Error, Result};
 use crate::format::zstd::{self, TableSource};
 use crate::profile::Profile;
 
-const PTX: &str = include_str!("kernels/sequences.ptx");
+const PTX: &str = include_str!("../kernels/sequences.ptx");
 /// Words per frame, the kernel's `FRAME_WORDS`.
 const FRAME_WORDS: usize = 5;
 /// Words per block, the kernel's `BLOCK_WORDS`.
@@ -106,7 +106,7 @@ fn kernel_words(frames: &[(&FrameSequences, Vec<u64>)]) -> (Vec<u64>, usize, usi
 /// The loaded kernel of one context, with the device memory of its words
 /// and verdicts.
 #[derive(Debug)]
-pub(super) struct SequenceKernel {
+pub(in crate::cuda) struct SequenceKernel {
     kernel: PtxKernel,
     words: Option<DeviceBuffer>,
     verdicts: Option<DeviceBuffer>,
@@ -174,8 +174,8 @@ fn host_error(f: &FrameSequences, bufs: &[&[u8]]) -> Option<Error> {
 /// kernel's verdicts are back.
 ///
 /// # Safety
-/// As [`super::huffman::check_literal_streams`].
-pub(super) unsafe fn check_sequences(
+/// As [`crate::cuda::gate::huffman::check_literal_streams`].
+pub(in crate::cuda) unsafe fn check_sequences(
     engine: &CudaEngine,
     s: &mut Scratch,
     pieces: &[DecodePiece],
