@@ -152,7 +152,7 @@ pub use stored::{decode_blosc_chunks_into, StoredChunk};
 pub(crate) use chain::{classify as classify_chain, Chain, FastChain};
 pub(crate) use file_fetch::is_plain_key;
 pub(crate) use limits::{check_dimensionality, chunk_bytes};
-pub(crate) use plan::{plan as plan_chunks, BoxCopy};
+pub(crate) use plan::{BoxCopy, ChunkPlan, Planner, PLAN_BATCH_CHUNKS};
 
 /// An array opened by [`open_array`].
 pub type ObjectStoreArray = Array<ObjectStorage>;

@@ -20,8 +20,11 @@
 //!
 //! 1. [`plan`](self): the chunks the subset covers, and for each the copy of
 //!    its part from the data (C order, exactly the subset's shape, native
-//!    byte order); the chunks are grouped in waves of about
-//!    [`WriteOptions::wave_bytes`] decoded bytes.
+//!    byte order); the chunks are planned in batches of 32,768, as the
+//!    reader's, drawn as they are grouped in waves of about
+//!    [`WriteOptions::wave_bytes`] decoded bytes (and at most a batch of
+//!    chunks), so that the plan of a write of millions of tiny chunks costs
+//!    the memory of a batch.
 //! 2. Per wave: chunks the subset covers only in part are read (through the
 //!    [reader](crate::reader), concurrently) and the subset's elements
 //!    copied over them; chunks reaching past the array's end hold the fill
@@ -351,7 +354,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
         (Some(engine), WriteData::Device { .. }) => engine.total_memory(),
         _ => crate::limits::default_max_decoded_size(),
     };
-    let chunks = plan::plan(array, subset, (elem, expected), max_chunk_len)?;
+    let planner = plan::WritePlanner::new(array, subset, (elem, expected), max_chunk_len)?;
     let batched = if sharded {
         shard::layout(array.metadata(), elem).map(|layout| (layout.chain.clone(), Some(layout)))
     } else {
@@ -380,7 +383,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
                     &host
                 }
             };
-            return write_with_zarrs(array, chunks, data, &fill, options).await;
+            return write_with_zarrs(array, &planner, data, &fill, options).await;
         }
     };
     let encoder = Arc::new(WaveEncoder {
@@ -399,7 +402,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     // once (see `CudaEngine::lanes`); other data a wave at a time.
     let item_len = match &encoder.shards {
         Some(layout) => crate::reader::chunk_bytes(&layout.inner_shape, elem).map_or(usize::MAX, |n| n as usize),
-        None => chunks.first().map_or(1, |c| c.chunk_len),
+        None => planner.first_chunk_len()?,
     };
     let lanes: Vec<Option<Arc<CudaEngine>>> = match (&engine, data) {
         (Some(engine), WriteData::Device { .. }) if wave_bytes / item_len.max(1) < GPU_BUSY_BATCH_ITEMS => {
@@ -411,12 +414,12 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
         }
         _ => vec![engine],
     };
-    let destination = store::Destination::new(array.storage(), &chunks, options);
+    let destination = store::Destination::new(array.storage(), options);
     let fill: Arc<[u8]> = fill.into();
     let mut summary = WriteSummary::default();
     let start = std::time::Instant::now();
     let items = (inner_per_shard as usize, shard::MAX_WAVE_ITEMS);
-    let mut waves = plan::waves(chunks, wave_bytes.max(1), items).into_iter().enumerate();
+    let mut waves = plan::waves(planner.chunks(), wave_bytes.max(1), items).enumerate();
     let mut encoding = futures::stream::FuturesOrdered::new();
     let mut storing = std::collections::VecDeque::<store::StoreTask>::new();
     loop {
@@ -424,6 +427,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
         // finished first is the one free for the next.
         while encoding.len() < lanes.len() {
             let Some((k, wave)) = waves.next() else { break };
+            let wave = wave?;
             let (encoder, fill, lane) = (&encoder, &fill, lanes[k % lanes.len()].clone());
             // The directories of a wave's chunk files are made while it encodes.
             let dirs = destination.prepare(&wave);
