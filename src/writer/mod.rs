@@ -78,9 +78,10 @@ use zarrs::storage::AsyncReadableWritableStorageTraits;
 pub use create::{create_array, create_array_blocking, NewArray};
 pub use store::WriteSummary;
 
+use crate::array::{BoxedSource, ReadError, Selection, StoreIo};
 use crate::codec::Backend;
 use crate::cuda::CudaEngine;
-use crate::reader::{classify_chain, runtime, BoxedSource, ReadError, Selection, StoreIo};
+use crate::reader::{classify_chain, runtime};
 use encode::ChunkEncoder;
 use wave::{encode_wave, read_partial, WaveEncoder};
 use zarrs_pipeline::write_with_zarrs;

@@ -8,7 +8,8 @@
 use zarrs::array::{Array, ArraySubset};
 
 use super::WriteError;
-use crate::reader::{BoxCopy, ChunkPlan, Planner, Selection, PLAN_BATCH_CHUNKS};
+use crate::array::{BoxCopy, Selection};
+use crate::reader::{ChunkPlan, Planner, PLAN_BATCH_CHUNKS};
 
 /// One chunk of a write.
 #[derive(Debug, Clone)]
