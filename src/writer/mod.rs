@@ -81,7 +81,7 @@ pub use store::WriteSummary;
 use crate::array::{BoxedSource, ReadError, Selection, StoreIo};
 use crate::codec::Backend;
 use crate::cuda::CudaEngine;
-use crate::reader::{classify_chain, runtime};
+use crate::reader::{check_dimensionality, chunk_bytes, classify_chain, runtime, Chain, CPU_WAVE_BYTES_PER_THREAD};
 use encode::ChunkEncoder;
 use wave::{encode_wave, read_partial, WaveEncoder};
 use zarrs_pipeline::write_with_zarrs;
@@ -221,7 +221,7 @@ pub struct WriteOptions {
     /// in flight at once (default 64).
     pub max_concurrent_requests: usize,
     /// Decoded bytes per wave (default 256 MiB; on the CPU at most
-    /// [`crate::reader::CPU_WAVE_BYTES_PER_THREAD`] per thread); a wave
+    /// [`CPU_WAVE_BYTES_PER_THREAD`] per thread); a wave
     /// holds at least one chunk.
     pub wave_bytes: usize,
     /// Whether chunks equal to the fill value are stored too (default
@@ -331,7 +331,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     Selection::from(subset)
         .check_within(array.shape())
         .map_err(|reason| WriteError::InvalidSubset { source: reason.into() })?;
-    let expected = crate::reader::chunk_bytes(&shape, elem)
+    let expected = chunk_bytes(&shape, elem)
         .and_then(|bytes| usize::try_from(bytes).ok())
         .ok_or_else(|| WriteError::InvalidSubset {
             source: format!("a subset of shape {shape:?} has more bytes than this machine can address").into(),
@@ -343,7 +343,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
             actual: data.len(),
         });
     }
-    crate::reader::check_dimensionality(array.dimensionality())?;
+    check_dimensionality(array.dimensionality())?;
     let engine = resolve_device(options.device, &data)?;
     let fill = array.fill_value().as_ne_bytes().to_vec();
     // A sharded array is written shard by shard, whatever the reader makes
@@ -360,10 +360,10 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
         shard::layout(array.metadata(), elem).map(|layout| (layout.chain.clone(), Some(layout)))
     } else {
         match classify_chain(array.metadata(), Some(elem)) {
-            crate::reader::Chain::Fast(chain) if chain.filters.is_none() => Ok((chain, None)),
-            crate::reader::Chain::Fast(_) => Err("filters are written by zarrs".into()),
-            crate::reader::Chain::Blosc(_) => Err("blosc chunks are written by zarrs".into()),
-            crate::reader::Chain::Fallback(reason) => Err(reason),
+            Chain::Fast(chain) if chain.filters.is_none() => Ok((chain, None)),
+            Chain::Fast(_) => Err("filters are written by zarrs".into()),
+            Chain::Blosc(_) => Err("blosc chunks are written by zarrs".into()),
+            Chain::Fallback(reason) => Err(reason),
         }
     };
     let (chain, shards) = match batched {
@@ -397,12 +397,12 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
         Some(_) => options.wave_bytes,
         None => options
             .wave_bytes
-            .min(crate::reader::CPU_WAVE_BYTES_PER_THREAD.saturating_mul(crate::fork::num_threads())),
+            .min(CPU_WAVE_BYTES_PER_THREAD.saturating_mul(crate::fork::num_threads())),
     };
     // Device data in waves of few items is encoded by several engines at
     // once (see `CudaEngine::lanes`); other data a wave at a time.
     let item_len = match &encoder.shards {
-        Some(layout) => crate::reader::chunk_bytes(&layout.inner_shape, elem).map_or(usize::MAX, |n| n as usize),
+        Some(layout) => chunk_bytes(&layout.inner_shape, elem).map_or(usize::MAX, |n| n as usize),
         None => planner.first_chunk_len()?,
     };
     let lanes: Vec<Option<Arc<CudaEngine>>> = match (&engine, data) {
