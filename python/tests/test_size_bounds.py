@@ -11,6 +11,7 @@ limited (``run_child`` of ``test_memory_bounds``)."""
 from __future__ import annotations
 
 import json
+import textwrap
 import time
 from pathlib import Path
 
@@ -74,22 +75,25 @@ def test_huge_sparse_chunk_file_is_refused_unread(tmp_path):
         zarrs_nvcomp.open_array(str(path)).read(device="cpu")
 
 
+def tiny_chunks_child(path: Path, n: int, body: str) -> dict:
+    """Runs ``body``, which defines ``run()``, in a child (``path`` and ``n``
+    bound) and returns ``measure(run)``."""
+    code = f"path = {str(path)!r}\nn = {n}\n" + textwrap.dedent(body) + "report(measure(run))\n"
+    return run_child(code, address_space_extra=2 << 30)
+
+
 def tiny_chunks_read(path: Path, n: int) -> dict:
     """A read, in a child, of an array of ``n`` one-float chunks of which the
     first five and last three are written."""
     z = sparse_array(path, (n,), (1,))
     z[:5] = np.arange(5, dtype=np.float32)
     z[n - 3 :] = -np.arange(3, dtype=np.float32)
-    return run_child(
-        f"""
-        path = {str(path)!r}
-        def read():
+    body = """
+        def run():
             a = zarrs_nvcomp.read_chunks_parallel(path, device="cpu")
             return [a[:6].tolist(), a[-4:].tolist(), int((a == 7).sum())]
-        report(measure(read))
-        """,
-        address_space_extra=2 << 30,
-    )
+        """
+    return tiny_chunks_child(path, n, body)
 
 
 def test_many_tiny_chunks_are_planned_in_bounded_memory(tmp_path):
@@ -109,21 +113,17 @@ def tiny_chunks_write(path: Path, n: int) -> dict:
     """A write, in a child, of all of an array of ``n`` one-float chunks of
     which the first five and last three differ from the fill value."""
     sparse_array(path, (n,), (1,))
-    return run_child(
-        f"""
-        path = {str(path)!r}
-        data = np.full({n}, 7, dtype=np.float32)
+    body = """
+        data = np.full(n, 7, dtype=np.float32)
         data[:5] = np.arange(5)
         data[-3:] = -np.arange(3)
-        def write():
+        def run():
             written = zarrs_nvcomp.write_chunks_parallel(path, data, device="cpu")
             a = zarrs_nvcomp.read_chunks_parallel(path, (slice(0, 6),), device="cpu")
-            b = zarrs_nvcomp.read_chunks_parallel(path, (slice({n - 4}, {n}),), device="cpu")
+            b = zarrs_nvcomp.read_chunks_parallel(path, (slice(n - 4, n),), device="cpu")
             return [list(written), a.tolist(), b.tolist()]
-        report(measure(write))
-        """,
-        address_space_extra=2 << 30,
-    )
+        """
+    return tiny_chunks_child(path, n, body)
 
 
 def test_many_tiny_chunks_are_written_in_bounded_memory(tmp_path):

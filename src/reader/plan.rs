@@ -199,14 +199,18 @@ impl<'a, S: ?Sized + Send + Sync> Planner<'a, S> {
         let (Some(largest), true) = (largest.collect::<Option<Vec<_>>>(), self.count > 0) else {
             return Ok(());
         };
+        self.chunk(&largest).map(drop)
+    }
+
+    /// The plan of the chunk where `parts` (one per dimension) meet.
+    fn chunk(&self, parts: &[DimPart]) -> Result<ChunkPlan, ReadError> {
         chunk_plan(
             self.array,
-            &largest,
+            parts,
             (&self.steps, &self.shape),
             (self.elem, self.order),
             self.max_decoded_size,
         )
-        .map(drop)
     }
 
     /// Plans of at most [`PLAN_BATCH_CHUNKS`] chunks each, in order, that
@@ -229,16 +233,7 @@ impl<'a, S: ?Sized + Send + Sync> Planner<'a, S> {
         let chunks = crate::fork::in_pool(|| {
             range
                 .into_par_iter()
-                .map(|k| {
-                    let meeting = self.meeting(k as u64);
-                    chunk_plan(
-                        self.array,
-                        &meeting,
-                        (&self.steps, &self.shape),
-                        (self.elem, self.order),
-                        self.max_decoded_size,
-                    )
-                })
+                .map(|k| self.chunk(&self.meeting(k as u64)))
                 .collect::<Result<Vec<_>, _>>()
         })?;
         Ok(Plan {
