@@ -55,13 +55,18 @@
 //!    - [`zarrs_codec`]: the `nvcomp_batch` codec for zarrs.
 //!    - [`data_types`]: zarr-python data types zarrs lacks.
 //!    - [`zarrs_plugins`]: numcodecs codecs zarrs lacks, a checked `blosc`.
-//! 8. [`reader`]: the chunk-parallel reader of zarr arrays.
-//! 9. [`writer`]: the chunk-parallel writer (partly covered chunks are read
-//!    back through the reader).
+//! 8. `array`: the array core of the reader and the writer: selections, box
+//!    copies, stores and their I/O, and their errors.
+//! 9. Siblings on the array core (the writer refers to the reader, never the
+//!    reverse):
+//!    - [`reader`]: the chunk-parallel reader of zarr arrays.
+//!    - [`writer`]: the chunk-parallel writer (partly covered chunks are read
+//!      back through the reader).
 
 #![warn(missing_docs)]
 
 pub mod algorithm;
+mod array;
 pub mod batch;
 pub mod codec;
 pub(crate) mod cpu;

@@ -1,7 +1,8 @@
 """Sizes from metadata and from the store, on the release wheel: chunk
 shapes whose byte counts overflow are a ``ValueError`` (as zarr-python's),
 a stored chunk larger than any encoding of it is refused unread, reads of
-many tiny chunks plan them in batches (bounded memory), and metadata of more
+many tiny chunks plan them in batches (bounded memory), as do writes,
+small selections of arrays of billions of chunks are fast, and metadata of more
 dimensions than NumPy's arrays have is refused at once.
 
 Cases that could exhaust memory run in a child whose address space is
@@ -10,6 +11,7 @@ limited (``run_child`` of ``test_memory_bounds``)."""
 from __future__ import annotations
 
 import json
+import textwrap
 import time
 from pathlib import Path
 
@@ -73,22 +75,25 @@ def test_huge_sparse_chunk_file_is_refused_unread(tmp_path):
         zarrs_nvcomp.open_array(str(path)).read(device="cpu")
 
 
+def tiny_chunks_child(path: Path, n: int, body: str) -> dict:
+    """Runs ``body``, which defines ``run()``, in a child (``path`` and ``n``
+    bound) and returns ``measure(run)``."""
+    code = f"path = {str(path)!r}\nn = {n}\n" + textwrap.dedent(body) + "report(measure(run))\n"
+    return run_child(code, address_space_extra=2 << 30)
+
+
 def tiny_chunks_read(path: Path, n: int) -> dict:
     """A read, in a child, of an array of ``n`` one-float chunks of which the
     first five and last three are written."""
     z = sparse_array(path, (n,), (1,))
     z[:5] = np.arange(5, dtype=np.float32)
     z[n - 3 :] = -np.arange(3, dtype=np.float32)
-    return run_child(
-        f"""
-        path = {str(path)!r}
-        def read():
+    body = """
+        def run():
             a = zarrs_nvcomp.read_chunks_parallel(path, device="cpu")
             return [a[:6].tolist(), a[-4:].tolist(), int((a == 7).sum())]
-        report(measure(read))
-        """,
-        address_space_extra=2 << 30,
-    )
+        """
+    return tiny_chunks_child(path, n, body)
 
 
 def test_many_tiny_chunks_are_planned_in_bounded_memory(tmp_path):
@@ -102,6 +107,69 @@ def test_many_tiny_chunks_are_planned_in_bounded_memory(tmp_path):
         assert head == [0, 1, 2, 3, 4, 7] and tail == [7, 0, -1, -2], out
         assert fills == n - 8, out
     assert large["peak_growth"] - small["peak_growth"] < 64 * MiB, (small, large)
+
+
+def tiny_chunks_write(path: Path, n: int) -> dict:
+    """A write, in a child, of all of an array of ``n`` one-float chunks of
+    which the first five and last three differ from the fill value."""
+    sparse_array(path, (n,), (1,))
+    body = """
+        data = np.full(n, 7, dtype=np.float32)
+        data[:5] = np.arange(5)
+        data[-3:] = -np.arange(3)
+        def run():
+            written = zarrs_nvcomp.write_chunks_parallel(path, data, device="cpu")
+            a = zarrs_nvcomp.read_chunks_parallel(path, (slice(0, 6),), device="cpu")
+            b = zarrs_nvcomp.read_chunks_parallel(path, (slice(n - 4, n),), device="cpu")
+            return [list(written), a.tolist(), b.tolist()]
+        """
+    return tiny_chunks_child(path, n, body)
+
+
+def test_many_tiny_chunks_are_written_in_bounded_memory(tmp_path):
+    # The writer planned every chunk before its first wave, and a wave held
+    # up to 2^20 of them (a plan of about 800 bytes a chunk); now it plans a
+    # batch at a time, and a wave holds at most one batch of chunks.
+    small, large = (tiny_chunks_write(tmp_path / f"{n}.zarr", n) for n in (40_000, 440_000))
+    for out, n in [(small, 40_000), (large, 440_000)]:
+        written, head, tail = out["result"]
+        assert written == [8, n - 8], out
+        assert head == [0, 1, 2, 3, 4, 7] and tail == [7, 0, -1, -2], out
+    assert large["peak_growth"] - small["peak_growth"] < 64 * MiB, (small, large)
+
+
+def test_small_selections_of_two_billion_chunks_are_fast(tmp_path):
+    # A v2 array of 2 * 10^9 chunks: the grid is never walked whole.
+    n = 2 * 10**9
+    path = tmp_path / "a.zarr"
+    path.mkdir()
+    zarray = {
+        "zarr_format": 2,
+        "shape": [n],
+        "chunks": [1],
+        "dtype": "<f4",
+        "compressor": {"id": "zstd", "level": 1},
+        "fill_value": 7.0,
+        "order": "C",
+        "filters": None,
+    }
+    (path / ".zarray").write_text(json.dumps(zarray))
+    out = run_child(
+        f"""
+        path = {str(path)!r}
+        def run():
+            array = zarrs_nvcomp.open_array(path)
+            data = np.arange(4, dtype=np.float32)
+            zarrs_nvcomp.write_chunks_parallel(path, data, (slice({n - 4}, {n}),), device="cpu")
+            read = array.read((slice({n - 6}, {n}),), device="cpu", trusted_input=True)
+            return read.tolist()
+        report(measure(run))
+        """,
+        address_space_extra=1 << 30,
+    )
+    assert out["result"] == [7, 7, 0, 1, 2, 3], out
+    assert out["seconds"] < 2, out
+    assert out["peak_growth"] < 64 * MiB, out
 
 
 def test_more_dimensions_than_numpy_are_refused_at_once(tmp_path):

@@ -102,19 +102,16 @@
 
 mod blocking;
 mod blosc;
-mod box_copy;
 mod byteswap;
 mod chain;
 mod data;
 mod delta;
 mod device;
-mod error;
 mod fallback;
 mod fetch;
 mod file_fetch;
 mod host;
 mod limits;
-mod object_storage;
 mod open;
 mod options;
 mod output;
@@ -122,18 +119,19 @@ mod plan;
 mod progress;
 mod read;
 mod scale_offset;
-mod selection;
 mod shard;
 mod shard_fetch;
 mod shard_files;
-pub mod store;
-mod store_options;
 mod stored;
 mod transpose;
 mod wave;
 mod wave_loop;
 
 use zarrs::array::Array;
+
+// The array core's modules, under the names the reader's modules use.
+pub use crate::array::store;
+use crate::array::{box_copy, error, object_storage, selection};
 
 pub use blocking::{block_on_checked, open_array_blocking, read_chunks_parallel_blocking, runtime};
 pub use data::ArrayData;
@@ -152,7 +150,7 @@ pub use stored::{decode_blosc_chunks_into, StoredChunk};
 pub(crate) use chain::{classify as classify_chain, Chain, FastChain};
 pub(crate) use file_fetch::is_plain_key;
 pub(crate) use limits::{check_dimensionality, chunk_bytes};
-pub(crate) use plan::{plan as plan_chunks, BoxCopy};
+pub(crate) use plan::{ChunkPlan, Planner, PLAN_BATCH_CHUNKS};
 
 /// An array opened by [`open_array`].
 pub type ObjectStoreArray = Array<ObjectStorage>;

@@ -115,7 +115,7 @@ pub(crate) const PLAN_BATCH_CHUNKS: u64 = 1 << 15;
 
 /// The chunks that hold selected elements, found dimension by dimension
 /// (one entry per chunk along each dimension, never per index), and planned
-/// in batches ([`Planner::batches`]) or whole ([`Planner::all`]).
+/// in batches ([`Planner::batches`]).
 pub(crate) struct Planner<'a, S: ?Sized> {
     array: &'a Array<S>,
     /// The selection's parts along each dimension.
@@ -181,9 +181,36 @@ impl<'a, S: ?Sized + Send + Sync> Planner<'a, S> {
         self.out_len
     }
 
-    /// The plan of every chunk at once.
-    pub(crate) fn all(&self) -> Result<Plan, ReadError> {
-        self.plan(0..self.count)
+    /// The plan of the first chunk (none where no chunk is read).
+    pub(crate) fn first(&self) -> Result<Plan, ReadError> {
+        self.plan(0..self.count.min(1))
+    }
+
+    /// Checks the largest chunk (the longest part along each dimension,
+    /// the first of equals), so that every chunk's size is known to be
+    /// valid before any batch is planned: a write refuses a chunk too large
+    /// before it stores anything.
+    pub(crate) fn check_largest(&self) -> Result<(), ReadError> {
+        let largest = self.parts.iter().map(|parts| {
+            let longer = |a: DimPart, b: DimPart| if b.chunk_len > a.chunk_len { b } else { a };
+            parts.iter().copied().reduce(longer)
+        });
+        // No part along some dimension: no chunk is read.
+        let (Some(largest), true) = (largest.collect::<Option<Vec<_>>>(), self.count > 0) else {
+            return Ok(());
+        };
+        self.chunk(&largest).map(drop)
+    }
+
+    /// The plan of the chunk where `parts` (one per dimension) meet.
+    fn chunk(&self, parts: &[DimPart]) -> Result<ChunkPlan, ReadError> {
+        chunk_plan(
+            self.array,
+            parts,
+            (&self.steps, &self.shape),
+            (self.elem, self.order),
+            self.max_decoded_size,
+        )
     }
 
     /// Plans of at most [`PLAN_BATCH_CHUNKS`] chunks each, in order, that
@@ -206,16 +233,7 @@ impl<'a, S: ?Sized + Send + Sync> Planner<'a, S> {
         let chunks = crate::fork::in_pool(|| {
             range
                 .into_par_iter()
-                .map(|k| {
-                    let meeting = self.meeting(k as u64);
-                    chunk_plan(
-                        self.array,
-                        &meeting,
-                        (&self.steps, &self.shape),
-                        (self.elem, self.order),
-                        self.max_decoded_size,
-                    )
-                })
+                .map(|k| self.chunk(&self.meeting(k as u64)))
                 .collect::<Result<Vec<_>, _>>()
         })?;
         Ok(Plan {
@@ -241,19 +259,6 @@ impl<'a, S: ?Sized + Send + Sync> Planner<'a, S> {
         meeting.reverse();
         meeting
     }
-}
-
-/// Plans the read of `selection` from `array`, whose elements have `elem`
-/// bytes, all its chunks at once ([`Planner::all`]): for the writer and
-/// tests; reads plan in batches.
-pub(crate) fn plan<S: ?Sized + Send + Sync>(
-    array: &Array<S>,
-    selection: &Selection,
-    elem: usize,
-    out_len: usize,
-    max_decoded_size: Option<u64>,
-) -> Result<Plan, ReadError> {
-    Planner::new(array, selection, (elem, None), out_len, max_decoded_size)?.all()
 }
 
 /// The plan of the chunk where the per-dimension `parts` meet.

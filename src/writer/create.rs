@@ -24,8 +24,9 @@ use zarrs::storage::{AsyncWritableStorageTraits, StoreKey};
 use zarrs_object_store::AsyncObjectStore;
 
 use super::{existing, file_store, probe, WriteError};
-use crate::reader::store::local_dir;
-use crate::reader::{open_array, open_store, runtime, ObjectStoreArray, ReadError};
+use crate::array::store::{local_dir, open_store};
+use crate::array::ReadError;
+use crate::reader::{open_array, runtime, ObjectStoreArray};
 
 /// The description of a new array.
 #[derive(Debug, Clone, PartialEq)]

@@ -20,8 +20,11 @@
 //!
 //! 1. [`plan`](self): the chunks the subset covers, and for each the copy of
 //!    its part from the data (C order, exactly the subset's shape, native
-//!    byte order); the chunks are grouped in waves of about
-//!    [`WriteOptions::wave_bytes`] decoded bytes.
+//!    byte order); the chunks are planned in batches of 32,768, as the
+//!    reader's, drawn as they are grouped in waves of about
+//!    [`WriteOptions::wave_bytes`] decoded bytes (and at most a batch of
+//!    chunks), so that the plan of a write of millions of tiny chunks costs
+//!    the memory of a batch.
 //! 2. Per wave: chunks the subset covers only in part are read (through the
 //!    [reader](crate::reader), concurrently) and the subset's elements
 //!    copied over them; chunks reaching past the array's end hold the fill
@@ -75,9 +78,10 @@ use zarrs::storage::AsyncReadableWritableStorageTraits;
 pub use create::{create_array, create_array_blocking, NewArray};
 pub use store::WriteSummary;
 
+use crate::array::{BoxedSource, ReadError, Selection, StoreIo};
 use crate::codec::Backend;
 use crate::cuda::CudaEngine;
-use crate::reader::{classify_chain, runtime, BoxedSource, ReadError, Selection, StoreIo};
+use crate::reader::{check_dimensionality, chunk_bytes, classify_chain, runtime, Chain, CPU_WAVE_BYTES_PER_THREAD};
 use encode::ChunkEncoder;
 use wave::{encode_wave, read_partial, WaveEncoder};
 use zarrs_pipeline::write_with_zarrs;
@@ -217,7 +221,7 @@ pub struct WriteOptions {
     /// in flight at once (default 64).
     pub max_concurrent_requests: usize,
     /// Decoded bytes per wave (default 256 MiB; on the CPU at most
-    /// [`crate::reader::CPU_WAVE_BYTES_PER_THREAD`] per thread); a wave
+    /// [`CPU_WAVE_BYTES_PER_THREAD`] per thread); a wave
     /// holds at least one chunk.
     pub wave_bytes: usize,
     /// Whether chunks equal to the fill value are stored too (default
@@ -327,7 +331,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     Selection::from(subset)
         .check_within(array.shape())
         .map_err(|reason| WriteError::InvalidSubset { source: reason.into() })?;
-    let expected = crate::reader::chunk_bytes(&shape, elem)
+    let expected = chunk_bytes(&shape, elem)
         .and_then(|bytes| usize::try_from(bytes).ok())
         .ok_or_else(|| WriteError::InvalidSubset {
             source: format!("a subset of shape {shape:?} has more bytes than this machine can address").into(),
@@ -339,7 +343,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
             actual: data.len(),
         });
     }
-    crate::reader::check_dimensionality(array.dimensionality())?;
+    check_dimensionality(array.dimensionality())?;
     let engine = resolve_device(options.device, &data)?;
     let fill = array.fill_value().as_ne_bytes().to_vec();
     // A sharded array is written shard by shard, whatever the reader makes
@@ -351,15 +355,15 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
         (Some(engine), WriteData::Device { .. }) => engine.total_memory(),
         _ => crate::limits::default_max_decoded_size(),
     };
-    let chunks = plan::plan(array, subset, (elem, expected), max_chunk_len)?;
+    let planner = plan::WritePlanner::new(array, subset, (elem, expected), max_chunk_len)?;
     let batched = if sharded {
         shard::layout(array.metadata(), elem).map(|layout| (layout.chain.clone(), Some(layout)))
     } else {
         match classify_chain(array.metadata(), Some(elem)) {
-            crate::reader::Chain::Fast(chain) if chain.filters.is_none() => Ok((chain, None)),
-            crate::reader::Chain::Fast(_) => Err("filters are written by zarrs".into()),
-            crate::reader::Chain::Blosc(_) => Err("blosc chunks are written by zarrs".into()),
-            crate::reader::Chain::Fallback(reason) => Err(reason),
+            Chain::Fast(chain) if chain.filters.is_none() => Ok((chain, None)),
+            Chain::Fast(_) => Err("filters are written by zarrs".into()),
+            Chain::Blosc(_) => Err("blosc chunks are written by zarrs".into()),
+            Chain::Fallback(reason) => Err(reason),
         }
     };
     let (chain, shards) = match batched {
@@ -380,7 +384,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
                     &host
                 }
             };
-            return write_with_zarrs(array, chunks, data, &fill, options).await;
+            return write_with_zarrs(array, &planner, data, &fill, options).await;
         }
     };
     let encoder = Arc::new(WaveEncoder {
@@ -393,13 +397,13 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
         Some(_) => options.wave_bytes,
         None => options
             .wave_bytes
-            .min(crate::reader::CPU_WAVE_BYTES_PER_THREAD.saturating_mul(crate::fork::num_threads())),
+            .min(CPU_WAVE_BYTES_PER_THREAD.saturating_mul(crate::fork::num_threads())),
     };
     // Device data in waves of few items is encoded by several engines at
     // once (see `CudaEngine::lanes`); other data a wave at a time.
     let item_len = match &encoder.shards {
-        Some(layout) => crate::reader::chunk_bytes(&layout.inner_shape, elem).map_or(usize::MAX, |n| n as usize),
-        None => chunks.first().map_or(1, |c| c.chunk_len),
+        Some(layout) => chunk_bytes(&layout.inner_shape, elem).map_or(usize::MAX, |n| n as usize),
+        None => planner.first_chunk_len()?,
     };
     let lanes: Vec<Option<Arc<CudaEngine>>> = match (&engine, data) {
         (Some(engine), WriteData::Device { .. }) if wave_bytes / item_len.max(1) < GPU_BUSY_BATCH_ITEMS => {
@@ -411,12 +415,12 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
         }
         _ => vec![engine],
     };
-    let destination = store::Destination::new(array.storage(), &chunks, options);
+    let destination = store::Destination::new(array.storage(), options);
     let fill: Arc<[u8]> = fill.into();
     let mut summary = WriteSummary::default();
     let start = std::time::Instant::now();
     let items = (inner_per_shard as usize, shard::MAX_WAVE_ITEMS);
-    let mut waves = plan::waves(chunks, wave_bytes.max(1), items).into_iter().enumerate();
+    let mut waves = plan::waves(planner.chunks(), wave_bytes.max(1), items).enumerate();
     let mut encoding = futures::stream::FuturesOrdered::new();
     let mut storing = std::collections::VecDeque::<store::StoreTask>::new();
     loop {
@@ -424,6 +428,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
         // finished first is the one free for the next.
         while encoding.len() < lanes.len() {
             let Some((k, wave)) = waves.next() else { break };
+            let wave = wave?;
             let (encoder, fill, lane) = (&encoder, &fill, lanes[k % lanes.len()].clone());
             // The directories of a wave's chunk files are made while it encodes.
             let dirs = destination.prepare(&wave);

@@ -25,8 +25,9 @@ use zarrs::metadata::ArrayMetadata;
 use super::encode::Stored;
 use super::plan::ChunkWrite;
 use super::WriteError;
+use crate::array::BoxCopy;
 use crate::cuda::{CudaEngine, DeviceRegion, Rows};
-use crate::reader::{classify_chain, BoxCopy, Chain, DeviceArray, FastChain};
+use crate::reader::{classify_chain, Chain, DeviceArray, FastChain};
 
 /// The `sharding_indexed` configuration, as stored.
 #[derive(Debug, Deserialize)]

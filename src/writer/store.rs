@@ -11,7 +11,8 @@ use super::encode::Stored;
 use super::file_store;
 use super::plan::ChunkWrite;
 use super::{WriteError, WriteOptions};
-use crate::reader::{is_plain_key, StoreIo};
+use crate::array::StoreIo;
+use crate::reader::is_plain_key;
 
 /// What storing a wave did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -76,7 +77,7 @@ async fn store_wave<S: ?Sized + AsyncWritableStorageTraits + 'static>(
 }
 
 /// Where a write's chunks go: the chunk files under the local directory of
-/// [`StoreIo::Files`] (when every key is a plain one), written by the writer
+/// [`StoreIo::Files`] (for waves whose keys are all plain ones), written by the writer
 /// itself; otherwise puts and deletes through the array's store.
 pub(super) struct Destination<S: ?Sized> {
     files: Option<PathBuf>,
@@ -85,10 +86,10 @@ pub(super) struct Destination<S: ?Sized> {
 }
 
 impl<S: ?Sized + AsyncWritableStorageTraits + 'static> Destination<S> {
-    /// The destination of `chunks` of the array over `storage`.
-    pub(super) fn new(storage: Arc<S>, chunks: &[ChunkWrite], options: &WriteOptions) -> Self {
+    /// The destination of the chunks of the array over `storage`.
+    pub(super) fn new(storage: Arc<S>, options: &WriteOptions) -> Self {
         let files = match &options.store_io {
-            StoreIo::Files(dir) if chunks.iter().all(|c| is_plain_key(&c.key)) => Some(dir.clone()),
+            StoreIo::Files(dir) => Some(dir.clone()),
             _ => None,
         };
         Self {
@@ -99,9 +100,12 @@ impl<S: ?Sized + AsyncWritableStorageTraits + 'static> Destination<S> {
     }
 
     /// Starts making the directories of `wave`'s chunk files, for a local
-    /// directory, so that they exist by the time the wave is encoded.
+    /// directory, so that they exist by the time the wave is encoded; `None`
+    /// where the wave's chunks are puts through the store (also where a key
+    /// is not a plain one).
     pub(super) fn prepare(&self, wave: &[ChunkWrite]) -> Option<DirsTask> {
-        self.files.clone().map(|dir| {
+        let plain = wave.iter().all(|c| is_plain_key(&c.key));
+        self.files.clone().filter(|_| plain).map(|dir| {
             let keys: Vec<String> = wave.iter().map(|c| c.key.clone()).collect();
             tokio::task::spawn_blocking(move || file_store::make_dirs(&dir, &keys))
         })

@@ -14,7 +14,7 @@ use zarrs::array::{Array, ArrayBytes, ChunkShape, CodecOptions};
 use zarrs::storage::AsyncReadableWritableStorageTraits;
 
 use super::encode::Stored;
-use super::plan::{self, ChunkWrite};
+use super::plan::{self, WritePlanner};
 use super::store::Destination;
 use super::wave::{joined, read_partial};
 use super::{gather, WriteError, WriteOptions, WriteSummary};
@@ -23,12 +23,12 @@ use super::{gather, WriteError, WriteOptions, WriteSummary};
 /// chunks merged with their stored values first).
 pub(crate) async fn write_with_zarrs<S: ?Sized + AsyncReadableWritableStorageTraits + 'static>(
     array: &Array<S>,
-    chunks: Vec<ChunkWrite>,
+    planner: &WritePlanner<'_, S>,
     data: &[u8],
     fill: &[u8],
     options: &WriteOptions,
 ) -> Result<WriteSummary, WriteError> {
-    let destination = Destination::new(array.storage(), &chunks, options);
+    let destination = Destination::new(array.storage(), options);
     let encoder = Arc::new(ZarrsEncoder {
         codecs: array.codecs(),
         data_type: array.data_type().clone(),
@@ -38,10 +38,11 @@ pub(crate) async fn write_with_zarrs<S: ?Sized + AsyncReadableWritableStorageTra
     });
     let mut summary = WriteSummary::default();
     for wave in plan::waves(
-        chunks,
+        planner.chunks(),
         crate::reader::CPU_WAVE_BYTES_PER_THREAD * crate::fork::num_threads(),
         (1, super::shard::MAX_WAVE_ITEMS),
     ) {
+        let wave = wave?;
         let dirs = destination.prepare(&wave);
         let old = read_partial(array, &wave, options).await?;
         let bufs = gather::gather_host(&wave, data, &old, fill);

@@ -20,8 +20,8 @@ const LAYERS: &[&[&str]] = &[
     &["cuda"],
     &["codec"],
     &["zarrs_codec", "data_types", "zarrs_plugins"],
-    &["reader"],
-    &["writer"],
+    &["array"],
+    &["reader", "writer"],
 ];
 
 /// One reference of a file to a top-level module.

@@ -1,4 +1,4 @@
-//! [`ObjectStorage`]: the zarrs storage of the arrays [`open_array`](super::open_array)
+//! [`ObjectStorage`]: the zarrs storage of the arrays [`open_array`](crate::reader::open_array)
 //! opens, over an object_store store. zarrs' own adapter
 //! ([`AsyncObjectStore`]) asks for an object's size before every ranged
 //! read, a second round trip; here a ranged read of known bounds is one

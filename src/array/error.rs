@@ -81,7 +81,7 @@ pub enum ReadError {
         /// The store's error, as zarrs gives it.
         source: zarrs::storage::StorageError,
     },
-    /// Fetching a chunk took longer than [`ReadOptions::request_timeout`](super::ReadOptions::request_timeout).
+    /// Fetching a chunk took longer than [`ReadOptions::request_timeout`](crate::reader::ReadOptions::request_timeout).
     #[error("fetching chunk {key} timed out after {after:?}")]
     Timeout {
         /// The chunk's key.
@@ -107,7 +107,7 @@ pub enum ReadError {
         /// Bytes it decoded (or declared) to.
         actual: usize,
     },
-    /// A chunk larger than [`ReadOptions::max_decoded_size`](super::ReadOptions::max_decoded_size).
+    /// A chunk larger than [`ReadOptions::max_decoded_size`](crate::reader::ReadOptions::max_decoded_size).
     #[error(
         "chunk {key} {}",
         crate::limits::too_large(*size, *limit, "the max_decoded_size option of the read \
@@ -135,7 +135,7 @@ pub enum ReadError {
         /// this crate's size checks or the host allocator refused.
         source: Option<Box<crate::Error>>,
     },
-    /// The memory lent to a read ([`ReadInto`](super::ReadInto)) cannot
+    /// The memory lent to a read ([`ReadInto`](crate::reader::ReadInto)) cannot
     /// take its result: of another size than the selection's bytes, or
     /// memory of another device than the read's.
     #[error("invalid output: {reason}")]
@@ -174,7 +174,7 @@ pub enum ReadError {
 
 impl ReadError {
     /// Whether the store did not answer in time: a chunk past
-    /// [`ReadOptions::request_timeout`](super::ReadOptions::request_timeout),
+    /// [`ReadOptions::request_timeout`](crate::reader::ReadOptions::request_timeout),
     /// or a request whose `timeout` and retries (storage options) ran out.
     pub fn is_timeout(&self) -> bool {
         match self {

@@ -36,7 +36,7 @@ impl BoxCopy {
     /// shape `src_shape` to `dst_start` of a C-order destination of shape
     /// `dst_shape`, with elements of `elem` bytes.
     #[cfg(test)]
-    pub(super) fn new(
+    pub(crate) fn new(
         src_shape: &[u64],
         src_start: &[u64],
         dst_shape: &[u64],
@@ -186,7 +186,7 @@ impl BoxCopy {
 }
 
 /// The byte strides of a C-order array of `shape` with elements of `elem` bytes.
-pub(super) fn c_strides(shape: &[u64], elem: usize) -> Vec<usize> {
+pub(crate) fn c_strides(shape: &[u64], elem: usize) -> Vec<usize> {
     let n = shape.len();
     let mut s = vec![elem; n];
     for d in (0..n.saturating_sub(1)).rev() {

@@ -176,7 +176,7 @@ fn with_prefix(store: Arc<dyn ObjectStore>, prefix: &str) -> Result<Arc<dyn Obje
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum StoreIo {
     /// As futures on the tokio runtime, at most
-    /// [`ReadOptions::max_concurrent_requests`](super::ReadOptions) in flight:
+    /// [`ReadOptions::max_concurrent_requests`](crate::reader::ReadOptions) in flight:
     /// right for every store, and the only way for network stores.
     #[default]
     Async,
@@ -184,7 +184,7 @@ pub enum StoreIo {
     /// local file system does its reads on the calling thread instead of
     /// handing each to tokio's blocking pool twice (the limit at tens of
     /// thousands of small chunks). Only for stores that need no runtime:
-    /// local files and memory. [`ReadOptions::request_timeout`](super::ReadOptions)
+    /// local files and memory. [`ReadOptions::request_timeout`](crate::reader::ReadOptions)
     /// does not apply.
     Blocking,
     /// As [`StoreIo::Blocking`], for a store that is the local file system
@@ -310,7 +310,6 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reader::runtime;
     use object_store::ObjectStoreExt;
 
     #[test]
@@ -392,7 +391,11 @@ mod tests {
     fn a_memory_url_names_the_same_store_each_time_it_is_opened() {
         let none = HashMap::new();
         let key = Path::from("zarr.json");
-        runtime().block_on(async {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
             let first = open_store("memory://kept", &none).unwrap();
             first.put(&key, b"{}".to_vec().into()).await.unwrap();
             let again = open_store("memory://kept", &none).unwrap();
