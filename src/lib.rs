@@ -63,6 +63,7 @@
 
 pub mod algorithm;
 pub mod batch;
+mod builder;
 pub mod codec;
 pub(crate) mod cpu;
 pub mod cuda;
