@@ -32,6 +32,18 @@
 //! own, which a corrupt batch can take down without harm to the caller's
 //! process (see [`cuda::isolation`]).
 //!
+//! # Features
+//!
+//! All on by default; `default-features = false` leaves [`BatchCodec`] and
+//! its two backends.
+//!
+//! | feature | adds | implies |
+//! |---|---|---|
+//! | `zarrs` | [`zarrs_codec`], [`data_types`], [`zarrs_plugins`] | |
+//! | `array` | [`reader`] and [`writer`], over object_store (local files, memory, HTTP(S)) | `zarrs` |
+//! | `s3` | `s3://` arrays for the reader and writer | `array` |
+//! | `lzma` | numcodecs' `lzma` codec (`zarrs_plugins::lzma`) | `zarrs` |
+//!
 //! # Layout
 //!
 //! The modules form layers, lowest first; a module refers only to modules of
@@ -41,6 +53,7 @@
 //! 1. Foundations, which know nothing of algorithms or backends:
 //!    - [`error`]: the crate's error types.
 //!    - [`batch`]: buffers of a batch back to back in one allocation.
+//!    - `builder`: the `with_*` methods of the option structs.
 //!    - [`limits`]: the default decoded-size limit, the machine's memory.
 //!    - [`fork`]: surviving `fork()` (thread pools and runtimes restarted).
 //!    - `host_memory`: kernel advice for large outputs about to be filled.
