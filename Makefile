@@ -32,6 +32,7 @@ lint: setup
 	$(PY) -m ruff check $(wildcard python benches examples)
 	$(PY) -m ruff format --check $(wildcard python benches examples)
 	bash scripts/check-msrv.sh
+	bash scripts/check-features.sh
 	$(PY) -m mkdocs build --strict --quiet
 
 # The documentation site in site/, the Rust API (cargo doc) in site/rust-api/.

@@ -30,11 +30,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     let data = read_chunks_parallel_blocking(
         &array,
         &subset,
-        &ReadOptions {
-            device,
-            store_io: StoreIo::for_url(&path),
-            ..ReadOptions::default()
-        },
+        &ReadOptions::default()
+            .with_device(device)
+            .with_store_io(StoreIo::for_url(&path)),
     )?;
     let elapsed = start.elapsed();
     println!(

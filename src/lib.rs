@@ -32,6 +32,18 @@
 //! own, which a corrupt batch can take down without harm to the caller's
 //! process (see [`cuda::isolation`]).
 //!
+//! # Features
+//!
+//! All on by default; `default-features = false` leaves [`BatchCodec`] and
+//! its two backends.
+//!
+//! | feature | adds | implies |
+//! |---|---|---|
+//! | `zarrs` | [`zarrs_codec`], [`data_types`], [`zarrs_plugins`] | |
+//! | `array` | [`reader`] and [`writer`], over object_store (local files, memory, HTTP(S)) | `zarrs` |
+//! | `s3` | `s3://` arrays for the reader and writer | `array` |
+//! | `lzma` | numcodecs' `lzma` codec (`zarrs_plugins::lzma`) | `zarrs` |
+//!
 //! # Layout
 //!
 //! The modules form layers, lowest first; a module refers only to modules of
@@ -41,6 +53,7 @@
 //! 1. Foundations, which know nothing of algorithms or backends:
 //!    - [`error`]: the crate's error types.
 //!    - [`batch`]: buffers of a batch back to back in one allocation.
+//!    - `builder`: the `with_*` methods of the option structs.
 //!    - [`limits`]: the default decoded-size limit, the machine's memory.
 //!    - [`fork`]: surviving `fork()` (thread pools and runtimes restarted).
 //!    - `host_memory`: kernel advice for large outputs about to be filled.
@@ -64,13 +77,19 @@
 //!      back through the reader).
 
 #![warn(missing_docs)]
+// The CUDA engine's fetch arenas and copy kernels, and the blosc and zlib
+// framing, serve the reader and writer: a build without them leaves those
+// helpers unused, which is not a defect of that build.
+#![cfg_attr(not(feature = "array"), allow(dead_code, unused_imports))]
 
 pub mod algorithm;
 mod array;
 pub mod batch;
+mod builder;
 pub mod codec;
 pub(crate) mod cpu;
 pub mod cuda;
+#[cfg(feature = "zarrs")]
 pub mod data_types;
 pub mod error;
 pub mod fork;
@@ -78,9 +97,13 @@ pub(crate) mod format;
 mod host_memory;
 pub mod limits;
 mod profile;
+#[cfg(feature = "array")]
 pub mod reader;
+#[cfg(feature = "array")]
 pub mod writer;
+#[cfg(feature = "zarrs")]
 pub mod zarrs_codec;
+#[cfg(feature = "zarrs")]
 pub mod zarrs_plugins;
 
 pub use algorithm::{Algorithm, DataType};

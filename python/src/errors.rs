@@ -189,6 +189,9 @@ pub(crate) fn engine_error(err: Error) -> PyErr {
         | Error::OutputSize { .. }
         | Error::BatchLength { .. }
         | Error::InputTooLarge { .. } => Kind::InvalidArgument,
+        // The enums are `#[non_exhaustive]`: a variant this crate does not
+        // map yet raises the generic failure (a `RuntimeError`).
+        _ => Kind::Decode,
     };
     new_err(kind, err.to_string())
 }
@@ -215,6 +218,7 @@ pub(crate) fn read_error(err: ReadError) -> PyErr {
         | ReadError::ChunkPipeline { .. }
         | ReadError::Pipeline { .. }
         | ReadError::Task { .. } => Kind::Decode,
+        _ => Kind::Decode,
     };
     new_err(kind, err.to_string())
 }
@@ -233,6 +237,7 @@ pub(crate) fn write_error(err: WriteError) -> PyErr {
         WriteError::Exists { .. } => Kind::ContainsArray,
         WriteError::ChunkTooLarge { .. } => Kind::OutOfMemory,
         WriteError::ChunkPipeline { .. } | WriteError::Pipeline { .. } => Kind::Decode,
+        _ => Kind::Decode,
     };
     new_err(kind, err.to_string())
 }

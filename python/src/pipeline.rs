@@ -82,10 +82,7 @@ fn decode_blosc_into(
             sizes.len()
         )));
     }
-    let options = ReadOptions {
-        device: parse_device(Some(device))?,
-        ..ReadOptions::default()
-    };
+    let options = ReadOptions::default().with_device(parse_device(Some(device))?);
     let host = HostInputs::new(&inputs, "input")?;
     // SAFETY: the Python caller keeps `device_out` allocated and untouched
     // while this call runs (documented above).

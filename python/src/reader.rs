@@ -107,13 +107,10 @@ fn read_reporting(
 ) -> PyResult<Option<ArrayData>> {
     // The hook runs on the read's threads: it only keeps the latest value.
     let latest: Arc<Mutex<Option<Progress>>> = Arc::default();
-    let options = ReadOptions {
-        progress: Some(ProgressHook::new({
-            let latest = latest.clone();
-            move |p| *latest.lock().unwrap_or_else(PoisonError::into_inner) = Some(p)
-        })),
-        ..options
-    };
+    let options = options.with_progress(ProgressHook::new({
+        let latest = latest.clone();
+        move |p| *latest.lock().unwrap_or_else(PoisonError::into_inner) = Some(p)
+    }));
     let report = |py: Python<'_>| -> PyResult<()> {
         let progress = latest.lock().unwrap_or_else(PoisonError::into_inner).take();
         if let Some(p) = progress {
@@ -255,15 +252,13 @@ impl ReaderArray {
     ) -> PyResult<Py<PyAny>> {
         logging::refresh();
         let defaults = ReadOptions::default();
-        let options = ReadOptions {
-            device: parse_device(device)?,
-            max_concurrent_requests: max_concurrent_requests.unwrap_or(defaults.max_concurrent_requests),
-            wave_bytes: wave_bytes.unwrap_or(defaults.wave_bytes),
-            max_decoded_size,
-            store_io: StoreIo::for_url(&self.url),
-            trusted_input,
-            ..defaults
-        };
+        let mut options = ReadOptions::default()
+            .with_device(parse_device(device)?)
+            .with_max_concurrent_requests(max_concurrent_requests.unwrap_or(defaults.max_concurrent_requests))
+            .with_wave_bytes(wave_bytes.unwrap_or(defaults.wave_bytes))
+            .with_store_io(StoreIo::for_url(&self.url))
+            .with_trusted_input(trusted_input);
+        options.max_decoded_size = max_decoded_size;
         let selection = Selection::new(
             selection
                 .into_iter()

@@ -45,13 +45,13 @@ fn write_chunks(
     max_concurrent_requests: Option<usize>,
 ) -> PyResult<(usize, usize, u64)> {
     logging::refresh();
-    let options = WriteOptions {
-        device: parse_device(device)?,
-        write_empty_chunks,
-        max_concurrent_requests: max_concurrent_requests.unwrap_or(WriteOptions::default().max_concurrent_requests),
-        store_io: StoreIo::for_url(&url),
-        ..WriteOptions::default()
-    };
+    let options = WriteOptions::default()
+        .with_device(parse_device(device)?)
+        .with_write_empty_chunks(write_empty_chunks)
+        .with_max_concurrent_requests(
+            max_concurrent_requests.unwrap_or(WriteOptions::default().max_concurrent_requests),
+        )
+        .with_store_io(StoreIo::for_url(&url));
     let subset =
         ArraySubset::new_with_start_shape(start, shape).map_err(|e| new_err(Kind::Selection, e.to_string()))?;
     let data = match (&host, device_data) {

@@ -10,6 +10,7 @@ pub type BoxedSource = Box<dyn std::error::Error + Send + Sync + 'static>;
 
 /// Errors of the reader. Errors about one chunk name its store key.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReadError {
     /// The URL cannot be used.
     #[error("invalid store URL {url:?}: {source}")]

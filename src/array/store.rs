@@ -41,6 +41,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
+#[cfg(feature = "s3")]
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::http::HttpBuilder;
 use object_store::local::LocalFileSystem;
@@ -258,6 +259,9 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
         )),
         // The authority is part of the name: `memory://a` is `a`.
         "memory" => with_prefix(memory(), url.split_once("://").map_or("", |(_, rest)| rest)),
+        #[cfg(not(feature = "s3"))]
+        "s3" | "s3a" => Err(invalid("s3:// needs zarrs_nvcomp built with its `s3` feature".into())),
+        #[cfg(feature = "s3")]
         "s3" | "s3a" => {
             let retry = retry_config(&mut options)?;
             let bucket = parsed.host_str().ok_or_else(|| invalid("no bucket name".into()))?;

@@ -23,6 +23,7 @@
 //! * errors name the lowest failing index of the batch, whatever order the
 //!   threads finished in.
 
+#[cfg(feature = "array")]
 pub(crate) mod blosc;
 pub(crate) mod deflate;
 pub(crate) mod gdeflate;

@@ -67,8 +67,10 @@ pub use scale_offset::Widen;
 pub use scatter::{RowCopy, Scatter};
 pub use unshuffle::BlockUnshuffle;
 
-/// How a batch is decoded on the GPU.
+/// How a batch is decoded on the GPU: from the size limit
+/// ([`DecodeOptions::from`]) and [`DecodeOptions::with_trusted`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct DecodeOptions {
     /// Largest decoded size a buffer may have.
     pub max_decoded_size: u64,
@@ -95,6 +97,11 @@ impl From<u64> for DecodeOptions {
         }
     }
 }
+
+crate::builder::with_methods!(DecodeOptions {
+    /// These options with [`DecodeOptions::trusted`] set.
+    trusted: bool => with_trusted,
+});
 
 /// A region of device memory: `len` bytes at device address `ptr`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

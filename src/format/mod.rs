@@ -46,6 +46,7 @@ pub(crate) mod gdeflate;
 pub(crate) mod gzip;
 pub(crate) mod lz4;
 pub(crate) mod scale_offset;
+#[cfg(feature = "array")]
 pub(crate) mod shard_index;
 pub(crate) mod snappy;
 pub(crate) mod zstd;

@@ -16,7 +16,7 @@
 //! ]);
 //! let array = open_array("s3://bucket/data.zarr", &options).await?;
 //! let subset = ArraySubset::new_with_ranges(&[0..100, 0..200]);
-//! let read = ReadOptions { device: Backend::Auto, ..ReadOptions::default() };
+//! let read = ReadOptions::default().with_device(Backend::Auto);
 //! match read_chunks_parallel(&array, &subset, &read).await? {
 //!     ArrayData::Host { bytes, shape, .. } => println!("{} bytes of shape {shape:?} on the host", bytes.len()),
 //!     ArrayData::Device { buffer, shape, .. } => println!("{shape:?} on the GPU at {:#x}", buffer.device_ptr()),

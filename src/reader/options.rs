@@ -7,8 +7,17 @@ use super::progress::ProgressHook;
 use super::store::StoreIo;
 use crate::codec::Backend;
 
-/// Options of a read.
+/// Options of a read: [`ReadOptions::default`] and its `with_*` methods.
+///
+/// ```
+/// use zarrs_nvcomp::reader::ReadOptions;
+/// use zarrs_nvcomp::Backend;
+///
+/// let options = ReadOptions::default().with_device(Backend::Cpu).with_max_decoded_size(1 << 30);
+/// assert_eq!(options.max_decoded_size, Some(1 << 30));
+/// ```
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct ReadOptions {
     /// Where to decode and where the result lives: [`Backend::Cpu`] (host
     /// memory), [`Backend::Cuda`] (device memory; an error without a usable
@@ -65,3 +74,22 @@ impl Default for ReadOptions {
         }
     }
 }
+
+crate::builder::with_methods!(ReadOptions {
+    /// These options with [`ReadOptions::device`] set.
+    device: Backend => with_device,
+    /// These options with [`ReadOptions::max_concurrent_requests`] set.
+    max_concurrent_requests: usize => with_max_concurrent_requests,
+    /// These options with [`ReadOptions::wave_bytes`] set.
+    wave_bytes: usize => with_wave_bytes,
+    /// These options with a [`ReadOptions::max_decoded_size`].
+    max_decoded_size: u64 => with_max_decoded_size(Some),
+    /// These options with a [`ReadOptions::request_timeout`].
+    request_timeout: Duration => with_request_timeout(Some),
+    /// These options with [`ReadOptions::store_io`] set.
+    store_io: StoreIo => with_store_io,
+    /// These options with [`ReadOptions::trusted_input`] set.
+    trusted_input: bool => with_trusted_input,
+    /// These options with a [`ReadOptions::progress`] hook.
+    progress: ProgressHook => with_progress(Some),
+});

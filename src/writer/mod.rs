@@ -60,6 +60,7 @@ mod encode;
 mod existing;
 mod file_store;
 mod gather;
+mod options;
 mod plan;
 mod probe;
 mod shard;
@@ -76,6 +77,7 @@ use zarrs::array::{Array, ArrayMetadata, ArraySubset};
 use zarrs::storage::AsyncReadableWritableStorageTraits;
 
 pub use create::{create_array, create_array_blocking, NewArray};
+pub use options::WriteOptions;
 pub use store::WriteSummary;
 
 use crate::array::{BoxedSource, ReadError, Selection, StoreIo};
@@ -88,6 +90,7 @@ use zarrs_pipeline::write_with_zarrs;
 
 /// Errors of the writer. Errors about one chunk name its store key.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum WriteError {
     /// The subset does not fit the array.
     #[error("invalid subset: {source}")]
@@ -209,47 +212,6 @@ const GPU_WAVES_IN_FLIGHT: usize = 4;
 
 /// Items of one batch from which a wave keeps the GPU busy by itself.
 const GPU_BUSY_BATCH_ITEMS: usize = 1024;
-
-/// Options of a write.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct WriteOptions {
-    /// Where to encode: [`Backend::Cpu`], [`Backend::Cuda`] (an error without
-    /// a usable GPU) or [`Backend::Auto`] (the GPU when device 0 is usable).
-    /// Device data needs a GPU; `Auto` then means device 0.
-    pub device: Backend,
-    /// Most store requests (puts, deletes, reads of partly covered chunks)
-    /// in flight at once (default 64).
-    pub max_concurrent_requests: usize,
-    /// Decoded bytes per wave (default 256 MiB; on the CPU at most
-    /// [`CPU_WAVE_BYTES_PER_THREAD`] per thread); a wave
-    /// holds at least one chunk.
-    pub wave_bytes: usize,
-    /// Whether chunks equal to the fill value are stored too (default
-    /// `false`: they are not, and any stored one is deleted, as zarr does).
-    pub write_empty_chunks: bool,
-    /// How encoded chunks are stored: with [`StoreIo::Files`] (what
-    /// [`StoreIo::for_url`] gives for local paths, the array's store being
-    /// the local file system rooted there), the writer writes the chunk files
-    /// itself, each wave's on rayon's threads, their directories made while
-    /// the wave encodes; otherwise (default [`StoreIo::Async`]), and for
-    /// chunk keys other than plain ones, each chunk is a put through the
-    /// array's store. Either way a chunk is replaced whole (written beside
-    /// its file, then renamed over it), whether the batch encoder or zarrs'
-    /// codec chain encoded it.
-    pub store_io: StoreIo,
-}
-
-impl Default for WriteOptions {
-    fn default() -> Self {
-        Self {
-            device: Backend::Auto,
-            max_concurrent_requests: 64,
-            wave_bytes: 256 << 20,
-            write_empty_chunks: false,
-            store_io: StoreIo::Async,
-        }
-    }
-}
 
 /// The data of a write: the subset's elements, C order, native byte order.
 #[derive(Debug, Clone, Copy)]

@@ -32,6 +32,7 @@ pub mod astype;
 pub mod checked_blosc;
 pub mod delta;
 mod filter;
+#[cfg(feature = "lzma")]
 pub mod lzma;
 pub(crate) mod numeric;
 pub mod packbits;
@@ -57,13 +58,14 @@ pub fn register() {
     type Create = fn(&zarrs::metadata::v3::MetadataV3) -> Result<Codec, zarrs::plugin::PluginCreateError>;
     type CreateV2 = fn(&zarrs::metadata::v2::MetadataV2) -> Result<Codec, zarrs::plugin::PluginCreateError>;
     std::hint::black_box::<CreateV2>(<alias::BitroundV2 as zarrs::array::codec::api::CodecTraitsV2>::create);
-    std::hint::black_box::<[Create; 8]>([
+    #[cfg(feature = "lzma")]
+    std::hint::black_box::<Create>(<lzma::LzmaCodec as CodecTraitsV3>::create);
+    std::hint::black_box::<[Create; 7]>([
         <alias::NumcodecsBlosc as CodecTraitsV3>::create,
         <alias::NumcodecsGzip as CodecTraitsV3>::create,
         <alias::NumcodecsZstd as CodecTraitsV3>::create,
         <astype::AsTypeCodec as CodecTraitsV3>::create,
         <delta::DeltaCodec as CodecTraitsV3>::create,
-        <lzma::LzmaCodec as CodecTraitsV3>::create,
         <packbits::PackBitsCodec as CodecTraitsV3>::create,
         <quantize::QuantizeCodec as CodecTraitsV3>::create,
     ]);

@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first; a module may refer to its own layer and the
 /// ones below.
 const LAYERS: &[&[&str]] = &[
-    &["error", "batch", "limits", "fork", "host_memory", "profile"],
+    &["error", "builder", "batch", "limits", "fork", "host_memory", "profile"],
     &["format"],
     &["algorithm"],
     &["cpu"],

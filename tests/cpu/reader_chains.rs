@@ -217,10 +217,7 @@ async fn v2_filters_and_compressors_read_like_zarrs() {
 }
 
 async fn read_error(array: &zarrs::array::Array<Store>) -> String {
-    let cpu = ReadOptions {
-        device: Backend::Cpu,
-        ..ReadOptions::default()
-    };
+    let cpu = ReadOptions::default().with_device(Backend::Cpu);
     let all = ArraySubset::new_with_shape(array.shape().to_vec());
     read_chunks_parallel(array, &all, &cpu).await.unwrap_err().to_string()
 }

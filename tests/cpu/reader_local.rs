@@ -105,10 +105,7 @@ async fn other_chains_fall_back_to_zarrs() {
 async fn bad_chunks_give_errors_naming_the_key() {
     let store = memory_store();
     let dtype = &dtypes()[3];
-    let cpu = ReadOptions {
-        device: Backend::Cpu,
-        ..ReadOptions::default()
-    };
+    let cpu = ReadOptions::default().with_device(Backend::Cpu);
     for (i, codec) in ["lz4", "zstd", "gzip", "deflate"].into_iter().enumerate() {
         let metadata = v3_metadata(&[40], &[10], dtype, json!([bytes_codec(), nvcomp(codec)]));
         let path = format!("bad/{i}");
@@ -154,10 +151,7 @@ async fn crc32c_mismatch_names_the_key() {
     let last = chunk.len() - 1;
     chunk[last] ^= 0xff;
     put(&store, "crc/c/0", chunk).await;
-    let cpu = ReadOptions {
-        device: Backend::Cpu,
-        ..ReadOptions::default()
-    };
+    let cpu = ReadOptions::default().with_device(Backend::Cpu);
     let err = read_chunks_parallel(&array, &ArraySubset::new_with_shape(vec![30]), &cpu)
         .await
         .unwrap_err();
@@ -210,10 +204,7 @@ fn local_directories_open_by_path_and_file_url() {
     let url = format!("file://{}", root.join("x").display());
     for location in [root.join("x").display().to_string(), url] {
         let array = zarrs_nvcomp::reader::open_array_blocking(&location, &HashMap::new()).unwrap();
-        let options = ReadOptions {
-            device: Backend::Cpu,
-            ..ReadOptions::default()
-        };
+        let options = ReadOptions::default().with_device(Backend::Cpu);
         let data = read_chunks_parallel_blocking(&array, &ArraySubset::new_with_shape(vec![30, 40]), &options).unwrap();
         assert_eq!(data.into_host_bytes().unwrap(), expected, "{location}");
     }
@@ -238,16 +229,13 @@ async fn progress_hook_sees_every_wave_up_to_the_total() {
     let metadata = v3_metadata(&[64, 40], &[8, 10], dtype, json!([bytes_codec(), nvcomp("zstd")]));
     let array = write_array(&store, "progress", &metadata, dtype, 3).await;
     let seen: Arc<Mutex<Vec<Progress>>> = Arc::default();
-    let options = ReadOptions {
-        device: Backend::Cpu,
-        // Waves of a few chunks: many reports.
-        wave_bytes: 1,
-        progress: Some(ProgressHook::new({
+    let options = ReadOptions::default()
+        .with_device(Backend::Cpu)
+        .with_wave_bytes(1)
+        .with_progress(ProgressHook::new({
             let seen = seen.clone();
             move |p| seen.lock().unwrap().push(p)
-        })),
-        ..ReadOptions::default()
-    };
+        }));
     let subset = ArraySubset::new_with_ranges(&[3..61, 5..40]);
     let data = read_chunks_parallel(&array, &subset, &options).await.unwrap();
     let total = data.num_bytes() as u64;
@@ -300,10 +288,7 @@ async fn lent_memory_of_the_wrong_size_or_place_is_refused() {
     let metadata = v3_metadata(&[20, 28], &[10, 14], dtype, json!([bytes_codec(), nvcomp("zstd")]));
     let array = write_array(&store, "refused", &metadata, dtype, 5).await;
     let subset = ArraySubset::new_with_ranges(&[2..9, 3..20]);
-    let cpu = ReadOptions {
-        device: Backend::Cpu,
-        ..ReadOptions::default()
-    };
+    let cpu = ReadOptions::default().with_device(Backend::Cpu);
     let mut short = vec![0u8; 7 * 17 * 4 - 1];
     let err = read_chunks_parallel_into(&array, &subset, &cpu, ReadInto::Host(&mut short))
         .await
@@ -314,10 +299,7 @@ async fn lent_memory_of_the_wrong_size_or_place_is_refused() {
     );
     // Host memory is not written by a GPU, nor device memory by the CPU.
     let mut right = vec![0u8; 7 * 17 * 4];
-    let gpu = ReadOptions {
-        device: Backend::Cuda { device: 0 },
-        ..ReadOptions::default()
-    };
+    let gpu = ReadOptions::default().with_device(Backend::Cuda { device: 0 });
     let err = read_chunks_parallel_into(&array, &subset, &gpu, ReadInto::Host(&mut right))
         .await
         .unwrap_err();

@@ -143,11 +143,9 @@ async fn arrays_written_to_moto_read_back_like_zarrs() {
         let array = open_array(&format!("s3://data/tree/{path}"), &options).await.unwrap();
         for subset in subsets(&[30, 41]) {
             let expected = zarrs_read(&written, &subset).await;
-            let read = ReadOptions {
-                device: Backend::Cpu,
-                max_concurrent_requests: 8,
-                ..ReadOptions::default()
-            };
+            let read = ReadOptions::default()
+                .with_device(Backend::Cpu)
+                .with_max_concurrent_requests(8);
             let data = read_chunks_parallel(&array, &subset, &read).await.unwrap();
             assert_eq!(
                 data.into_host_bytes().unwrap(),
@@ -202,10 +200,7 @@ async fn object_keys_are_used_as_the_url_writes_them() {
     for (name, written) in names.iter().zip(&written) {
         let array = open_array(&format!("s3://keys/k/{name}"), &options).await.unwrap();
         let all = zarrs::array::ArraySubset::new_with_shape(vec![6, 5]);
-        let read = ReadOptions {
-            device: Backend::Cpu,
-            ..ReadOptions::default()
-        };
+        let read = ReadOptions::default().with_device(Backend::Cpu);
         let data = read_chunks_parallel(&array, &all, &read).await.unwrap();
         assert_eq!(
             data.into_host_bytes().unwrap(),

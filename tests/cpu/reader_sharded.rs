@@ -16,19 +16,13 @@ use zarrs_nvcomp::reader::{
 use zarrs_nvcomp::Backend;
 
 fn cpu() -> ReadOptions {
-    ReadOptions {
-        device: Backend::Cpu,
-        ..ReadOptions::default()
-    }
+    ReadOptions::default().with_device(Backend::Cpu)
 }
 
 /// A memory store, read through it, and the store of the local directory
 /// `dir`, whose shard files the reader reads itself ([`StoreIo::Files`]).
 fn stores(dir: &std::path::Path) -> [(Arc<dyn object_store::ObjectStore>, ReadOptions); 2] {
-    let files = ReadOptions {
-        store_io: StoreIo::Files(dir.to_path_buf()),
-        ..cpu()
-    };
+    let files = cpu().with_store_io(StoreIo::Files(dir.to_path_buf()));
     [(memory_store(), cpu()), (local_store(dir), files)]
 }
 
@@ -93,10 +87,7 @@ async fn fetched_bytes(array: &zarrs::array::Array<Store>, selection: ArraySubse
         let seen = seen.clone();
         ProgressHook::new(move |p| *seen.lock().unwrap() = p.fetched_bytes)
     };
-    let options = ReadOptions {
-        progress: Some(hook),
-        ..options.clone()
-    };
+    let options = options.clone().with_progress(hook);
     read_chunks_parallel(array, &selection, &options).await.unwrap();
     let fetched = *seen.lock().unwrap();
     fetched

@@ -66,19 +66,13 @@ fn field(elements: usize, seed: u32) -> Vec<u8> {
 }
 
 fn cpu() -> WriteOptions {
-    WriteOptions {
-        device: Backend::Cpu,
-        ..WriteOptions::default()
-    }
+    WriteOptions::default().with_device(Backend::Cpu)
 }
 
 /// The ways a write to the local array at `dir` stores its chunks: puts
 /// through the store, and the files written by the writer itself.
 fn stores(dir: &Path) -> [WriteOptions; 2] {
-    let files = WriteOptions {
-        store_io: StoreIo::Files(dir.to_path_buf()),
-        ..cpu()
-    };
+    let files = cpu().with_store_io(StoreIo::Files(dir.to_path_buf()));
     [cpu(), files]
 }
 
@@ -99,10 +93,7 @@ fn zarrs_read_all(dir: &Path) -> Vec<u8> {
 fn reader_read_all(url: &str) -> Vec<u8> {
     let array = zarrs_nvcomp::reader::open_array_blocking(url, &HashMap::new()).unwrap();
     let all = ArraySubset::new_with_shape(array.shape().to_vec());
-    let read = ReadOptions {
-        device: Backend::Cpu,
-        ..ReadOptions::default()
-    };
+    let read = ReadOptions::default().with_device(Backend::Cpu);
     read_chunks_parallel_blocking(&array, &all, &read)
         .unwrap()
         .into_host_bytes()
@@ -250,10 +241,7 @@ fn fill_chunks_are_deleted(dir: &Path, options: &WriteOptions) {
     assert!(!dir.join("c/0/0").exists() && !dir.join("c/0/1").exists());
     assert!(dir.join("c/0/2").is_file() && dir.join("c/1/0").is_file());
     // write_empty_chunks stores them.
-    let keep = WriteOptions {
-        write_empty_chunks: true,
-        ..options.clone()
-    };
+    let keep = options.clone().with_write_empty_chunks(true);
     let kept = write_chunks_parallel_blocking(&array, &row0, WriteData::Host(&zeros), &keep).unwrap();
     assert_eq!((kept.stored, kept.fill_chunks), (4, 0));
     assert!(dir.join("c/0/0").is_file());
@@ -268,13 +256,10 @@ fn fill_chunks_are_deleted(dir: &Path, options: &WriteOptions) {
     let url = dir.join("empty");
     let zstd = json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}});
     let empty = create_array_blocking(url.to_str().unwrap(), &new_array(3, zstd, None), &HashMap::new()).unwrap();
-    let store = WriteOptions {
-        store_io: match &options.store_io {
-            StoreIo::Files(_) => StoreIo::Files(url.clone()),
-            other => other.clone(),
-        },
-        ..options.clone()
-    };
+    let store = options.clone().with_store_io(match &options.store_io {
+        StoreIo::Files(_) => StoreIo::Files(url.clone()),
+        other => other.clone(),
+    });
     let nothing = vec![0u8; all.num_elements_usize() * 4];
     let none = write_chunks_parallel_blocking(&empty, &all, WriteData::Host(&nothing), &store).unwrap();
     assert_eq!((none.stored, none.fill_chunks), (0, 20));

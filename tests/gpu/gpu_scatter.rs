@@ -83,10 +83,7 @@ fn output(engine: &CudaEngine) -> (CudaSlice<u8>, DeviceRegion) {
 }
 
 fn options(trusted: bool) -> DecodeOptions {
-    DecodeOptions {
-        max_decoded_size: 1 << 20,
-        trusted,
-    }
+    DecodeOptions::from(1 << 20).with_trusted(trusted)
 }
 
 #[test]

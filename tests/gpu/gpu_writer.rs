@@ -33,14 +33,11 @@ fn read_all(url: &str) -> Vec<u8> {
         zarrs_nvcomp::reader::batched_algorithm(&array),
         Ok(BatchedCodec::Algorithm(a)) if !a.has_cpu_implementation()
     );
-    let options = ReadOptions {
-        device: if gpu_only {
-            Backend::Cuda { device: 0 }
-        } else {
-            Backend::Cpu
-        },
-        ..ReadOptions::default()
-    };
+    let options = ReadOptions::default().with_device(if gpu_only {
+        Backend::Cuda { device: 0 }
+    } else {
+        Backend::Cpu
+    });
     let data = read_chunks_parallel_blocking(&array, &all, &options).unwrap();
     assert_eq!(
         matches!(data, ArrayData::Device { .. }),
@@ -75,10 +72,7 @@ fn device_data_is_gathered_and_encoded_on_the_gpu() {
             overwrite: false,
         };
         let array = create_array_blocking(url, &new, &HashMap::new()).unwrap();
-        let gpu = WriteOptions {
-            device: Backend::Cuda { device: 0 },
-            ..WriteOptions::default()
-        };
+        let gpu = WriteOptions::default().with_device(Backend::Cuda { device: 0 });
         // Host data, encoded by nvCOMP.
         let mut expected = field(40 * 70, 1);
         let all = ArraySubset::new_with_shape(SHAPE.to_vec());
@@ -134,11 +128,9 @@ fn waves_encoded_at_once_on_several_engines_store_every_chunk() {
     let (ptr, guard) = device.device_ptr_mut(stream);
     drop(guard);
     // One chunk per wave: 25 waves of one item each, encoded four at a time.
-    let options = WriteOptions {
-        device: Backend::Cuda { device: 0 },
-        wave_bytes: 1,
-        ..WriteOptions::default()
-    };
+    let options = WriteOptions::default()
+        .with_device(Backend::Cuda { device: 0 })
+        .with_wave_bytes(1);
     // SAFETY: `device` holds the data until after the write.
     let data = unsafe { WriteData::device(ptr, expected.len()) };
     let all = ArraySubset::new_with_shape(SHAPE.to_vec());

@@ -132,10 +132,7 @@ pub(crate) async fn assert_corrupt_chunks_name_the_chunk(cname: &str, device: Ba
     bad_stream[first + 4..first + 12].fill(0xff);
     let mut past_the_end = good.clone();
     past_the_end[12..16].copy_from_slice(&u32::MAX.to_le_bytes());
-    let options = ReadOptions {
-        device,
-        ..ReadOptions::default()
-    };
+    let options = ReadOptions::default().with_device(device);
     let all = ArraySubset::new_with_shape(array.shape().to_vec());
     for bad in [vec![9u8; 40], good[..10].to_vec(), past_the_end, bad_stream] {
         put(&store, key, bad).await;
@@ -169,10 +166,7 @@ pub(crate) async fn assert_many_streams_name_the_first_corrupt_chunk(cname: &str
     let store = memory_store();
     let array = many_streams_array(&store, cname).await;
     assert_reads_like_zarrs_on(&array, &format!("{cname}: many streams"), device).await;
-    let options = ReadOptions {
-        device,
-        ..ReadOptions::default()
-    };
+    let options = ReadOptions::default().with_device(device);
     let all = ArraySubset::new_with_shape(array.shape().to_vec());
     for corrupt in [&[30][..], &[3, 30], &[31]] {
         let mut intact = Vec::new();

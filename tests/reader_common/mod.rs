@@ -197,24 +197,17 @@ pub(crate) async fn assert_reads_like_zarrs(array: &Array<Store>, what: &str) {
 /// Asserts that the reader on `device` returns exactly zarrs' bytes for every subset.
 pub(crate) async fn assert_reads_like_zarrs_on(array: &Array<Store>, what: &str, device: Backend) {
     let options = [
-        ReadOptions {
-            device,
-            ..ReadOptions::default()
-        },
+        ReadOptions::default().with_device(device),
         // Tiny waves and few requests in flight: many waves, fetched while others decode.
-        ReadOptions {
-            device,
-            wave_bytes: 1,
-            max_concurrent_requests: 3,
-            ..ReadOptions::default()
-        },
+        ReadOptions::default()
+            .with_device(device)
+            .with_wave_bytes(1)
+            .with_max_concurrent_requests(3),
         // Fetched on rayon's threads, in waves that end mid-round.
-        ReadOptions {
-            device,
-            wave_bytes: 1000,
-            store_io: StoreIo::Blocking,
-            ..ReadOptions::default()
-        },
+        ReadOptions::default()
+            .with_device(device)
+            .with_wave_bytes(1000)
+            .with_store_io(StoreIo::Blocking),
     ];
     assert_reads_like_zarrs_with(array, what, &options).await;
 }
@@ -231,12 +224,12 @@ pub(crate) fn local_store(dir: &std::path::Path) -> Arc<dyn ObjectStore> {
 pub(crate) fn file_read_options(dir: &std::path::Path, device: Backend) -> Vec<ReadOptions> {
     [(usize::MAX, false), (1, true), (1, false), (1000, true), (1000, false)]
         .into_iter()
-        .map(|(wave_bytes, trusted_input)| ReadOptions {
-            device,
-            wave_bytes,
-            trusted_input,
-            store_io: StoreIo::Files(dir.to_path_buf()),
-            ..ReadOptions::default()
+        .map(|(wave_bytes, trusted_input)| {
+            ReadOptions::default()
+                .with_device(device)
+                .with_wave_bytes(wave_bytes)
+                .with_trusted_input(trusted_input)
+                .with_store_io(StoreIo::Files(dir.to_path_buf()))
         })
         .collect()
 }
@@ -414,10 +407,7 @@ pub(crate) async fn gdeflate_pages_array(store: &Arc<dyn ObjectStore>) -> (Array
 /// Asserts that the reader on `device` reads `written` (the bytes of a
 /// 2-dimensional `array` of rows of `row_bytes`) whole and by rows 50..180.
 pub(crate) async fn assert_reads_written_on(array: &Array<Store>, written: &[u8], row_bytes: usize, device: Backend) {
-    let options = ReadOptions {
-        device,
-        ..ReadOptions::default()
-    };
+    let options = ReadOptions::default().with_device(device);
     let shape = array.shape().to_vec();
     let all = ArraySubset::new_with_shape(shape.clone());
     let whole = read_chunks_parallel(array, &all, &options).await.unwrap();

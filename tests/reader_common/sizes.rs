@@ -39,11 +39,7 @@ pub(crate) fn sharded(inner: &[u64], index_codecs: Value) -> Value {
 /// The reads of an array in `dir` on `device`: through the store, and with
 /// the reader reading the files itself.
 pub(crate) fn reads(dir: &Path, device: Backend) -> [ReadOptions; 2] {
-    let options = |store_io| ReadOptions {
-        device,
-        store_io,
-        ..ReadOptions::default()
-    };
+    let options = |store_io| ReadOptions::default().with_device(device).with_store_io(store_io);
     [options(StoreIo::Async), options(StoreIo::Files(dir.to_path_buf()))]
 }
 
@@ -55,10 +51,7 @@ pub(crate) fn read_all(dir: &Path, options: &ReadOptions) -> Result<Vec<u8>, Rea
 
 pub(crate) fn write(dir: &Path, subset: &ArraySubset, data: &[u8]) -> Result<(), WriteError> {
     let array = open_array_blocking(dir.to_str().unwrap(), &HashMap::new())?;
-    let options = WriteOptions {
-        device: Backend::Cpu,
-        ..WriteOptions::default()
-    };
+    let options = WriteOptions::default().with_device(Backend::Cpu);
     write_chunks_parallel_blocking(&array, subset, WriteData::Host(data), &options).map(|_| ())
 }
 
