@@ -105,6 +105,7 @@ mod blosc;
 mod box_copy;
 mod byteswap;
 mod chain;
+mod chain_class;
 mod data;
 mod delta;
 mod device;
@@ -136,6 +137,8 @@ mod wave_loop;
 use zarrs::array::Array;
 
 pub use blocking::{block_on_checked, open_array_blocking, read_chunks_parallel_blocking, runtime};
+pub use chain::Framing;
+pub use chain_class::{classify_array, classify_metadata, ChainClass, ChainClassError, ChainFilters};
 pub use data::ArrayData;
 pub use device::DeviceArray;
 pub use error::{BoxedSource, ReadError};
