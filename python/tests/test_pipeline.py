@@ -92,6 +92,17 @@ def read_both(store, selection, *, method="__getitem__"):
     return expected, got
 
 
+def assert_reads_on_the_gpu(cp, source, selections, reference) -> None:
+    """Each of ``selections`` of the array in ``source`` reads, through the
+    pipeline under ``enable_gpu()``, as a CuPy array equal to ``reference``'s."""
+    with zarr.config.set(PIPELINE), zarr.config.enable_gpu():
+        array = zarr.open_array(source, mode="r")
+        for selection in selections:
+            got = array[selection]
+            assert isinstance(got, cp.ndarray)
+            np.testing.assert_array_equal(cp.asnumpy(got), reference[selection])
+
+
 @pytest.mark.parametrize("store", ["local", "memory"])
 @pytest.mark.parametrize("zarr_format", [2, 3])
 @pytest.mark.parametrize("dtype", DTYPES)
@@ -487,12 +498,7 @@ def test_gpu_blosc_arrays_are_decoded_on_the_gpu(tmp_path, case_id, store, paths
     data, _ = CASES[case_id]
     source = in_store(write_case(tmp_path, case_id), store)
     selections = [(Ellipsis,), (slice(3, 35, 4), slice(2, None, 3))]
-    with zarr.config.set(PIPELINE), zarr.config.enable_gpu():
-        array = zarr.open_array(source, mode="r")
-        for selection in selections:
-            got = array[selection]
-            assert isinstance(got, cp.ndarray)
-            np.testing.assert_array_equal(cp.asnumpy(got), data[selection])
+    assert_reads_on_the_gpu(cp, source, selections, data)
     assert {kind for kind, _ in paths} == {blosc_path(case_id, store)}
 
 
