@@ -7,6 +7,7 @@
 //! offsets, which Python slices without copying. One module per job:
 //!
 //! - `errors`: the exception classes and the mapping of Rust errors to them;
+//! - `chain`: the reader's chain classifier;
 //! - `config`: codec configurations as Python dicts;
 //! - `engine`: the codec binding; `signals`: Ctrl-C during long calls;
 //! - `host_inputs`, `host_batch`, `pool`: host buffers in and out, and
@@ -23,6 +24,7 @@
 use pyo3::prelude::*;
 use zarrs_nvcomp::Algorithm;
 
+mod chain;
 mod config;
 mod cuda_array;
 mod device_batch;
@@ -86,6 +88,7 @@ fn _zarrs_nvcomp(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(library::default_max_decoded_size, m)?)?;
     m.add_function(wrap_pyfunction!(library::_set_gpu_worker_command, m)?)?;
     m.add_function(wrap_pyfunction!(library::_serve_gpu_worker, m)?)?;
+    chain::register(m)?;
     reader::register(m)?;
     pipeline::register(m)?;
     writer::register(m)?;

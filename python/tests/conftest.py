@@ -175,8 +175,8 @@ def paths(monkeypatch):
         calls.append(("engine", len(bodies)))
         return decode(chain, bodies, keys, on_device, sizes, adler32)
 
-    def recording_reader(self, request, out):
-        done = read_with_reader(self, request, out)
+    def recording_reader(self, request, out, codec):
+        done = read_with_reader(self, request, out, codec)
         if done:
             calls.append(("reader", request.selection))
         return done

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from zarr.core.buffer import cpu
 
-from zarrs_nvcomp._chain import BatchedChain
+from zarrs_nvcomp._batched_chain import BatchedChain
 from zarrs_nvcomp._engine_batch import chunk_key, decode_stored, encode_for_store
 from zarrs_nvcomp._zarr_compat import fill_value_or_default, merge_chunk_array
 
@@ -93,8 +93,7 @@ def _merge_and_encode(
         else:
             chunks.append(np.asarray(merged.as_numpy_array(), dtype=dtype))
     kept = [i for i, chunk in enumerate(chunks) if chunk is not None]
-    orders = [specs[i].order if chain.v2 else "C" for i in kept]
-    encoded = encode_for_store(chain, [chunks[i] for i in kept], orders)
+    encoded = encode_for_store(chain, [chunks[i] for i in kept])
     result: list[bytes | None] = [None] * len(items)
     for i, data in zip(kept, encoded, strict=True):
         result[i] = data

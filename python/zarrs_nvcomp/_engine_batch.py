@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 
 from zarrs_nvcomp import _buffers
-from zarrs_nvcomp._chain import BatchedChain
+from zarrs_nvcomp._batched_chain import BatchedChain
 from zarrs_nvcomp._zarrs_nvcomp import (
     DecodeError,
     Engine,
@@ -57,22 +57,16 @@ def decode_stored(
             )
         if not on_device:
             chain.framing.check_decoded(chunk, data, key, chain.codec)
-        order = spec.order if chain.v2 else "C"
-        chunks.append(data.view(dtype).reshape(spec.shape, order=order))
+        chunks.append(chain.chunk(data, dtype, spec.shape))
     return chunks
 
 
-def encode_for_store(
-    chain: BatchedChain, chunks: list[np.ndarray], orders: list[str]
-) -> list[bytes]:
-    """Host chunks encoded in one engine call, in ``orders`` ("C" or "F"),
+def encode_for_store(chain: BatchedChain, chunks: list[np.ndarray]) -> list[bytes]:
+    """Host chunks encoded in one engine call, in the chain's stored order,
     framed as stored."""
     if not chunks:
         return []
-    flat = [
-        np.ascontiguousarray(c.reshape(-1, order=o)).view(np.uint8)
-        for c, o in zip(chunks, orders, strict=True)
-    ]
+    flat = [chain.stored(c) for c in chunks]
     encoded = engine_encode(chain, flat)
     return [chain.framing.frame(body, data) for body, data in zip(encoded, flat, strict=True)]
 

@@ -1,22 +1,31 @@
 """zarr-python's codec pipeline on the batched path.
 
 ``NvcompCodecPipeline`` is a zarr 3 codec pipeline: set it once and every
-read of an array whose chain this project decodes in batches (``bytes`` then
+read of an array whose chain the chunk-parallel reader decodes in batches
+decodes all chunks of the read in batches: on the GPU into GPU memory when
+zarr's buffers are GPU buffers (``zarr.config.enable_gpu()``), else on the
+CPU in parallel. Which chains those are is the reader's classifier's
+verdict (``classify_chain``, in Rust): ``bytes`` (either byte order) then
 ``zstd``, ``gzip``, numcodecs ``lz4``/``zlib``, ``nvcomp_batch`` or
-``blosc`` but for its ``blosclz``, optionally ``crc32c``; v2 arrays with one
-of those compressors and no filters) decodes all chunks of the read in
-batches: on the GPU into GPU memory when zarr's buffers are GPU buffers
-(``zarr.config.enable_gpu()``), else on the CPU in parallel. Arrays in
-stores the reader opens by URL (zarr's ``LocalStore``, ``FsspecStore`` over
-S3, ``ObjectStore``) are read by one call of the chunk-parallel reader, with
-its own object_store fetch, when the selection is a box of strided ranges;
-otherwise the chunks are fetched concurrently through zarr's store API and
-decoded in one engine call (blosc chunks: one call of the reader's blosc
-decoder). Writes encode all chunks of the write in one engine call on the
-CPU (chunks written in part are read, decoded in one call and merged first);
-blosc arrays are written by zarr's pipeline. Other chains go through zarr's
-default ``BatchedCodecPipeline``; inside a sharded array, the shards' inner
-chunks are decoded and encoded in batches shard by shard::
+``blosc`` but for its ``blosclz``, optionally ``crc32c``, behind
+``transpose``, numcodecs ``delta``, ``fixedscaleoffset`` or ``bitround``;
+v2 arrays of those compressors and filters, in either order and byte
+order; and sharded arrays of such inner chains.
+
+Arrays in stores the reader opens by URL (zarr's ``LocalStore``,
+``FsspecStore`` over S3, ``ObjectStore``) are read by one call of the
+chunk-parallel reader, with its own object_store fetch, when the selection
+is a box of strided ranges: every batched chain, sharded arrays' whole
+shards included, in the reader's one engine call per wave. Otherwise the
+chunks are fetched concurrently through zarr's store API and decoded in one
+engine call (blosc chunks: one call of the reader's blosc decoder) where
+the chain has at most a ``transpose`` besides its compressor; other
+filters, big-endian chunks and shards read that way go through zarr's
+default ``BatchedCodecPipeline`` (inside a sharded array, the shards' inner
+chunks decoded in batches shard by shard). Writes encode all chunks of the
+write in one engine call on the CPU (chunks written in part are read,
+decoded in one call and merged first) for the chains the engine decodes
+here; blosc arrays and the other chains are written by zarr's pipeline::
 
     import zarr
     zarr.config.set({"codec_pipeline.path": "zarrs_nvcomp.NvcompCodecPipeline"})
@@ -43,8 +52,8 @@ from zarr.registry import register_pipeline
 from zarr.storage import StorePath
 
 from zarrs_nvcomp import _buffers
+from zarrs_nvcomp._batched_chain import BatchedChain, classify
 from zarrs_nvcomp._batched_write import write_batched
-from zarrs_nvcomp._chain import BatchedChain, classify
 from zarrs_nvcomp._engine_batch import chunk_key, decode_stored
 from zarrs_nvcomp._reader_request import ReaderRequest, reader_request
 from zarrs_nvcomp._zarr_compat import fill_value_or_default, get_results
@@ -72,17 +81,21 @@ ReadItem = tuple["ByteGetter", "ArraySpec", "SelectorTuple", "SelectorTuple", bo
 @dataclass(frozen=True)
 class NvcompCodecPipeline(CodecPipeline):
     """zarr's codec pipeline over this project's batched decoders; see the
-    module's documentation. ``batched`` is the chain decoded in batches, or
-    None, with ``fallback_reason`` saying why zarr's pipeline decodes it."""
+    module's documentation. The reader's classifier decides, for each chunk
+    spec, which chain is decoded in batches (:meth:`chain_for`)."""
 
     #: zarr's default pipeline of the same codecs: chains without a
     #: batched decoder.
     fallback: BatchedCodecPipeline
-    batched: BatchedChain | None
-    fallback_reason: str | None
     #: The array's metadata, where zarr gave it (the array's pipeline, not a
     #: shard's): what lets a read request become one call of the reader.
     metadata: ArrayMetadata | None = field(default=None, compare=False, repr=False)
+    #: The array's chunk spec, where zarr gave its metadata.
+    spec: ArraySpec | None = field(default=None, compare=False, repr=False)
+    #: The classifier's verdicts, by chunk spec.
+    _chains: dict[tuple[Any, ...], tuple[BatchedChain | None, str | None]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
     #: Arrays opened by the reader, by URL and options.
     _opened: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = field(
         default_factory=dict, compare=False, repr=False
@@ -90,10 +103,7 @@ class NvcompCodecPipeline(CodecPipeline):
 
     @classmethod
     def from_codecs(cls, codecs: Iterable[Codec], *, batch_size: int | None = None) -> Self:
-        codecs = tuple(codecs)
-        fallback = BatchedCodecPipeline.from_codecs(codecs, batch_size=batch_size)
-        batched, reason = classify(codecs)
-        return cls(fallback=fallback, batched=batched, fallback_reason=reason)
+        return cls(fallback=BatchedCodecPipeline.from_codecs(tuple(codecs), batch_size=batch_size))
 
     @classmethod
     def from_array_metadata_and_store(cls, array_metadata: ArrayMetadata, store: Store) -> Self:
@@ -101,22 +111,44 @@ class NvcompCodecPipeline(CodecPipeline):
         from zarr.core.array_spec import ArrayConfig, ArraySpec
         from zarr.core.buffer import default_buffer_prototype
 
-        if array_metadata.zarr_format == 2:
+        v2 = array_metadata.zarr_format == 2
+        grid = getattr(array_metadata, "chunk_grid", None)
+        chunk_shape = array_metadata.chunks if v2 else getattr(grid, "chunk_shape", None)
+        spec = ArraySpec(
+            shape=chunk_shape or (1,) * len(array_metadata.shape),
+            dtype=array_metadata.dtype if v2 else array_metadata.data_type,
+            fill_value=array_metadata.fill_value,
+            config=ArrayConfig.from_dict({"order": array_metadata.order} if v2 else {}),
+            prototype=default_buffer_prototype(),
+        )
+        if v2:
             codecs = [V2Codec(filters=array_metadata.filters, compressor=array_metadata.compressor)]
         else:
             # Evolved against the chunk's spec, as zarr does (zarr 3.1's
             # metadata holds them evolved already; later releases' not).
-            grid = array_metadata.chunk_grid
-            spec = ArraySpec(
-                shape=getattr(grid, "chunk_shape", (1,) * len(array_metadata.shape)),
-                dtype=array_metadata.data_type,
-                fill_value=array_metadata.fill_value,
-                config=ArrayConfig.from_dict({}),
-                prototype=default_buffer_prototype(),
-            )
             codecs = [c.evolve_from_array_spec(array_spec=spec) for c in array_metadata.codecs]
-        pipeline = cls.from_codecs(codecs)
-        return cls(pipeline.fallback, pipeline.batched, pipeline.fallback_reason, array_metadata)
+        fallback = BatchedCodecPipeline.from_codecs(codecs)
+        return cls(fallback, metadata=array_metadata, spec=spec)
+
+    def chain_for(self, spec: ArraySpec) -> tuple[BatchedChain | None, str | None]:
+        """The chain of chunks of ``spec`` decoded in batches, or None and
+        the reason zarr's pipeline decodes them: the reader's verdict."""
+        key = (str(spec.dtype), tuple(spec.shape), spec.order)
+        verdict = self._chains.get(key)
+        if verdict is None:
+            verdict = self._chains[key] = classify(list(self.fallback), spec)
+        return verdict
+
+    @property
+    def batched(self) -> BatchedChain | None:
+        """The array's batched chain (None: zarr's pipeline decodes it, or
+        this pipeline is a shard's, classified per chunk spec)."""
+        return None if self.spec is None else self.chain_for(self.spec)[0]
+
+    @property
+    def fallback_reason(self) -> str | None:
+        """Why zarr's pipeline decodes the array's chunks, or None."""
+        return None if self.spec is None else self.chain_for(self.spec)[1]
 
     def evolve_from_array_spec(self, array_spec: ArraySpec) -> Self:
         return type(self).from_codecs(
@@ -164,11 +196,12 @@ class NvcompCodecPipeline(CodecPipeline):
         drop_axes: tuple[int, ...] = (),
     ) -> None:
         items = list(batch_info)
-        dtype = self._batched_dtype(items) if self.batched and self.batched.encodes else None
+        chain = self.chain_for(items[0][1])[0] if items else None
+        dtype = chain.chunk_dtype(items[0][1]) if chain is not None and chain.encodes else None
         if dtype is None:
             await self.fallback.write(items, value, drop_axes)
             return
-        await write_batched(self.batched, dtype, items, value, drop_axes)
+        await write_batched(chain, dtype, items, value, drop_axes)
 
     async def read(
         self,
@@ -181,32 +214,29 @@ class NvcompCodecPipeline(CodecPipeline):
         fills missing chunks itself, is taken only where zarr reads missing
         chunks as fill values)."""
         items = list(batch_info)
-        dtype = self._batched_dtype(items)
-        if dtype is None:
+        chain = self.chain_for(items[0][1])[0] if items else None
+        if chain is None:
             return await self.fallback.read(items, out, drop_axes)
         target = out.as_ndarray_like()
-        request = None
         reads_missing = getattr(items[0][1].config, "read_missing_chunks", True) is not False
-        if self.metadata is not None and reads_missing and not drop_axes and target.dtype == dtype:
+        if self.metadata is not None and reads_missing and not drop_axes:
             request = reader_request(items, self.metadata, target.shape)
-        if request is not None and await asyncio.to_thread(self._read_with_reader, request, target):
-            return get_results([True] * len(items))
+            if request is not None and await asyncio.to_thread(
+                self._read_with_reader, request, target, chain.codec
+            ):
+                return get_results([True] * len(items))
+        dtype = chain.chunk_dtype(items[0][1]) if chain.engine_decodes else None
+        if dtype is None:
+            # Filters only the reader undoes, or chunks it cannot reach: zarr's
+            # pipeline (inside a shard, batched shard by shard).
+            return await self.fallback.read(items, out, drop_axes)
         fetched = await asyncio.gather(
             *(getter.get(prototype=_fetch_prototype(getter, spec)) for getter, spec, *_ in items)
         )
-        await asyncio.to_thread(
-            _decode_and_place, self.batched, dtype, items, fetched, target, drop_axes
-        )
+        await asyncio.to_thread(_decode_and_place, chain, dtype, items, fetched, target, drop_axes)
         return get_results([chunk is not None for chunk in fetched])
 
-    def _batched_dtype(self, items: list[Any]) -> np.dtype | None:
-        """The dtype of the decoded chunks of ``items`` where the batched path
-        reads and writes them, else None (zarr's pipeline does)."""
-        if self.batched is None or not items:
-            return None
-        return self.batched.chunk_dtype(items[0][1])
-
-    def _read_with_reader(self, request: ReaderRequest, out: Any) -> bool:
+    def _read_with_reader(self, request: ReaderRequest, out: Any, codec: str) -> bool:
         """Reads ``request`` with one call of the reader into ``out`` (NumPy,
         or CuPy on the current device), decoding straight into it where it is
         C-contiguous (zarr's output of arrays of order C), through a copy of
@@ -239,7 +269,7 @@ class NvcompCodecPipeline(CodecPipeline):
             else:
                 out[...] = array.read(request.selection, device=device)
         except DecodeError as e:
-            raise DecodeError(f"{e} (codec {self.batched.codec}, array {request.url})") from None
+            raise DecodeError(f"{e} (codec {codec}, array {request.url})") from None
         return True
 
 

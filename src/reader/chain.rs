@@ -61,7 +61,8 @@ use super::{byteswap, delta, scale_offset, transpose};
 
 /// How to get the compressed stream out of one stored chunk.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub(crate) struct Framing {
+#[non_exhaustive]
+pub struct Framing {
     /// A CRC-32C (Castagnoli) of the rest follows, 4 bytes little endian.
     pub crc32c: bool,
     /// Bytes of header before the compressed stream.

@@ -104,6 +104,7 @@ mod blocking;
 mod blosc;
 mod byteswap;
 mod chain;
+mod chain_class;
 mod data;
 mod delta;
 mod device;
@@ -134,6 +135,8 @@ pub use crate::array::store;
 use crate::array::{box_copy, error, object_storage, selection};
 
 pub use blocking::{block_on_checked, open_array_blocking, read_chunks_parallel_blocking, runtime};
+pub use chain::Framing;
+pub use chain_class::{classify_array, classify_metadata, ChainClass, ChainClassError, ChainFilters};
 pub use data::ArrayData;
 pub use device::DeviceArray;
 pub use error::{BoxedSource, ReadError};

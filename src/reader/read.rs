@@ -50,15 +50,7 @@ impl BatchedCodec {
 /// are decoded in batches, `Err(reason)` when they go through the zarrs
 /// pipeline.
 pub fn batched_algorithm<S: ?Sized>(array: &Array<S>) -> Result<BatchedCodec, String> {
-    let elem = array.data_type().fixed_size();
-    if let Some(Err(reason)) = elem.and_then(|elem| Sharded::new(array, elem)) {
-        return Err(reason);
-    }
-    match chain::classify(array.metadata(), elem) {
-        Chain::Fast(fast) => Ok(BatchedCodec::Algorithm(fast.algorithm)),
-        Chain::Blosc(blosc) => Ok(BatchedCodec::Blosc(blosc.cname)),
-        Chain::Fallback(reason) => Err(reason),
-    }
+    super::classify_array(array).codec
 }
 
 /// Reads `selection` of `array`: a [`zarrs::array::ArraySubset`] (a box) or a

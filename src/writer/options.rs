@@ -2,7 +2,7 @@
 //! empty chunks, how chunks are stored).
 
 use crate::codec::Backend;
-use crate::reader::StoreIo;
+use crate::array::StoreIo;
 
 /// Options of a write: [`WriteOptions::default`] and its `with_*` methods.
 #[derive(Debug, Clone, PartialEq, Eq)]
