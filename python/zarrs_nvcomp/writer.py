@@ -30,6 +30,7 @@ import numpy as np
 
 from zarrs_nvcomp import _buffers
 from zarrs_nvcomp._args import checked_bool, checked_int
+from zarrs_nvcomp._create_args import array_spec, host_or_device
 from zarrs_nvcomp._stores import location
 from zarrs_nvcomp._zarrs_nvcomp import (
     InvalidArgumentError,
@@ -42,75 +43,43 @@ from zarrs_nvcomp.reader import Array, _normalize, open_array
 
 __all__ = ["create_array", "write_chunks_parallel"]
 
-#: Compressors named by a string, as zarr v3 codec metadata.
-_NAMED = {
-    "zstd": {"name": "zstd", "configuration": {"level": 1, "checksum": False}},
-    "gzip": {"name": "gzip", "configuration": {"level": 1}},
-    "lz4": {"name": "numcodecs.lz4", "configuration": {"acceleration": 1}},
-    "zlib": {"name": "numcodecs.zlib", "configuration": {"level": 1}},
-}
-
-
-def _compressor_metadata(compressor: Any) -> dict[str, Any] | None:
-    """``compressor`` (a name, zarr v3 codec metadata, a numcodecs config or
-    codec, an ``NvCompBatchCodec``) as zarr v3 codec metadata."""
-    if compressor is None:
-        return None
-    if isinstance(compressor, str):
-        if compressor in _NAMED:
-            return _NAMED[compressor]
-        raise InvalidArgumentError(
-            f"unknown compressor {compressor!r}; named ones: {sorted(_NAMED)}"
-        )
-    if hasattr(compressor, "get_config"):  # a numcodecs codec, NvCompBatchCodec included
-        compressor = compressor.get_config()
-    if isinstance(compressor, dict) and "name" in compressor:
-        return dict(compressor)
-    if isinstance(compressor, dict) and "id" in compressor:
-        config = {k: v for k, v in compressor.items() if k != "id"}
-        name = compressor["id"]
-        if name in ("lz4", "zlib", "blosc", "bz2", "lzma"):
-            name = f"numcodecs.{name}"
-        return {"name": name, "configuration": config}
-    raise UnsupportedTypeError(
-        f"compressor must be a name, a codec or its metadata, not {compressor!r}"
-    )
-
-
-def _fill_value_json(fill_value: Any, dtype: np.dtype) -> Any:
-    """``fill_value`` as zarr writes it in metadata."""
-    value = np.asarray(fill_value, dtype=dtype).item()
-    if isinstance(value, complex):
-        return [
-            _fill_value_json(value.real, np.dtype("f8")),
-            _fill_value_json(value.imag, np.dtype("f8")),
-        ]
-    if isinstance(value, float) and not math.isfinite(value):
-        return "NaN" if math.isnan(value) else ("Infinity" if value > 0 else "-Infinity")
-    return value
+#: create_array's ``compressors`` and ``compressor`` when not given.
+_UNSET: Any = object()
 
 
 def create_array(
     store: str,
     *,
-    shape: tuple[int, ...],
-    dtype: Any,
-    chunks: tuple[int, ...],
+    shape: int | tuple[int, ...] | None = None,
+    dtype: Any = None,
+    chunks: int | tuple[int, ...] | str = "auto",
     shards: tuple[int, ...] | None = None,
-    compressor: Any = "zstd",
+    compressors: Any = _UNSET,
+    compressor: Any = _UNSET,
     zarr_format: int = 3,
     fill_value: Any = 0,
+    data: Any = None,
     storage_options: dict[str, Any] | None = None,
     overwrite: bool = False,
 ) -> Array:
     """Creates a zarr array at ``store`` (a path, ``file://``, ``s3://`` or
-    ``memory://`` URL) and opens it.
+    ``memory://`` URL) and opens it; with ``data``, writes it too.
 
-    ``dtype``: numbers or bool. ``chunks``: the chunk shape (the inner chunk
-    shape with ``shards``, the shard shape, a multiple of it; zarr v3 only).
-    ``compressor``: ``"zstd"`` (level 1, the default), ``"gzip"``, ``"lz4"``,
-    ``"zlib"``, a numcodecs codec or config (``NvCompBatchCodec("lz4")``,
+    ``shape`` and ``dtype`` (numbers or bool) are taken from ``data`` when
+    not given. ``chunks``: the chunk shape (an integer for every side), or
+    ``"auto"`` (the default): the array's shape with its longest side halved
+    until a chunk holds at most 4 MiB (so 2 to 4 MiB for larger arrays).
+    With ``shards`` (the shard shape, a multiple of ``chunks``; zarr v3
+    only), ``chunks`` is the inner chunk shape and must be given.
+    ``compressors`` (zarr 3's name; ``compressor`` is the same): one
+    compressor or a list of at most one: ``"zstd"`` (level 1, the default),
+    ``"gzip"``, ``"lz4"``, ``"zlib"``, ``"blosc"`` (zarr's: zstd level 5,
+    shuffled), a zarr codec (``zarr.codecs.ZstdCodec(level=3)``,
+    ``BloscCodec``), a numcodecs codec or config (``NvCompBatchCodec("lz4")``,
     ``{"id": "zstd", "level": 3}``), zarr v3 codec metadata, or ``None``.
+    An argument of the wrong kind raises
+    :class:`zarrs_nvcomp.UnsupportedTypeError`, one out of range
+    :class:`zarrs_nvcomp.InvalidArgumentError`.
     An array or group already at ``store`` raises
     :class:`zarrs_nvcomp.ContainsArrayError` (a ``ValueError``, as zarr's),
     unless ``overwrite``: then everything at ``store`` is removed first
@@ -127,22 +96,27 @@ def create_array(
     URLs name this process's in-memory store, kept while the process runs;
     ``file://`` URLs are taken as written, as zarr takes them.
     """
-    dt = np.dtype(dtype)
-    if dt.kind not in "biufc":
-        raise UnsupportedTypeError(f"create_array makes arrays of numbers or bool, not {dt}")
-    spec = {
-        "shape": [int(n) for n in shape],
-        "chunks": [int(n) for n in chunks],
-        "shards": None if shards is None else [int(n) for n in shards],
-        "data_type": dt.newbyteorder("=").name if dt.kind != "b" else "bool",
-        "fill_value": _fill_value_json(fill_value, dt),
-        "compressor": _compressor_metadata(compressor),
-        "zarr_format": int(zarr_format),
-        "overwrite": bool(overwrite),
-    }
+    if compressors is not _UNSET and compressor is not _UNSET:
+        raise InvalidArgumentError("give compressors or compressor, not both")
+    chosen = compressors if compressors is not _UNSET else compressor
+    data = host_or_device(data)
+    spec = array_spec(
+        shape=shape,
+        dtype=dtype,
+        chunks=chunks,
+        shards=shards,
+        compressor="zstd" if chosen is _UNSET else chosen,
+        zarr_format=zarr_format,
+        fill_value=fill_value,
+        data=data,
+    )
+    spec["overwrite"] = checked_bool("overwrite", overwrite)
     url, options = location(store, storage_options)
     create_array_metadata(url, spec, options)
-    return open_array(url, options)
+    array = open_array(url, options)
+    if data is not None and data.size:
+        write_chunks_parallel(array, data)
+    return array
 
 
 def write_chunks_parallel(
