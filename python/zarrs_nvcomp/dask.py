@@ -48,8 +48,13 @@ def to_dask(
     the client: the GPU (``"cuda"``, device 0 of each worker) when it is
     usable and CuPy is installed, else the CPU.
     """
-    import dask.array as da
-    from dask.base import tokenize
+    try:
+        import dask.array as da
+        from dask.base import tokenize
+    except ImportError as e:
+        raise ImportError(
+            "to_dask needs Dask: pip install 'zarrs-nvcomp[dask]'", name=e.name
+        ) from e
 
     array = open_array(store, storage_options)
     dtype = array.dtype

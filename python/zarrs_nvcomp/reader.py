@@ -258,7 +258,12 @@ class Array:
         return arr.reshape(out_shape)
 
     def __getitem__(self, selection: Any) -> Any:
-        return self.read(selection)
+        """``read(selection)``; integer indexes of every axis give a NumPy
+        scalar, as NumPy's do (GPU reads a 0-d array, as CuPy's do)."""
+        result = self.read(selection)
+        if isinstance(result, np.ndarray) and result.ndim == 0 and selection is not Ellipsis:
+            return result[()]
+        return result
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         """Writes ``value`` (NumPy or GPU data) into ``selection``; see
