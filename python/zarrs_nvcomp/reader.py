@@ -41,13 +41,13 @@ from __future__ import annotations
 
 import copy
 import math
-import warnings
 from typing import Any
 
 import numpy as np
 
 from zarrs_nvcomp._args import checked_bool, checked_int
 from zarrs_nvcomp._buffers import cupy_module
+from zarrs_nvcomp._cpu_path import CpuPathWarning, warn_cpu_path
 from zarrs_nvcomp._progress import ProgressCallback, run_with_progress
 from zarrs_nvcomp._selection import normalize as _normalize
 from zarrs_nvcomp._stores import location
@@ -71,25 +71,17 @@ __all__ = [
 ]
 
 
-class CpuPathWarning(UserWarning):
-    """A read ran on the CPU where the GPU was asked for or expected: a
-    ``device="cuda"`` read of a chain that only the zarrs pipeline decodes, or
-    a ``device=None`` read with CuPy installed while the GPU is unusable.
-    Given once per opened array; ``device="cpu"`` reads never warn."""
-
-
 class Array:
     """A zarr array opened by :func:`open_array`; ``a[selection]`` reads with
     ``device=None``, :meth:`read` takes a device. Pickles as its URL and
     storage options, and opens the array again when unpickled."""
 
-    __slots__ = ("_cpu_path_warned", "_inner", "_metadata", "_storage_options")
+    __slots__ = ("_inner", "_metadata", "_storage_options")
 
     def __init__(self, inner: ReaderArray, storage_options: dict[str, str] | None = None) -> None:
         self._inner = inner
         self._storage_options = dict(storage_options or {})
         self._metadata: dict[str, Any] = inner.metadata()
-        self._cpu_path_warned = False
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (open_array, (self.url, self._storage_options))
@@ -186,8 +178,8 @@ class Array:
         (default: the machine's memory for host reads, the GPU's for device
         reads); larger chunks are a :class:`zarrs_nvcomp.DecodeError`.
 
-        The first read that runs on the CPU where the GPU was asked for or
-        expected gives a :class:`CpuPathWarning` saying why.
+        The process's first read that runs on the CPU where the GPU was asked
+        for or expected gives a :class:`CpuPathWarning` saying why.
 
         ``progress``: ``True`` shows a progress bar (tqdm when installed) when
         the read takes more than a second; a callable is called as
@@ -244,7 +236,7 @@ class Array:
                 **({} if lent is None else lent.arguments()),
             ),
         )
-        self._warn_cpu_path(requested, device)
+        warn_cpu_path(self.url, requested, device, self.fallback_reason)
         if lent is not None:
             return out
         shape = tuple(len(range(*s)) for s in strided)
@@ -271,17 +263,6 @@ class Array:
         from zarrs_nvcomp.writer import write_chunks_parallel
 
         write_chunks_parallel(self, value, selection)
-
-    def _warn_cpu_path(self, requested: str | None, device: str) -> None:
-        """Warns, once for this array, when the read that just succeeded ran on
-        the CPU where the GPU was asked for or expected."""
-        if self._cpu_path_warned:
-            return
-        why = _cpu_path_reason(requested, device, self.fallback_reason)
-        if why is None:
-            return
-        self._cpu_path_warned = True
-        warnings.warn(f"zarrs_nvcomp: {self.url}: {why}", CpuPathWarning, stacklevel=3)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         arr = self.read(..., device="cpu")
@@ -454,27 +435,6 @@ def _c_contiguous(out: Any, interface: dict[str, Any] | None, itemsize: int) -> 
             return False
         expected *= n
     return True
-
-
-def _cpu_path_reason(requested: str | None, device: str, fallback_reason: str | None) -> str | None:
-    """Why a read on ``device`` (resolved from ``requested``) ran on the CPU
-    where the GPU was asked for or expected, or None when it did not."""
-    if device.startswith("cuda") and fallback_reason is not None:
-        return (
-            f"decoded on the CPU through the zarrs pipeline, then copied to the GPU: "
-            f"{fallback_reason}"
-        )
-    if requested is not None or device != "cpu":
-        return None
-    # device=None ran on the CPU: a fallback where one of the GPU's two
-    # needs (CuPy, a usable GPU) is met, and a plain CPU machine otherwise.
-    gpu_reason = gpu_unavailable_reason(0)
-    has_cupy = cupy_module() is not None
-    if has_cupy == (gpu_reason is None):
-        return None
-    if not has_cupy:
-        gpu_reason = 'CuPy is not installed (pip install "zarrs-nvcomp[cu13]", or [cu12])'
-    return f'read on the CPU, not the GPU: {gpu_reason}; pass device="cpu" to avoid this warning'
 
 
 def _flip_index(flips: tuple[int, ...], ndim: int) -> tuple[slice, ...]:
