@@ -51,6 +51,7 @@ from zarrs_nvcomp._cpu_path import CpuPathWarning, warn_cpu_path
 from zarrs_nvcomp._progress import ProgressCallback, run_with_progress
 from zarrs_nvcomp._selection import normalize as _normalize
 from zarrs_nvcomp._stores import location
+from zarrs_nvcomp._write import write_into
 from zarrs_nvcomp._zarrs_nvcomp import (
     CudaArray,
     InvalidArgumentError,
@@ -260,9 +261,7 @@ class Array:
     def __setitem__(self, selection: Any, value: Any) -> None:
         """Writes ``value`` (NumPy or GPU data) into ``selection``; see
         :func:`zarrs_nvcomp.write_chunks_parallel`."""
-        from zarrs_nvcomp.writer import write_chunks_parallel
-
-        write_chunks_parallel(self, value, selection)
+        write_into(self, value, selection)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         arr = self.read(..., device="cpu")
