@@ -19,6 +19,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from zarrs_nvcomp._local_paths import expand_user
 from zarrs_nvcomp._zarrs_nvcomp import InvalidArgumentError, UnsupportedTypeError
 
 __all__ = ["location", "translate_storage_options"]
@@ -117,9 +118,9 @@ def location(store: Any, storage_options: dict[str, Any] | None) -> tuple[str, d
     array (whose store carries its own options: ``storage_options`` must be
     None). ``TypeError`` for stores the reader cannot open."""
     if isinstance(store, str):
-        return store, translate_storage_options(storage_options)
+        return expand_user(store), translate_storage_options(storage_options)
     if hasattr(store, "__fspath__"):
-        return os.fspath(store), translate_storage_options(storage_options)
+        return expand_user(os.fspath(store)), translate_storage_options(storage_options)
     if storage_options:
         raise InvalidArgumentError(
             f"storage_options apply to a URL; a {type(store).__name__} carries its own"

@@ -48,6 +48,7 @@ import numpy as np
 from zarrs_nvcomp._args import checked_bool, checked_int
 from zarrs_nvcomp._buffers import cupy_module
 from zarrs_nvcomp._cpu_path import CpuPathWarning, warn_cpu_path
+from zarrs_nvcomp._local_paths import check_array_path
 from zarrs_nvcomp._progress import ProgressCallback, run_with_progress
 from zarrs_nvcomp._selection import normalize as _normalize
 from zarrs_nvcomp._stores import location
@@ -288,7 +289,9 @@ def open_array(store: Any, storage_options: dict[str, Any] | None = None) -> Arr
     ``secret``, ``token``, ``endpoint_url``, ``client_kwargs={"endpoint_url":
     ..., "region_name": ...}``), translated.
 
-    Raises :class:`StoreError` (an :class:`OSError`) when the store cannot be
+    A local path may start with ``~``. Raises :class:`StoreError` (an
+    :class:`OSError`; a :class:`FileNotFoundError` too for a local path that
+    does not exist; naming its arrays for a group) when the store cannot be
     read or holds no array there, :class:`ValueError` for an invalid URL or
     options (naming an unknown key), :class:`TypeError` for a store the reader
     cannot open (an in-memory store)."""
@@ -297,6 +300,7 @@ def open_array(store: Any, storage_options: dict[str, Any] | None = None) -> Arr
             raise InvalidArgumentError("storage_options apply to a URL, not to an opened array")
         return store
     url, options = location(store, storage_options)
+    check_array_path(url)
     return Array(ReaderArray.open(url, options), options)
 
 
