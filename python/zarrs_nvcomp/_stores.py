@@ -58,7 +58,7 @@ _FSSPEC_ONLY = frozenset(
 )
 
 
-def translate_storage_options(options: dict[str, Any] | None) -> dict[str, str]:
+def translate_storage_options(options: Mapping[str, Any] | None) -> dict[str, str]:
     """object_store options (strings) from ``options``, which may use the
     fsspec/s3fs spellings of the module's table; other keys pass through as
     object_store keys (unknown ones are errors when the store opens).
@@ -112,7 +112,7 @@ def translate_storage_options(options: dict[str, Any] | None) -> dict[str, str]:
     return translated
 
 
-def location(store: Any, storage_options: dict[str, Any] | None) -> tuple[str, dict[str, str]]:
+def location(store: Any, storage_options: Mapping[str, Any] | None) -> tuple[str, dict[str, str]]:
     """The reader's URL and object_store options of ``store``: a path or URL
     (with ``storage_options``), a zarr store, an obstore store or a zarr
     array (whose store carries its own options: ``storage_options`` must be

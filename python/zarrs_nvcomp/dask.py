@@ -21,6 +21,7 @@ import numpy as np
 
 from zarrs_nvcomp._buffers import cupy_module
 from zarrs_nvcomp.reader import Array, _resolve_device, open_array
+from zarrs_nvcomp.types import StorageOptions
 
 __all__ = ["DEFAULT_BLOCK_BYTES", "to_dask"]
 
@@ -32,7 +33,7 @@ def to_dask(
     store: Any,
     chunks: Any = None,
     *,
-    storage_options: dict[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     device: str | None = None,
 ) -> Any:
     """A Dask array of the zarr array at ``store`` (a URL, a zarr or obstore

@@ -20,6 +20,7 @@ from zarrs_nvcomp._zarrs_nvcomp import (
     has_cpu_implementation,
     normalize_config,
 )
+from zarrs_nvcomp.types import Algorithm
 
 __all__ = ["DEVICE_OUTPUTS", "NvCompBatchCodec"]
 
@@ -95,7 +96,7 @@ class NvCompBatchCodec(Codec):
 
     def __init__(
         self,
-        algorithm: str = "lz4",
+        algorithm: Algorithm = "lz4",
         options: dict[str, Any] | None = None,
         device: str | None = None,
         *,

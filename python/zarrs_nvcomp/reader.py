@@ -62,6 +62,7 @@ from zarrs_nvcomp._zarrs_nvcomp import (
     gpu_unavailable_reason,
     parse_device,
 )
+from zarrs_nvcomp.types import StorageOptions
 
 __all__ = [
     "Array",
@@ -277,7 +278,7 @@ class Array:
         return f"<zarrs_nvcomp.Array {self.url!r} shape={self.shape} dtype={self._inner.data_type}>"
 
 
-def open_array(store: Any, storage_options: dict[str, Any] | None = None) -> Array:
+def open_array(store: Any, storage_options: StorageOptions | None = None) -> Array:
     """Opens the zarr array (v2 or v3) at ``store``: a local path, ``file://``,
     ``s3://bucket/prefix`` or ``http(s)://`` URL; a zarr store
     (``zarr.storage.LocalStore``, ``FsspecStore`` over S3 or local files,
@@ -308,8 +309,13 @@ def read_chunks_parallel(
     store: Any,
     selection: Any = (),
     *,
-    storage_options: dict[str, Any] | None = None,
-    **read_options: Any,
+    storage_options: StorageOptions | None = None,
+    device: str | None = None,
+    max_concurrent_requests: int | None = None,
+    trusted_input: bool = False,
+    max_decoded_size: int | None = None,
+    progress: bool | ProgressCallback | None = None,
+    out: Any = None,
 ) -> Any:
     """Reads ``selection`` (NumPy basic indexing; the whole array by default) of
     the zarr array at ``store`` (a URL, a store or an array, as for
@@ -330,7 +336,15 @@ def read_chunks_parallel(
     ``progress``, ``out`` (an array to read into, returned): see
     :meth:`Array.read`.
     """
-    return open_array(store, storage_options).read(selection, **read_options)
+    return open_array(store, storage_options).read(
+        selection,
+        device=device,
+        max_concurrent_requests=max_concurrent_requests,
+        trusted_input=trusted_input,
+        max_decoded_size=max_decoded_size,
+        progress=progress,
+        out=out,
+    )
 
 
 def _resolve_device(device: str | None, dtype: np.dtype) -> str:

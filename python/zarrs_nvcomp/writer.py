@@ -34,6 +34,7 @@ from zarrs_nvcomp._zarrs_nvcomp import (
     create_array_metadata,
 )
 from zarrs_nvcomp.reader import Array, open_array
+from zarrs_nvcomp.types import StorageOptions
 
 __all__ = ["create_array", "write_chunks_parallel"]
 
@@ -53,7 +54,7 @@ def create_array(
     zarr_format: int = 3,
     fill_value: Any = 0,
     data: Any = None,
-    storage_options: dict[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     overwrite: bool = False,
 ) -> Array:
     """Creates a zarr array at ``store`` (a path, ``file://``, ``s3://`` or
@@ -118,7 +119,7 @@ def write_chunks_parallel(
     data: Any,
     selection: Any = (),
     *,
-    storage_options: dict[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     device: str | None = None,
     write_empty_chunks: bool = False,
     max_concurrent_requests: int | None = None,

@@ -31,6 +31,7 @@ from zarr.core.common import JSON, parse_named_configuration
 from zarrs_nvcomp._buffers import cupy_module
 from zarrs_nvcomp._zarrs_nvcomp import InvalidArgumentError
 from zarrs_nvcomp.numcodecs import NvCompBatchCodec
+from zarrs_nvcomp.types import Algorithm
 
 if TYPE_CHECKING:
     from typing import Self
@@ -83,7 +84,7 @@ class NvCompBatchZarrCodec(BytesBytesCodec):
 
     def __init__(
         self,
-        algorithm: str = "lz4",
+        algorithm: Algorithm = "lz4",
         *,
         options: dict[str, JSON] | None = None,
         device: str | None = None,
