@@ -41,7 +41,7 @@ from __future__ import annotations
 
 import copy
 import math
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
@@ -62,7 +62,7 @@ from zarrs_nvcomp._zarrs_nvcomp import (
     gpu_unavailable_reason,
     parse_device,
 )
-from zarrs_nvcomp.types import StorageOptions
+from zarrs_nvcomp.types import ReadOptions, StorageOptions
 
 __all__ = [
     "Array",
@@ -310,12 +310,7 @@ def read_chunks_parallel(
     selection: Any = (),
     *,
     storage_options: StorageOptions | None = None,
-    device: str | None = None,
-    max_concurrent_requests: int | None = None,
-    trusted_input: bool = False,
-    max_decoded_size: int | None = None,
-    progress: bool | ProgressCallback | None = None,
-    out: Any = None,
+    **read_options: Unpack[ReadOptions],
 ) -> Any:
     """Reads ``selection`` (NumPy basic indexing; the whole array by default) of
     the zarr array at ``store`` (a URL, a store or an array, as for
@@ -336,15 +331,7 @@ def read_chunks_parallel(
     ``progress``, ``out`` (an array to read into, returned): see
     :meth:`Array.read`.
     """
-    return open_array(store, storage_options).read(
-        selection,
-        device=device,
-        max_concurrent_requests=max_concurrent_requests,
-        trusted_input=trusted_input,
-        max_decoded_size=max_decoded_size,
-        progress=progress,
-        out=out,
-    )
+    return open_array(store, storage_options).read(selection, **read_options)
 
 
 def _resolve_device(device: str | None, dtype: np.dtype) -> str:

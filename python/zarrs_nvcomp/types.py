@@ -10,7 +10,9 @@ from __future__ import annotations
 import datetime
 from typing import Any, Literal, TypedDict
 
-__all__ = ["Algorithm", "StorageOptions"]
+from zarrs_nvcomp._progress import ProgressCallback
+
+__all__ = ["Algorithm", "ReadOptions", "StorageOptions"]
 
 #: nvCOMP's batched algorithms; the last three run on the GPU only.
 Algorithm = Literal[
@@ -64,3 +66,21 @@ class StorageOptions(TypedDict, total=False):
     """fsspec's spelling of ``endpoint``."""
     client_kwargs: dict[str, Any]
     """botocore's client arguments: ``endpoint_url``, ``region_name`` and the credentials."""
+
+
+class ReadOptions(TypedDict, total=False):
+    """The keyword arguments of :func:`zarrs_nvcomp.read_chunks_parallel`
+    beyond ``storage_options``: those of :meth:`zarrs_nvcomp.Array.read`."""
+
+    device: str | None
+    """Where to decode and return the result: None, ``"cpu"``, ``"cuda"``, ``"cuda:N"``."""
+    max_concurrent_requests: int | None
+    """The most chunk requests in flight at once."""
+    trusted_input: bool
+    """Every chunk is valid: the GPU decodes in this process, not a worker."""
+    max_decoded_size: int | None
+    """The largest decoded size of one chunk, in bytes."""
+    progress: bool | ProgressCallback | None
+    """True for a progress bar, or a callable(done_bytes, total_bytes)."""
+    out: Any
+    """An array to read into, returned."""
