@@ -1,5 +1,6 @@
 """A read that runs on the CPU where the GPU was asked for or expected warns
-once per opened array (`CpuPathWarning`), saying why; other reads never warn."""
+once per process (`CpuPathWarning`), saying why, at the line of the caller's
+code; other reads never warn."""
 
 from __future__ import annotations
 
@@ -12,8 +13,7 @@ import zarr.codecs
 from conftest import cupy_or_skip
 
 import zarrs_nvcomp
-from zarrs_nvcomp import CpuPathWarning, GpuUnavailableError, open_array
-from zarrs_nvcomp import reader as reader_module
+from zarrs_nvcomp import CpuPathWarning, GpuUnavailableError, _cpu_path, open_array
 
 DATA = np.arange(24 * 30, dtype="int32").reshape(24, 30)
 
@@ -21,6 +21,12 @@ DATA = np.arange(24 * 30, dtype="int32").reshape(24, 30)
 def write(path, **kwargs) -> str:
     zarr.create_array(str(path), data=DATA, chunks=(8, 10), **kwargs)
     return str(path)
+
+
+@pytest.fixture(autouse=True)
+def first_warning_of_the_process(monkeypatch):
+    """Each test starts as a process that has not warned yet."""
+    monkeypatch.setattr(_cpu_path, "_warned", False)
 
 
 @pytest.fixture
@@ -68,23 +74,43 @@ def no_gpu():
 
 def test_auto_reads_on_a_machine_without_cupy_and_gpu_do_not_warn(no_gpu, transposed, monkeypatch):
     # A plain CPU machine: device=None meant the CPU all along.
-    monkeypatch.setattr(reader_module, "cupy_module", lambda: None)
+    monkeypatch.setattr(_cpu_path, "cupy_module", lambda: None)
     assert reads(open_array(transposed), 2) == []
 
 
-def test_auto_fallback_with_cupy_and_no_gpu_warns_once_per_array(
+def test_auto_fallback_with_cupy_and_no_gpu_warns_once_per_process(
     no_gpu, batched, transposed, monkeypatch
 ):
     # CuPy installed says the GPU was expected; the GPU is really unusable here.
-    monkeypatch.setattr(reader_module, "cupy_module", lambda: object())
+    monkeypatch.setattr(_cpu_path, "cupy_module", lambda: object())
     first = open_array(batched)
     got = reads(first, 3)
     assert len(got) == 1, got
     assert batched in got[0] and "read on the CPU, not the GPU" in got[0]
     assert no_gpu in got[0] and 'device="cpu"' in got[0]
-    # Once per array: a second array warns again, the first stays quiet.
-    assert len(reads(open_array(transposed), 2)) == 1
+    # Once per process: a second array stays quiet, and so does the first.
+    assert reads(open_array(transposed), 2) == []
     assert reads(first, 1) == []
+
+
+def test_the_warning_points_at_the_callers_line(no_gpu, transposed, monkeypatch):
+    monkeypatch.setattr(_cpu_path, "cupy_module", lambda: object())
+    array = open_array(transposed)
+    for read in (lambda: array[0, 0], lambda: zarrs_nvcomp.read_chunks_parallel(transposed)):
+        monkeypatch.setattr(_cpu_path, "_warned", False)
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            read()
+        (warning,) = [w for w in record if issubclass(w.category, CpuPathWarning)]
+        assert warning.filename == __file__, warning.filename
+
+
+def test_without_cupy_the_warning_names_the_extras_drivers(no_gpu, transposed, monkeypatch):
+    monkeypatch.setattr(_cpu_path, "cupy_module", lambda: None)
+    monkeypatch.setattr(_cpu_path, "gpu_unavailable_reason", lambda _: None)
+    (message,) = reads(open_array(transposed), 1)
+    assert "[cu13]" in message and "580 or newer" in message
+    assert "[cu12]" in message and "525 or newer" in message
 
 
 def test_failed_cuda_read_gives_no_warning(no_gpu, transposed):
@@ -97,18 +123,18 @@ def test_failed_cuda_read_gives_no_warning(no_gpu, transposed):
 
 
 @pytest.mark.gpu
-def test_cuda_read_through_the_zarrs_pipeline_warns_once_per_array(batched, transposed):
+def test_cuda_read_through_the_zarrs_pipeline_warns_once_per_process(batched, transposed):
     cupy_or_skip()
     array = open_array(transposed)
     got = reads(array, 3, device="cuda")
     assert len(got) == 1, got
     assert "zarrs pipeline" in got[0] and array.fallback_reason in got[0]
-    assert len(reads(open_array(transposed), 1, device="cuda")) == 1
+    assert reads(open_array(transposed), 1, device="cuda") == []
     assert reads(open_array(batched), 2, device="cuda") == []
 
 
 @pytest.mark.gpu
 def test_auto_read_without_cupy_on_a_gpu_machine_warns(transposed, monkeypatch):
-    monkeypatch.setattr(reader_module, "cupy_module", lambda: None)
+    monkeypatch.setattr(_cpu_path, "cupy_module", lambda: None)
     got = reads(open_array(transposed), 2)
     assert len(got) == 1 and "CuPy is not installed" in got[0], got

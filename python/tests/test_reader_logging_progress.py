@@ -140,7 +140,8 @@ def test_progress_true_without_tqdm(tmp_path, monkeypatch, capsys):
     got = read_chunks_parallel(str(tmp_path / "a"), device="cpu", progress=True)
     np.testing.assert_array_equal(got, data)
     err = capsys.readouterr().err
-    assert f"100.0% of {data.nbytes} bytes" in err, err
+    assert f"100.0% of {_progress.human_size(data.nbytes)}" in err, err
+    assert data.nbytes == 12800 and "12.5 KiB" in err, err
     assert err.endswith("\n")
 
 

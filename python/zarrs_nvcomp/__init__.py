@@ -22,6 +22,7 @@ array already where ``create_array`` is to make one) a ``ValueError``;
 """
 
 import contextlib
+import importlib.metadata
 import sys
 
 from zarrs_nvcomp import _nvcomp_wheel
@@ -75,7 +76,6 @@ __all__ = [
     "GpuUnavailableError",
     "InvalidArgumentError",
     "NvCompBatchCodec",
-    "NvcompCodecPipeline",
     "OutOfMemoryError",
     "SelectionError",
     "StoreError",
@@ -95,6 +95,12 @@ __all__ = [
     "to_dask",
     "write_chunks_parallel",
 ]
+# NvCompBatchZarrCodec and NvcompCodecPipeline need zarr, an optional
+# dependency: they load on first use (see __getattr__), and are not in
+# __all__, so that `from zarrs_nvcomp import *` works without zarr.
+
+#: The installed package's version.
+__version__ = importlib.metadata.version("zarrs-nvcomp")
 
 
 # Untrusted batches are decoded on the GPU by a worker process: this
@@ -133,6 +139,10 @@ def __getattr__(name: str):
         from zarrs_nvcomp.pipeline import NvcompCodecPipeline
 
         return NvcompCodecPipeline
+    if name == "NvCompBatchZarrCodec":
+        from zarrs_nvcomp.zarr3 import NvCompBatchZarrCodec
+
+        return NvCompBatchZarrCodec
     if name == "to_dask":
         from zarrs_nvcomp.dask import to_dask
 

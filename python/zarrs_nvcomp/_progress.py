@@ -18,6 +18,16 @@ DELAY = 1.0
 ProgressCallback = Callable[[int, int], Any]
 
 
+def human_size(nbytes: int) -> str:
+    """``nbytes`` in the largest binary unit it has one of: ``"1.0 GiB"``, ``"512 B"``."""
+    size, unit = float(nbytes), "B"
+    for bigger in ("KiB", "MiB", "GiB", "TiB", "PiB"):
+        if size < 1024:
+            break
+        size, unit = size / 1024, bigger
+    return f"{int(size)} B" if unit == "B" else f"{size:.1f} {unit}"
+
+
 class _Bar:
     """``progress=True``: a tqdm bar over the output's bytes, or without tqdm
     a percentage rewritten in place on stderr, at most ten times a second."""
@@ -47,7 +57,7 @@ class _Bar:
             return
         self._last_line, self._shown = now, True
         percent = 100.0 * done / total if total else 100.0
-        sys.stderr.write(f"\r{self._desc}: {percent:5.1f}% of {total} bytes")
+        sys.stderr.write(f"\r{self._desc}: {percent:5.1f}% of {human_size(total)}")
         sys.stderr.flush()
 
     def close(self) -> None:

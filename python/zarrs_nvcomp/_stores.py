@@ -19,6 +19,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from zarrs_nvcomp._local_paths import expand_user
 from zarrs_nvcomp._zarrs_nvcomp import InvalidArgumentError, UnsupportedTypeError
 
 __all__ = ["location", "translate_storage_options"]
@@ -57,7 +58,7 @@ _FSSPEC_ONLY = frozenset(
 )
 
 
-def translate_storage_options(options: dict[str, Any] | None) -> dict[str, str]:
+def translate_storage_options(options: Mapping[str, Any] | None) -> dict[str, str]:
     """object_store options (strings) from ``options``, which may use the
     fsspec/s3fs spellings of the module's table; other keys pass through as
     object_store keys (unknown ones are errors when the store opens).
@@ -111,15 +112,15 @@ def translate_storage_options(options: dict[str, Any] | None) -> dict[str, str]:
     return translated
 
 
-def location(store: Any, storage_options: dict[str, Any] | None) -> tuple[str, dict[str, str]]:
+def location(store: Any, storage_options: Mapping[str, Any] | None) -> tuple[str, dict[str, str]]:
     """The reader's URL and object_store options of ``store``: a path or URL
     (with ``storage_options``), a zarr store, an obstore store or a zarr
     array (whose store carries its own options: ``storage_options`` must be
     None). ``TypeError`` for stores the reader cannot open."""
     if isinstance(store, str):
-        return store, translate_storage_options(storage_options)
+        return expand_user(store), translate_storage_options(storage_options)
     if hasattr(store, "__fspath__"):
-        return os.fspath(store), translate_storage_options(storage_options)
+        return expand_user(os.fspath(store)), translate_storage_options(storage_options)
     if storage_options:
         raise InvalidArgumentError(
             f"storage_options apply to a URL; a {type(store).__name__} carries its own"

@@ -21,6 +21,7 @@ import numpy as np
 
 from zarrs_nvcomp._buffers import cupy_module
 from zarrs_nvcomp.reader import Array, _resolve_device, open_array
+from zarrs_nvcomp.types import StorageOptions
 
 __all__ = ["DEFAULT_BLOCK_BYTES", "to_dask"]
 
@@ -32,7 +33,7 @@ def to_dask(
     store: Any,
     chunks: Any = None,
     *,
-    storage_options: dict[str, Any] | None = None,
+    storage_options: StorageOptions | None = None,
     device: str | None = None,
 ) -> Any:
     """A Dask array of the zarr array at ``store`` (a URL, a zarr or obstore
@@ -48,8 +49,13 @@ def to_dask(
     the client: the GPU (``"cuda"``, device 0 of each worker) when it is
     usable and CuPy is installed, else the CPU.
     """
-    import dask.array as da
-    from dask.base import tokenize
+    try:
+        import dask.array as da
+        from dask.base import tokenize
+    except ImportError as e:
+        raise ImportError(
+            "to_dask needs Dask: pip install 'zarrs-nvcomp[dask]'", name=e.name
+        ) from e
 
     array = open_array(store, storage_options)
     dtype = array.dtype

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -12,6 +11,7 @@ from numcodecs.abc import Codec
 
 from zarrs_nvcomp import _buffers, _device_choice
 from zarrs_nvcomp._args import checked_bool, checked_int, checked_mapping, checked_optional_str
+from zarrs_nvcomp._batch_indices import batch_indices
 from zarrs_nvcomp._zarrs_nvcomp import (
     Engine,
     InvalidArgumentError,
@@ -20,6 +20,7 @@ from zarrs_nvcomp._zarrs_nvcomp import (
     has_cpu_implementation,
     normalize_config,
 )
+from zarrs_nvcomp.types import Algorithm
 
 __all__ = ["DEVICE_OUTPUTS", "NvCompBatchCodec"]
 
@@ -95,7 +96,7 @@ class NvCompBatchCodec(Codec):
 
     def __init__(
         self,
-        algorithm: str = "lz4",
+        algorithm: Algorithm = "lz4",
         options: dict[str, Any] | None = None,
         device: str | None = None,
         *,
@@ -425,9 +426,9 @@ class NvCompBatchCodec(Codec):
         result = list(out)
         given = [i for i, o in enumerate(out) if o is not None]
         fresh = [i for i, o in enumerate(out) if o is None]
-        with _batch_indices(given):
+        with batch_indices(given):
             self.decode_batch([bufs[i] for i in given], [out[i] for i in given], stream=stream)
-        with _batch_indices(fresh):
+        with batch_indices(fresh):
             decoded_fresh = self.decode_batch([bufs[i] for i in fresh], stream=stream)
             for i, decoded in zip(fresh, decoded_fresh, strict=True):
                 result[i] = decoded
@@ -489,26 +490,3 @@ def _rebuild(
         max_decoded_size=max_decoded_size,
         device_outputs=device_outputs,
     )
-
-
-class _batch_indices:
-    """Renumbers the buffers an error names from a part of a batch to the
-    whole batch: ``indices[i]`` is the batch index of the part's buffer ``i``."""
-
-    _BUFFER = re.compile(r"\bbuffer (\d+)\b")
-
-    def __init__(self, indices: list[int]) -> None:
-        self._indices = indices
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, err: BaseException | None, _tb: Any) -> None:
-        if err is None or not err.args or not isinstance(err.args[0], str):
-            return
-
-        def renumber(match: re.Match[str]) -> str:
-            i = int(match.group(1))
-            return f"buffer {self._indices[i]}" if i < len(self._indices) else match.group(0)
-
-        err.args = (self._BUFFER.sub(renumber, err.args[0]), *err.args[1:])

@@ -41,16 +41,18 @@ from __future__ import annotations
 
 import copy
 import math
-import warnings
-from typing import Any
+from typing import Any, Unpack
 
 import numpy as np
 
 from zarrs_nvcomp._args import checked_bool, checked_int
 from zarrs_nvcomp._buffers import cupy_module
+from zarrs_nvcomp._cpu_path import CpuPathWarning, warn_cpu_path
+from zarrs_nvcomp._local_paths import check_array_path
 from zarrs_nvcomp._progress import ProgressCallback, run_with_progress
 from zarrs_nvcomp._selection import normalize as _normalize
 from zarrs_nvcomp._stores import location
+from zarrs_nvcomp._write import write_into
 from zarrs_nvcomp._zarrs_nvcomp import (
     CudaArray,
     InvalidArgumentError,
@@ -60,6 +62,7 @@ from zarrs_nvcomp._zarrs_nvcomp import (
     gpu_unavailable_reason,
     parse_device,
 )
+from zarrs_nvcomp.types import ReadOptions, StorageOptions
 
 __all__ = [
     "Array",
@@ -71,25 +74,17 @@ __all__ = [
 ]
 
 
-class CpuPathWarning(UserWarning):
-    """A read ran on the CPU where the GPU was asked for or expected: a
-    ``device="cuda"`` read of a chain that only the zarrs pipeline decodes, or
-    a ``device=None`` read with CuPy installed while the GPU is unusable.
-    Given once per opened array; ``device="cpu"`` reads never warn."""
-
-
 class Array:
     """A zarr array opened by :func:`open_array`; ``a[selection]`` reads with
     ``device=None``, :meth:`read` takes a device. Pickles as its URL and
     storage options, and opens the array again when unpickled."""
 
-    __slots__ = ("_cpu_path_warned", "_inner", "_metadata", "_storage_options")
+    __slots__ = ("_inner", "_metadata", "_storage_options")
 
     def __init__(self, inner: ReaderArray, storage_options: dict[str, str] | None = None) -> None:
         self._inner = inner
         self._storage_options = dict(storage_options or {})
         self._metadata: dict[str, Any] = inner.metadata()
-        self._cpu_path_warned = False
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (open_array, (self.url, self._storage_options))
@@ -186,8 +181,8 @@ class Array:
         (default: the machine's memory for host reads, the GPU's for device
         reads); larger chunks are a :class:`zarrs_nvcomp.DecodeError`.
 
-        The first read that runs on the CPU where the GPU was asked for or
-        expected gives a :class:`CpuPathWarning` saying why.
+        The process's first read that runs on the CPU where the GPU was asked
+        for or expected gives a :class:`CpuPathWarning` saying why.
 
         ``progress``: ``True`` shows a progress bar (tqdm when installed) when
         the read takes more than a second; a callable is called as
@@ -244,7 +239,7 @@ class Array:
                 **({} if lent is None else lent.arguments()),
             ),
         )
-        self._warn_cpu_path(requested, device)
+        warn_cpu_path(self.url, requested, device, self.fallback_reason)
         if lent is not None:
             return out
         shape = tuple(len(range(*s)) for s in strided)
@@ -258,25 +253,17 @@ class Array:
         return arr.reshape(out_shape)
 
     def __getitem__(self, selection: Any) -> Any:
-        return self.read(selection)
+        """``read(selection)``; integer indexes of every axis give a NumPy
+        scalar, as NumPy's do (GPU reads a 0-d array, as CuPy's do)."""
+        result = self.read(selection)
+        if isinstance(result, np.ndarray) and result.ndim == 0 and selection is not Ellipsis:
+            return result[()]
+        return result
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         """Writes ``value`` (NumPy or GPU data) into ``selection``; see
         :func:`zarrs_nvcomp.write_chunks_parallel`."""
-        from zarrs_nvcomp.writer import write_chunks_parallel
-
-        write_chunks_parallel(self, value, selection)
-
-    def _warn_cpu_path(self, requested: str | None, device: str) -> None:
-        """Warns, once for this array, when the read that just succeeded ran on
-        the CPU where the GPU was asked for or expected."""
-        if self._cpu_path_warned:
-            return
-        why = _cpu_path_reason(requested, device, self.fallback_reason)
-        if why is None:
-            return
-        self._cpu_path_warned = True
-        warnings.warn(f"zarrs_nvcomp: {self.url}: {why}", CpuPathWarning, stacklevel=3)
+        write_into(self, value, selection)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
         arr = self.read(..., device="cpu")
@@ -291,7 +278,7 @@ class Array:
         return f"<zarrs_nvcomp.Array {self.url!r} shape={self.shape} dtype={self._inner.data_type}>"
 
 
-def open_array(store: Any, storage_options: dict[str, Any] | None = None) -> Array:
+def open_array(store: Any, storage_options: StorageOptions | None = None) -> Array:
     """Opens the zarr array (v2 or v3) at ``store``: a local path, ``file://``,
     ``s3://bucket/prefix`` or ``http(s)://`` URL; a zarr store
     (``zarr.storage.LocalStore``, ``FsspecStore`` over S3 or local files,
@@ -303,7 +290,9 @@ def open_array(store: Any, storage_options: dict[str, Any] | None = None) -> Arr
     ``secret``, ``token``, ``endpoint_url``, ``client_kwargs={"endpoint_url":
     ..., "region_name": ...}``), translated.
 
-    Raises :class:`StoreError` (an :class:`OSError`) when the store cannot be
+    A local path may start with ``~``. Raises :class:`StoreError` (an
+    :class:`OSError`; a :class:`FileNotFoundError` too for a local path that
+    does not exist; naming its arrays for a group) when the store cannot be
     read or holds no array there, :class:`ValueError` for an invalid URL or
     options (naming an unknown key), :class:`TypeError` for a store the reader
     cannot open (an in-memory store)."""
@@ -312,6 +301,7 @@ def open_array(store: Any, storage_options: dict[str, Any] | None = None) -> Arr
             raise InvalidArgumentError("storage_options apply to a URL, not to an opened array")
         return store
     url, options = location(store, storage_options)
+    check_array_path(url)
     return Array(ReaderArray.open(url, options), options)
 
 
@@ -319,8 +309,8 @@ def read_chunks_parallel(
     store: Any,
     selection: Any = (),
     *,
-    storage_options: dict[str, Any] | None = None,
-    **read_options: Any,
+    storage_options: StorageOptions | None = None,
+    **read_options: Unpack[ReadOptions],
 ) -> Any:
     """Reads ``selection`` (NumPy basic indexing; the whole array by default) of
     the zarr array at ``store`` (a URL, a store or an array, as for
@@ -449,27 +439,6 @@ def _c_contiguous(out: Any, interface: dict[str, Any] | None, itemsize: int) -> 
             return False
         expected *= n
     return True
-
-
-def _cpu_path_reason(requested: str | None, device: str, fallback_reason: str | None) -> str | None:
-    """Why a read on ``device`` (resolved from ``requested``) ran on the CPU
-    where the GPU was asked for or expected, or None when it did not."""
-    if device.startswith("cuda") and fallback_reason is not None:
-        return (
-            f"decoded on the CPU through the zarrs pipeline, then copied to the GPU: "
-            f"{fallback_reason}"
-        )
-    if requested is not None or device != "cpu":
-        return None
-    # device=None ran on the CPU: a fallback where one of the GPU's two
-    # needs (CuPy, a usable GPU) is met, and a plain CPU machine otherwise.
-    gpu_reason = gpu_unavailable_reason(0)
-    has_cupy = cupy_module() is not None
-    if has_cupy == (gpu_reason is None):
-        return None
-    if not has_cupy:
-        gpu_reason = 'CuPy is not installed (pip install "zarrs-nvcomp[cu13]", or [cu12])'
-    return f'read on the CPU, not the GPU: {gpu_reason}; pass device="cpu" to avoid this warning'
 
 
 def _flip_index(flips: tuple[int, ...], ndim: int) -> tuple[slice, ...]:

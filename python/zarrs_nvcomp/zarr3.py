@@ -31,6 +31,7 @@ from zarr.core.common import JSON, parse_named_configuration
 from zarrs_nvcomp._buffers import cupy_module
 from zarrs_nvcomp._zarrs_nvcomp import InvalidArgumentError
 from zarrs_nvcomp.numcodecs import NvCompBatchCodec
+from zarrs_nvcomp.types import Algorithm
 
 if TYPE_CHECKING:
     from typing import Self
@@ -65,7 +66,10 @@ def set_batch_size(batch_size: int | None = None) -> Any:
 
 @dataclass(frozen=True)
 class NvCompBatchZarrCodec(BytesBytesCodec):
-    """nvCOMP batched compression as a zarr 3 bytes-to-bytes codec.
+    """nvCOMP batched compression as a zarr 3 bytes-to-bytes codec: what
+    zarr 3's ``compressors=`` takes (``NvCompBatchZarrCodec("lz4")``, alone
+    or in a list), where zarr 2 and numcodecs take
+    :class:`zarrs_nvcomp.NvCompBatchCodec`.
 
     ``algorithm`` and ``options`` as in :class:`zarrs_nvcomp.NvCompBatchCodec`;
     ``device`` (None, "cpu", "cuda", "cuda:N") picks the backend and is not
@@ -80,8 +84,8 @@ class NvCompBatchZarrCodec(BytesBytesCodec):
 
     def __init__(
         self,
+        algorithm: Algorithm = "lz4",
         *,
-        algorithm: str = "lz4",
         options: dict[str, JSON] | None = None,
         device: str | None = None,
     ) -> None:

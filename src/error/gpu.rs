@@ -94,7 +94,8 @@ impl fmt::Display for GpuUnavailable {
             Self::NoLibcuda => write!(
                 f,
                 "no libcuda: the NVIDIA driver library libcuda.so.1 is not installed or not on the \
-                 loader's path; install the NVIDIA driver (525 or newer), or use device=\"cpu\""
+                 loader's path; install the NVIDIA driver (580 or newer for the [cu13] extra, 525 \
+                 or newer for [cu12]), or use device=\"cpu\""
             ),
             Self::NoDevice => write!(
                 f,
@@ -198,7 +199,9 @@ mod tests {
     fn driver_messages_say_what_to_install_or_check() {
         let m = message(GpuUnavailable::NoLibcuda);
         assert!(
-            m.starts_with("no libcuda:") && m.contains("install the NVIDIA driver"),
+            m.starts_with("no libcuda:")
+                && m.contains("install the NVIDIA driver")
+                && m.contains("580 or newer for the [cu13] extra"),
             "{m}"
         );
         let m = message(GpuUnavailable::NoDevice);

@@ -1,0 +1,61 @@
+"""Local paths as a user means them: ``~`` expanded, and clear errors for a
+path that does not exist (a :class:`FileNotFoundError`) or that holds a zarr
+group rather than an array (naming the group's arrays)."""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+from pathlib import Path
+
+from zarrs_nvcomp._zarrs_nvcomp import StoreError
+
+__all__ = ["StoreNotFoundError", "check_array_path", "expand_user"]
+
+
+class StoreNotFoundError(StoreError, FileNotFoundError):
+    """No file or directory at a local path: a :class:`zarrs_nvcomp.StoreError`
+    and a :class:`FileNotFoundError`."""
+
+
+def _local(url: str) -> str | None:
+    """The local path ``url`` names (a path, or a ``file://`` URL), or None."""
+    if url.startswith("file://"):
+        return url[len("file://") :]
+    return None if "://" in url else url
+
+
+def expand_user(url: str) -> str:
+    """``url`` with a leading ``~`` of a local path expanded, as open() would not."""
+    return os.path.expanduser(url) if url.startswith("~") else url
+
+
+def check_array_path(url: str) -> None:
+    """Raises :class:`StoreNotFoundError` where ``url`` is a local path that
+    does not exist, and :class:`zarrs_nvcomp.StoreError` naming the arrays of
+    the group where it is one; other URLs are for the reader to open."""
+    path = _local(url)
+    if path is None:
+        return
+    if not os.path.exists(path):
+        raise StoreNotFoundError(errno.ENOENT, "no zarr array: nothing at this path", path)
+    if _is_group(Path(path)):
+        arrays = sorted(p.name for p in Path(path).iterdir() if _is_array(p))
+        listed = ", ".join(arrays) if arrays else "none"
+        raise StoreError(f"{path} is a group, not an array; its arrays: {listed}")
+
+
+def _node_type(path: Path) -> str | None:
+    try:
+        return json.loads((path / "zarr.json").read_text()).get("node_type")
+    except (OSError, ValueError, AttributeError):
+        return None
+
+
+def _is_group(path: Path) -> bool:
+    return (path / ".zgroup").is_file() or _node_type(path) == "group"
+
+
+def _is_array(path: Path) -> bool:
+    return (path / ".zarray").is_file() or _node_type(path) == "array"
