@@ -80,7 +80,7 @@ pub use create::{create_array, create_array_blocking, NewArray};
 pub use options::WriteOptions;
 pub use store::WriteSummary;
 
-use crate::array::{BoxedSource, ReadError, Selection, StoreIo};
+use crate::array::{BoxedSource, ReadError, Selection};
 use crate::codec::Backend;
 use crate::cuda::CudaEngine;
 use crate::reader::{check_dimensionality, chunk_bytes, classify_chain, runtime, Chain, CPU_WAVE_BYTES_PER_THREAD};

@@ -1,8 +1,8 @@
 //! [`WriteOptions`]: how a write runs (backend, concurrency, wave size,
 //! empty chunks, how chunks are stored).
 
-use crate::codec::Backend;
 use crate::array::StoreIo;
+use crate::codec::Backend;
 
 /// Options of a write: [`WriteOptions::default`] and its `with_*` methods.
 #[derive(Debug, Clone, PartialEq, Eq)]
