@@ -8,13 +8,11 @@ dies or hangs costs only its case: the parent records it with the case's
 reproducer and starts another child at the next case.
 
     python fuzz/entry_points.py --cases 100000 [--jobs 2] [--per-child 2000]
-                                [--seed 1] [--include-known-open] [--out DIR]
+                                [--seed 1] [--out DIR]
 
 Prints the cases run, the outcomes by kind (``ok`` or the package error's
 class), and every violation (non-package error, inconsistent result, crash,
 hang) with its case's ``repr``; writes them to ``DIR/violations.jsonl``.
-``--include-known-open`` also runs the inputs ``KNOWN_OPEN`` holds back,
-labelling their violations with the class they fall in.
 """
 
 from __future__ import annotations
@@ -33,14 +31,14 @@ from pathlib import Path
 TESTS = Path(__file__).resolve().parent.parent / "python" / "tests"
 
 
-def child(seed: int, count: int, include_known: bool) -> None:
+def child(seed: int, count: int) -> None:
     """Runs ``count`` cases drawn with ``seed``, one JSON line before and after each."""
     sys.path.insert(0, str(TESTS))
     import fuzz_cases
     from hypothesis import HealthCheck, Phase, given, settings
     from hypothesis import seed as hypothesis_seed
 
-    strategy = fuzz_cases.cases() if not include_known else fuzz_cases.all_cases()
+    strategy = fuzz_cases.all_cases()
 
     @hypothesis_seed(seed)
     @settings(
@@ -55,7 +53,6 @@ def child(seed: int, count: int, include_known: bool) -> None:
         start = {
             "start": repr(case),
             "kind": case["kind"],
-            "known": fuzz_cases.held_back(case),
         }
         print(json.dumps(start), flush=True)
         with tempfile.TemporaryDirectory() as tmp:
@@ -70,7 +67,7 @@ def child(seed: int, count: int, include_known: bool) -> None:
     one()
 
 
-def run_child(seed: int, count: int, include_known: bool, log: Path) -> list[dict]:
+def run_child(seed: int, count: int, log: Path) -> list[dict]:
     """Runs one child to its end, restarting after a crash; the records of its
     cases, each also appended to ``log`` as it comes."""
     records: list[dict] = []
@@ -85,8 +82,7 @@ def run_child(seed: int, count: int, include_known: bool, log: Path) -> list[dic
                     "--child",
                     str(seed * 1000 + part),
                     str(count - len(records)),
-                ]
-                + (["--include-known-open"] if include_known else []),
+                ],
                 stdout=subprocess.PIPE,
                 stderr=stderr,
                 text=True,
@@ -102,7 +98,6 @@ def run_child(seed: int, count: int, include_known: bool, log: Path) -> list[dic
                         **msg,
                         "kind": current["kind"],
                         "case": current["start"],
-                        "known": current["known"],
                     }
                 )
                 _append(log, records[-1])
@@ -116,7 +111,6 @@ def run_child(seed: int, count: int, include_known: bool, log: Path) -> list[dic
                     "violation": f"{kind}: exit status {rc}: {text[-1500:]}",
                     "kind": current["kind"] if current else None,
                     "case": current["start"] if current else None,
-                    "known": current["known"] if current else None,
                 }
             )
             _append(log, records[-1])
@@ -135,14 +129,13 @@ def _append(log: Path, record: dict) -> None:
 
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--child":
-        child(int(sys.argv[2]), int(sys.argv[3]), "--include-known-open" in sys.argv)
+        child(int(sys.argv[2]), int(sys.argv[3]))
         return
     parser = argparse.ArgumentParser()
     parser.add_argument("--cases", type=int, default=10_000)
     parser.add_argument("--jobs", type=int, default=2)
     parser.add_argument("--per-child", type=int, default=2000)
     parser.add_argument("--seed", type=int, default=1)
-    parser.add_argument("--include-known-open", action="store_true")
     parser.add_argument("--out", default=os.environ.get("OUT", "fuzz-out"))
     args = parser.parse_args()
     out = Path(args.out)
@@ -155,7 +148,7 @@ def main() -> None:
     t0 = time.time()
     with ThreadPoolExecutor(args.jobs) as pool:
         results = pool.map(
-            lambda b: run_child(b[0], b[1], args.include_known_open, out / "child"),
+            lambda b: run_child(b[0], b[1], out / "child"),
             batches,
         )
         records = [r for rs in results for r in rs]
@@ -168,10 +161,10 @@ def main() -> None:
         print(f"  {name}: {n}")
     print(f"{len(violations)} violations")
     by_kind = collections.Counter(
-        (r["known"] or "new", r["violation"].split(":")[0][:120]) for r in violations
+        r["violation"].split(":")[0][:120] for r in violations
     )
-    for (known, first), n in by_kind.most_common():
-        print(f"  [{known}] {n} x {first}")
+    for first, n in by_kind.most_common():
+        print(f"  {n} x {first}")
     with open(out / "violations.jsonl", "w") as f:
         f.writelines(json.dumps(r) + "\n" for r in violations)
     with open(out / "summary.json", "w") as f:

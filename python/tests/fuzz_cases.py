@@ -11,9 +11,6 @@ a :class:`zarrs_nvcomp.ZarrsNvcompError`. Anything else, a ``PanicException``
 process after :data:`CASE_TIMEOUT` seconds, and the address space is capped
 at the declared output plus :data:`OVERHEAD` bytes, so that a hang or an
 unbounded allocation fails loudly instead of passing.
-
-:data:`KNOWN_OPEN` holds back inputs of defects being fixed elsewhere (issue
-29's points); remove an entry once its fix is merged.
 """
 
 from __future__ import annotations
@@ -39,11 +36,6 @@ from fuzz_strategies import (
 from hypothesis import strategies as st
 
 import zarrs_nvcomp
-
-#: Classes of input whose defects other branches are fixing (issue 29's
-#: points); their inputs are held back (see :func:`held_back`). Remove an
-#: entry after its fix is merged, and the fuzz covers those inputs again.
-KNOWN_OPEN: dict[str, str] = {}
 
 #: Seconds one case may take before the watchdog ends the process.
 CASE_TIMEOUT = 60.0
@@ -152,95 +144,8 @@ def codec_cases(draw) -> dict:
 
 
 def all_cases() -> st.SearchStrategy:
-    """Every kind of case, those :data:`KNOWN_OPEN` holds back included."""
+    """Every kind of case: reads, creates and writes, and the codec."""
     return st.one_of(read_cases(), create_cases(), codec_cases())
-
-
-def cases() -> st.SearchStrategy:
-    """Every kind of case but those :data:`KNOWN_OPEN` holds back."""
-    return all_cases().filter(lambda c: held_back(c) is None)
-
-
-def held_back(case: dict) -> str | None:
-    """The :data:`KNOWN_OPEN` class ``case`` falls in, if any."""
-    for area, falls_in in _CLASSES.items():
-        if area in KNOWN_OPEN and falls_in(case):
-            return area
-    return None
-
-
-def _bad_options(case: dict) -> bool:
-    if _huge_ints(case.get("selection")):
-        return True
-    if case["kind"] == "codec":
-        k = case["kwargs"]
-        return not (
-            isinstance(k.get("trusted_input", False), bool)
-            and isinstance(k.get("device"), str | None)
-            and _size_or_none(k.get("max_decoded_size"))
-            and isinstance(k.get("options"), dict | None)
-            and isinstance(k.get("algorithm"), str)
-            and all(isinstance(v, str) for v in (k.get("options") or {}).values())
-        )
-    if case["kind"] == "create":
-        return False
-    so, ro = case["storage_options"], case["read_options"]
-    return not (
-        (so is None or (isinstance(so, dict) and all(isinstance(v, str) for v in so.values())))
-        and not set(so or ()) & _TIMING_OPTIONS
-        and isinstance(ro.get("trusted_input", False), bool)
-        and _size_or_none(ro.get("max_decoded_size"))
-        and _size_or_none(ro.get("max_concurrent_requests"))
-        and isinstance(ro.get("device"), str | None)
-    )
-
-
-#: Storage options whose hostile values (timeout="1e300", max_retries=2**63) are known open.
-_TIMING_OPTIONS = {"timeout", "connect_timeout", "retry_timeout", "max_retries"}
-
-
-def _huge_sizes(case: dict) -> bool:
-    if case["kind"] != "read" or not isinstance(case["metadata"], dict):
-        return False
-    meta = case["metadata"]
-    if _huge_ints(meta, 1 << 31):
-        return True
-    try:
-        shape = [int(n) for n in meta["shape"]]
-        chunks = meta.get("chunks") or meta["chunk_grid"]["configuration"]["chunk_shape"]
-        chunks = [max(1, int(n)) for n in chunks]
-    except Exception:
-        return False
-    many = math.prod(-(-n // c) for n, c in zip(shape, chunks, strict=False)) > 1 << 16
-    return len(shape) > 8 or math.prod(chunks) > 1 << 24 or many
-
-
-def _zero_d_write(case: dict) -> bool:
-    return case["kind"] == "create" and case["create"].get("shape") == []
-
-
-_CLASSES = {
-    "options-errors": _bad_options,
-    "sizes": _huge_sizes,
-    "create-write": _zero_d_write,
-}
-
-
-def _huge_ints(value, limit: int = 1 << 62) -> bool:
-    """Whether ``value`` (JSON, a selection) holds an integer of ``limit`` or more in magnitude."""
-    if isinstance(value, bool):
-        return False
-    if isinstance(value, int | np.integer):
-        return abs(int(value)) >= limit
-    if isinstance(value, slice):
-        value = [value.start, value.stop, value.step]
-    if isinstance(value, dict):
-        value = list(value.values())
-    return isinstance(value, list | tuple) and any(_huge_ints(v, limit) for v in value)
-
-
-def _size_or_none(value) -> bool:
-    return value is None or (type(value) is int and 0 < value < 1 << 62)
 
 
 # --- running ----------------------------------------------------------------------
