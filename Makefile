@@ -31,7 +31,8 @@ lint: setup
 	RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace
 	$(PY) -m ruff check $(wildcard python benches examples)
 	$(PY) -m ruff format --check $(wildcard python benches examples)
-	$(PY) -m mypy --strict python/typing/user_script.py
+	# The package from the source tree: lint runs before it is installed.
+	MYPYPATH=python $(PY) -m mypy --strict --follow-imports=silent python/typing/user_script.py
 	bash scripts/check-msrv.sh
 	bash scripts/check-features.sh
 	$(PY) -m mkdocs build --strict --quiet

@@ -6,8 +6,11 @@ the buffer protocol, device buffers as ``(pointer, length)`` pairs or one
 packed region plus item sizes (a buffer of native ``uint64``).
 """
 
-from collections.abc import Buffer, Callable, Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
+
+# collections.abc.Buffer is new in Python 3.12; the package supports 3.11.
+from typing_extensions import Buffer
 
 #: Every algorithm name the codec takes.
 ALGORITHMS: list[str]
