@@ -83,6 +83,7 @@
 #![cfg_attr(not(feature = "array"), allow(dead_code, unused_imports))]
 
 pub mod algorithm;
+#[cfg(feature = "array")]
 mod array;
 pub mod batch;
 mod builder;
