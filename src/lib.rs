@@ -97,6 +97,7 @@ pub mod fork;
 pub(crate) mod format;
 mod host_memory;
 pub mod limits;
+pub(crate) mod par;
 mod profile;
 #[cfg(feature = "array")]
 pub mod reader;

@@ -118,12 +118,11 @@ fn compress_page(page: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
 
 /// Encodes one buffer in zarrs' `gdeflate` layout, pages compressed in parallel.
 pub(crate) fn encode_paged(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
-    let pages: Vec<Vec<u8>> = input
-        .par_chunks(PAGE_SIZE)
-        .map(|page| compress_page(page, level, index))
-        .collect::<Vec<_>>()
-        .into_iter()
-        .collect::<Result<_>>()?;
+    let pages = crate::par::collect_in_order(
+        input
+            .par_chunks(PAGE_SIZE)
+            .map(|page| compress_page(page, level, index)),
+    )?;
     Ok(format::gdeflate::write(input.len(), pages.iter().map(Vec::as_slice)))
 }
 

@@ -44,6 +44,7 @@ pub(crate) use growing::{grow, SCRATCH_KEEP_BYTES};
 use crate::algorithm::Algorithm;
 use crate::batch::Batch;
 use crate::error::{Error, Result};
+use crate::par::collect_in_order;
 
 /// Result of decoding into a buffer of fixed capacity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,22 +58,10 @@ pub(crate) enum Fill {
 /// What a format module reports when a buffer cannot be decoded.
 pub(crate) type DecodeResult<T> = std::result::Result<T, String>;
 
-/// Collects per-buffer results in index order, so the error returned is the
-/// one of the lowest failing index whatever order the threads ran in.
-fn in_order<T>(results: Vec<Result<T>>) -> Result<Vec<T>> {
-    results.into_iter().collect()
-}
-
 /// Compresses every buffer of `inputs`.
 pub(crate) fn encode_batch(algorithm: &Algorithm, inputs: &[&[u8]]) -> Result<Batch> {
     let codec = Codec::of(algorithm)?;
-    let encoded = in_order(
-        inputs
-            .par_iter()
-            .enumerate()
-            .map(|(i, input)| codec.encode(input, i))
-            .collect(),
-    )?;
+    let encoded = collect_in_order(inputs.par_iter().enumerate().map(|(i, input)| codec.encode(input, i)))?;
     Ok(Batch::from_buffers(&encoded))
 }
 
@@ -148,25 +137,19 @@ pub(crate) fn decode_batch_in(
     storage: impl FnOnce(usize) -> Vec<u8>,
 ) -> Result<Batch> {
     let codec = Codec::of(algorithm)?;
-    let declared = in_order(
+    let declared = collect_in_order(
         inputs
             .par_iter()
             .enumerate()
-            .map(|(i, input)| checked_declared_len(codec, input, i, max_decoded_size))
-            .collect(),
+            .map(|(i, input)| checked_declared_len(codec, input, i, max_decoded_size)),
     )?;
     // Buffers without a declared size are decoded first, into their own vectors.
-    let mut grown: Vec<Option<Vec<u8>>> = in_order(
-        inputs
-            .par_iter()
-            .zip(&declared)
-            .enumerate()
-            .map(|(i, (input, size))| match size {
-                Some(_) => Ok(None),
-                None => decode_growing(codec, input, i, max_decoded_size).map(Some),
-            })
-            .collect(),
-    )?;
+    let mut grown: Vec<Option<Vec<u8>>> = collect_in_order(inputs.par_iter().zip(&declared).enumerate().map(
+        |(i, (input, size))| match size {
+            Some(_) => Ok(None),
+            None => decode_growing(codec, input, i, max_decoded_size).map(Some),
+        },
+    ))?;
     if let [Some(vec)] = grown.as_mut_slice() {
         // One buffer, decoded already: it is the batch, not copied into one.
         let vec = std::mem::take(vec);
@@ -185,21 +168,21 @@ pub(crate) fn decode_batch_in(
     if !reused {
         crate::host_memory::advise_huge_pages(batch.data_mut());
     }
-    let results: Vec<Result<()>> = batch
-        .buffers_mut()
-        .into_par_iter()
-        .zip(inputs.par_iter())
-        .zip(grown.par_iter_mut())
-        .enumerate()
-        .map(|(i, ((out, input), grown))| match grown.take() {
-            Some(vec) => {
-                out.copy_from_slice(&vec);
-                Ok(())
-            }
-            None => decode_exact(codec, input, out, i),
-        })
-        .collect();
-    in_order(results)?;
+    collect_in_order(
+        batch
+            .buffers_mut()
+            .into_par_iter()
+            .zip(inputs.par_iter())
+            .zip(grown.par_iter_mut())
+            .enumerate()
+            .map(|(i, ((out, input), grown))| match grown.take() {
+                Some(vec) => {
+                    out.copy_from_slice(&vec);
+                    Ok(())
+                }
+                None => decode_exact(codec, input, out, i),
+            }),
+    )?;
     Ok(batch)
 }
 
@@ -214,7 +197,7 @@ pub(crate) fn decode_batch_into(
     let codec = Codec::of(algorithm)?;
     // Every declared size is checked against its output before any decoding,
     // so a wrong-size output leaves all outputs untouched.
-    let declared = in_order(
+    let declared = collect_in_order(
         inputs
             .par_iter()
             .zip(outputs.par_iter())
@@ -229,20 +212,20 @@ pub(crate) fn decode_batch_into(
                     }),
                     _ => Ok(size),
                 }
-            })
-            .collect(),
+            }),
     )?;
-    let results: Vec<Result<()>> = outputs
-        .par_iter_mut()
-        .zip(inputs.par_iter())
-        .zip(declared.par_iter())
-        .enumerate()
-        .map(|(i, ((out, input), size))| match size {
-            Some(_) => decode_exact(codec, input, out, i),
-            None => decode_unsized_into(codec, input, out, i, max_decoded_size),
-        })
-        .collect();
-    in_order(results).map(drop)
+    collect_in_order(
+        outputs
+            .par_iter_mut()
+            .zip(inputs.par_iter())
+            .zip(declared.par_iter())
+            .enumerate()
+            .map(|(i, ((out, input), size))| match size {
+                Some(_) => decode_exact(codec, input, out, i),
+                None => decode_unsized_into(codec, input, out, i, max_decoded_size),
+            }),
+    )
+    .map(drop)
 }
 
 /// Decodes a buffer without declared size straight into the caller's output;

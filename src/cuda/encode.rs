@@ -284,24 +284,19 @@ impl CudaEngine {
         inputs: Inputs<'_>,
         routes: &[EncodeRoute],
     ) -> Result<Vec<Option<Vec<u8>>>> {
-        routes
-            .par_iter()
-            .enumerate()
-            .map(|(i, r)| match (r, inputs) {
-                (EncodeRoute::Gpu(_), _) => Ok(None),
-                (EncodeRoute::Cpu, Inputs::Host(bufs)) => cpu::encode_one(algorithm, bufs[i], i).map(Some),
-                (EncodeRoute::Cpu, Inputs::Device(regions)) => {
-                    let mut host = vec![0u8; regions[i].len];
-                    if !host.is_empty() {
-                        self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
-                        // SAFETY: the caller vouches for the region.
-                        unsafe { result::memcpy_dtoh_sync(&mut host, regions[i].ptr) }
-                            .map_err(cuda_err("cuMemcpyDtoH"))?;
-                    }
-                    cpu::encode_one(algorithm, &host, i).map(Some)
+        crate::par::collect_in_order(routes.par_iter().enumerate().map(|(i, r)| match (r, inputs) {
+            (EncodeRoute::Gpu(_), _) => Ok(None),
+            (EncodeRoute::Cpu, Inputs::Host(bufs)) => cpu::encode_one(algorithm, bufs[i], i).map(Some),
+            (EncodeRoute::Cpu, Inputs::Device(regions)) => {
+                let mut host = vec![0u8; regions[i].len];
+                if !host.is_empty() {
+                    self.ctx.bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
+                    // SAFETY: the caller vouches for the region.
+                    unsafe { result::memcpy_dtoh_sync(&mut host, regions[i].ptr) }.map_err(cuda_err("cuMemcpyDtoH"))?;
                 }
-            })
-            .collect()
+                cpu::encode_one(algorithm, &host, i).map(Some)
+            }
+        }))
     }
 }
 

@@ -194,9 +194,10 @@ fn fetch_waves_blocking<S: ?Sized + AsyncReadableStorageTraits + 'static>(
         // Only the fetches run on the pool: a pool thread blocked on sending
         // a wave would leave the decoder of that wave one thread short.
         let fetched: Vec<Option<Bytes>> = crate::fork::in_pool(|| {
-            part.par_iter()
-                .map(|chunk| futures::executor::block_on(fetch_one(array, chunk, None)))
-                .collect::<Result<_, _>>()
+            crate::par::collect_in_order(
+                part.par_iter()
+                    .map(|chunk| futures::executor::block_on(fetch_one(array, chunk, None))),
+            )
         })?;
         for (k, bytes) in fetched.into_iter().enumerate() {
             if let Some(full) = wave.push(r * round + k, bytes, wave_bytes) {

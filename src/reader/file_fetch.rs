@@ -72,11 +72,8 @@ pub(crate) fn fetch_file_waves(
             return Ok(()); // the read was dropped (cancelled)
         }
         let part = &chunks[next..chunks.len().min(next + round)];
-        let lens: Vec<Option<usize>> = crate::fork::in_pool(|| {
-            part.par_iter()
-                .map(|chunk| file_len(dir, chunk))
-                .collect::<Result<_, _>>()
-        })?;
+        let lens: Vec<Option<usize>> =
+            crate::fork::in_pool(|| crate::par::collect_in_order(part.par_iter().map(|chunk| file_len(dir, chunk))))?;
         // The round ends with the chunk that fills the wave.
         let mut bytes = wave.compressed_bytes;
         let mut taken = Vec::with_capacity(lens.len());
@@ -91,14 +88,10 @@ pub(crate) fn fetch_file_waves(
         }
         let part = &part[..taken.len()];
         let fetched: Vec<Option<Bytes>> = crate::fork::in_pool(|| {
-            taken
-                .into_par_iter()
-                .zip(part)
-                .map(|((len, slot), chunk)| match len {
-                    Some(len) => read(dir, chunk, len, slot),
-                    None => Ok(None),
-                })
-                .collect::<Result<_, _>>()
+            crate::par::collect_in_order(taken.into_par_iter().zip(part).map(|((len, slot), chunk)| match len {
+                Some(len) => read(dir, chunk, len, slot),
+                None => Ok(None),
+            }))
         })?;
         for (k, bytes) in fetched.into_iter().enumerate() {
             if let Some(full) = wave.push(next + k, bytes, wave_bytes) {

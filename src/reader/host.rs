@@ -236,12 +236,10 @@ impl WaveDecoder for HostWaves {
     }
 
     fn decode_wave(&self, wave: &[WaveItem<'_>]) -> Result<(), ReadError> {
-        // Every item's result is kept, so that the error reported is that of
-        // the wave's first failing chunk, whichever thread finished first
-        // (rayon's try_for_each returns any one of them).
-        let results: Vec<Result<(), ReadError>> = wave
-            .par_iter()
-            .map_init(Scratch::default, |scratch: &mut Scratch, item| {
+        // The error reported is that of the wave's first failing chunk.
+        let decoded = crate::par::collect_in_order(wave.par_iter().map_init(
+            Scratch::default,
+            |scratch: &mut Scratch, item| {
                 let Some(stream) = item.stream else {
                     // SAFETY: the places of a read's items are disjoint.
                     unsafe { self.out.fill(item.place, &self.fill) };
@@ -276,9 +274,9 @@ impl WaveDecoder for HostWaves {
                 // SAFETY: as above.
                 unsafe { self.out.copy_from(scratch, item.place) };
                 Ok(())
-            })
-            .collect();
-        results.into_iter().collect()
+            },
+        ));
+        decoded.map(drop)
     }
 }
 

@@ -10,7 +10,7 @@ use zarrs::array::{Array, ArraySubset};
 use super::box_copy::c_strides;
 pub(crate) use super::box_copy::BoxCopy;
 use super::selection::{Selection, StridedRange};
-use super::{BoxedSource, ReadError};
+use super::ReadError;
 
 /// One chunk of a read.
 #[derive(Debug, Clone)]
@@ -73,36 +73,159 @@ struct DimPart {
     dst_start: u64,
 }
 
-/// The chunks along dimension `d` that hold indices of `sel`: one entry per
-/// such chunk, found by jumping from chunk to chunk (never per index).
-fn dim_parts<S: ?Sized>(array: &Array<S>, d: usize, sel: &StridedRange) -> Result<Vec<DimPart>, ReadError> {
-    let invalid = |source: BoxedSource| ReadError::InvalidSubset { source };
-    let (total, n) = (sel.count(), array.dimensionality());
-    let mut parts = Vec::new();
-    let mut point = vec![0u64; n];
-    let mut done = 0u64;
-    while done < total {
+/// Parts between the selected offsets [`DimParts`] keeps for an irregular
+/// grid: finding a part walks at most this many parts from the last kept
+/// offset before it, and a dimension of `n` parts keeps `n / 4096` offsets.
+const CHECKPOINT_PARTS: u64 = 4096;
+
+/// How a dimension's parts are found from a part's index.
+#[derive(Debug)]
+enum DimGrid {
+    /// A regular grid of chunks of this length along the dimension: a part
+    /// and where it starts are arithmetic.
+    Regular { chunk_len: u64 },
+    /// Any other grid (whose chunks zarrs places): the selected offset
+    /// where every [`CHECKPOINT_PARTS`]-th part starts, from which a part is
+    /// found by walking chunk to chunk.
+    Walked { checkpoints: Vec<u64> },
+}
+
+/// The chunks along dimension `d` that hold indices of `sel`, found from a
+/// part's index on demand: a dimension of millions of chunks costs no
+/// memory in proportion to them.
+#[derive(Debug)]
+struct DimParts {
+    d: usize,
+    sel: StridedRange,
+    /// Selected indices.
+    total: u64,
+    /// Parts (chunks holding selected indices).
+    len: u64,
+    /// The index of the first of the longest parts.
+    largest: u64,
+    grid: DimGrid,
+}
+
+impl DimParts {
+    /// The parts of `sel` (at least one index) along dimension `d`: on a
+    /// regular grid at once, on another by one walk from chunk to chunk
+    /// (never per index).
+    fn new<S: ?Sized>(array: &Array<S>, d: usize, sel: StridedRange) -> Result<Self, ReadError> {
+        let mut parts = Self {
+            d,
+            sel,
+            total: sel.count(),
+            len: 0,
+            largest: 0,
+            grid: DimGrid::Walked {
+                checkpoints: Vec::new(),
+            },
+        };
+        if array.chunk_grid().name_v3().as_deref() != Some("regular") {
+            return parts.walk(array);
+        }
+        let shape = array.chunk_shape(&vec![0; array.dimensionality()]).map_err(invalid)?;
+        let chunk_len = shape[d].get();
+        let last = sel.start + (parts.total - 1) * sel.step;
+        parts.len = match sel.step >= chunk_len {
+            // Every selected index in a chunk of its own.
+            true => parts.total,
+            // Every chunk from the first index's to the last's holds one.
+            false => last / chunk_len - sel.start / chunk_len + 1,
+        };
+        parts.grid = DimGrid::Regular { chunk_len };
+        Ok(parts)
+    }
+
+    /// These parts (of a [`DimGrid::Walked`] grid, none counted yet)
+    /// counted by one walk from chunk to chunk, keeping checkpoints.
+    fn walk<S: ?Sized>(mut self, array: &Array<S>) -> Result<Self, ReadError> {
+        let (mut checkpoints, mut longest, mut done) = (Vec::new(), 0, 0);
+        while done < self.total {
+            if self.len.is_multiple_of(CHECKPOINT_PARTS) {
+                checkpoints.push(done);
+            }
+            let part = self.part_from(array, done)?;
+            if part.chunk_len > longest {
+                (longest, self.largest) = (part.chunk_len, self.len);
+            }
+            self.len += 1;
+            done += part.count;
+        }
+        self.grid = DimGrid::Walked { checkpoints };
+        Ok(self)
+    }
+
+    /// The part that starts at selected offset `done`.
+    fn part_from<S: ?Sized>(&self, array: &Array<S>, done: u64) -> Result<DimPart, ReadError> {
+        let (d, sel) = (self.d, &self.sel);
         let index = sel.start + done * sel.step;
-        point[d] = index;
-        let chunk = array
-            .chunk_grid()
-            .chunk_indices(&point)
-            .map_err(|e| invalid(e.into()))?
-            .ok_or_else(|| invalid(format!("index {index} of dimension {d} is in no chunk").into()))?;
-        let subset = array.chunk_subset(&chunk).map_err(|e| invalid(e.into()))?;
-        let (chunk_start, chunk_len) = (subset.start()[d], subset.shape()[d]);
+        let (chunk, chunk_start, chunk_len) = match self.grid {
+            DimGrid::Regular { chunk_len } => (index / chunk_len, index / chunk_len * chunk_len, chunk_len),
+            DimGrid::Walked { .. } => {
+                let mut point = vec![0u64; array.dimensionality()];
+                point[d] = index;
+                let chunk = array
+                    .chunk_grid()
+                    .chunk_indices(&point)
+                    .map_err(invalid)?
+                    .ok_or_else(|| ReadError::InvalidSubset {
+                        source: format!("index {index} of dimension {d} is in no chunk").into(),
+                    })?;
+                let subset = array.chunk_subset(&chunk).map_err(invalid)?;
+                (chunk[d], subset.start()[d], subset.shape()[d])
+            }
+        };
         let local_start = index - chunk_start;
-        let count = ((chunk_len - local_start - 1) / sel.step + 1).min(total - done);
-        parts.push(DimPart {
-            chunk: chunk[d],
+        let count = ((chunk_len - local_start - 1) / sel.step + 1).min(self.total - done);
+        Ok(DimPart {
+            chunk,
             chunk_len,
             local_start,
             count,
             dst_start: done,
-        });
-        done += count;
+        })
     }
-    Ok(parts)
+
+    /// The selected offset where part `k` starts.
+    fn offset_of<S: ?Sized>(&self, array: &Array<S>, k: u64) -> Result<u64, ReadError> {
+        match &self.grid {
+            DimGrid::Regular { chunk_len } if self.sel.step >= *chunk_len || k == 0 => Ok(k),
+            DimGrid::Regular { chunk_len } => {
+                let chunk_start = (self.sel.start / chunk_len + k) * chunk_len;
+                Ok((chunk_start - self.sel.start).div_ceil(self.sel.step))
+            }
+            DimGrid::Walked { checkpoints } => {
+                let mut done = checkpoints[(k / CHECKPOINT_PARTS) as usize];
+                for _ in 0..k % CHECKPOINT_PARTS {
+                    done += self.part_from(array, done)?.count;
+                }
+                Ok(done)
+            }
+        }
+    }
+
+    /// Part `k`.
+    fn part<S: ?Sized>(&self, array: &Array<S>, k: u64) -> Result<DimPart, ReadError> {
+        self.part_from(array, self.offset_of(array, k)?)
+    }
+
+    /// The `n` parts from part `from` on, the first following the last.
+    fn window<S: ?Sized>(&self, array: &Array<S>, from: u64, n: u64) -> Result<Vec<DimPart>, ReadError> {
+        let mut done = self.offset_of(array, from)?;
+        (0..n)
+            .map(|_| {
+                let part = self.part_from(array, done)?;
+                done = (done + part.count) % self.total;
+                Ok(part)
+            })
+            .collect()
+    }
+}
+
+/// A subset the grid finds no chunk for.
+fn invalid(e: impl std::error::Error + Send + Sync + 'static) -> ReadError {
+    ReadError::InvalidSubset { source: Box::new(e) }
 }
 
 /// Most chunks planned at once: a read of more chunks plans and reads
@@ -114,12 +237,13 @@ fn dim_parts<S: ?Sized>(array: &Array<S>, d: usize, sel: &StridedRange) -> Resul
 pub(crate) const PLAN_BATCH_CHUNKS: u64 = 1 << 15;
 
 /// The chunks that hold selected elements, found dimension by dimension
-/// (one entry per chunk along each dimension, never per index), and planned
-/// in batches ([`Planner::batches`]).
+/// (never per index), and planned in batches ([`Planner::batches`]): a
+/// batch finds the parts it meets along each dimension, so planning holds
+/// memory in proportion to a batch, not to the chunks along a dimension.
 pub(crate) struct Planner<'a, S: ?Sized> {
     array: &'a Array<S>,
     /// The selection's parts along each dimension.
-    parts: Vec<Vec<DimPart>>,
+    parts: Vec<DimParts>,
     shape: Vec<u64>,
     steps: Vec<u64>,
     out_len: usize,
@@ -154,14 +278,14 @@ impl<'a, S: ?Sized + Send + Sync> Planner<'a, S> {
                 .dims()
                 .iter()
                 .enumerate()
-                .map(|(d, sel)| dim_parts(array, d, sel))
+                .map(|(d, sel)| DimParts::new(array, d, *sel))
                 .collect::<Result<Vec<_>, _>>()?,
         };
         // Each part holds a selected index: the count is at most the
         // output's elements.
         let count = match out_len {
             0 => 0,
-            _ => parts.iter().fold(1u64, |n, p| n.saturating_mul(p.len() as u64)),
+            _ => parts.iter().fold(1u64, |n, p| n.saturating_mul(p.len)),
         };
         Ok(Self {
             array,
@@ -191,15 +315,11 @@ impl<'a, S: ?Sized + Send + Sync> Planner<'a, S> {
     /// valid before any batch is planned: a write refuses a chunk too large
     /// before it stores anything.
     pub(crate) fn check_largest(&self) -> Result<(), ReadError> {
-        let largest = self.parts.iter().map(|parts| {
-            let longer = |a: DimPart, b: DimPart| if b.chunk_len > a.chunk_len { b } else { a };
-            parts.iter().copied().reduce(longer)
-        });
-        // No part along some dimension: no chunk is read.
-        let (Some(largest), true) = (largest.collect::<Option<Vec<_>>>(), self.count > 0) else {
+        if self.count == 0 {
             return Ok(());
-        };
-        self.chunk(&largest).map(drop)
+        }
+        let largest = self.parts.iter().map(|parts| parts.part(self.array, parts.largest));
+        self.chunk(&largest.collect::<Result<Vec<_>, _>>()?).map(drop)
     }
 
     /// The plan of the chunk where `parts` (one per dimension) meet.
@@ -228,13 +348,11 @@ impl<'a, S: ?Sized + Send + Sync> Planner<'a, S> {
         // In parallel: a chunk's plan costs about a microsecond (its key,
         // boxes and copy), which for the 16,384 inner chunks of a GiB in
         // 64 KiB chunks took 14-23 ms of a 90 ms read on the H200's host.
+        let windows = self.windows(&range)?;
         // Indices below the count, at most the output's elements: usize.
         let range = range.start as usize..range.end as usize;
         let chunks = crate::fork::in_pool(|| {
-            range
-                .into_par_iter()
-                .map(|k| self.chunk(&self.meeting(k as u64)))
-                .collect::<Result<Vec<_>, _>>()
+            crate::par::collect_in_order(range.into_par_iter().map(|k| self.chunk(&meeting(&windows, k as u64))))
         })?;
         Ok(Plan {
             shape: self.shape.clone(),
@@ -243,22 +361,48 @@ impl<'a, S: ?Sized + Send + Sync> Planner<'a, S> {
         })
     }
 
-    /// The parts of chunk `k` (C order of the parts) along each dimension.
-    fn meeting(&self, mut k: u64) -> Vec<DimPart> {
-        let mut meeting: Vec<DimPart> = self
-            .parts
+    /// The parts that the chunks `range` (not empty) meet along each
+    /// dimension: at most as many as the chunks along each.
+    fn windows(&self, range: &std::ops::Range<u64>) -> Result<Vec<Window>, ReadError> {
+        let mut inner = self.count;
+        self.parts
             .iter()
-            .rev()
             .map(|parts| {
-                let n = parts.len() as u64;
-                let part = parts[(k % n) as usize];
-                k /= n;
-                part
+                // Chunks per part along this dimension: the product of the
+                // parts of the dimensions inside it.
+                inner /= parts.len;
+                let first = range.start / inner;
+                let n = ((range.end - 1) / inner - first + 1).min(parts.len);
+                Ok(Window {
+                    inner,
+                    first,
+                    len: parts.len,
+                    parts: parts.window(self.array, first % parts.len, n)?,
+                })
             })
-            .collect();
-        meeting.reverse();
-        meeting
+            .collect()
     }
+}
+
+/// The parts of one dimension that a batch meets.
+struct Window {
+    /// Chunks per part: the product of the parts of the inner dimensions.
+    inner: u64,
+    /// The first chunk's part, counted on over the outer dimensions.
+    first: u64,
+    /// Parts along the dimension.
+    len: u64,
+    /// From the first chunk's part on, the first following the last.
+    parts: Vec<DimPart>,
+}
+
+/// The parts of chunk `k` (C order of the parts), one of the batch that
+/// the `windows` are of, along each dimension.
+fn meeting(windows: &[Window], k: u64) -> Vec<DimPart> {
+    windows
+        .iter()
+        .map(|w| w.parts[((k / w.inner - w.first) % w.len) as usize])
+        .collect()
 }
 
 /// The plan of the chunk where the per-dimension `parts` meet.

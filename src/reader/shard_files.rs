@@ -72,9 +72,7 @@ pub(crate) fn fetch_shard_file_waves(
             return Ok(()); // the read was dropped (cancelled)
         }
         let planned: Vec<Vec<RangeRead<'_>>> = crate::fork::in_pool(|| {
-            part.par_iter()
-                .map(|shard| index_reads(dir, (grid, plan), shard))
-                .collect::<Result<_, _>>()
+            crate::par::collect_in_order(part.par_iter().map(|shard| index_reads(dir, (grid, plan), shard)))
         })?;
         let mut reads = planned.into_iter().flatten().peekable();
         while reads.peek().is_some() {
@@ -94,10 +92,11 @@ pub(crate) fn fetch_shard_file_waves(
                 }
             }
             let fetched: Vec<_> = crate::fork::in_pool(|| {
-                taken
-                    .into_par_iter()
-                    .map(|(read, slot)| read_range(dir, plan, read, slot))
-                    .collect::<Result<_, _>>()
+                crate::par::collect_in_order(
+                    taken
+                        .into_par_iter()
+                        .map(|(read, slot)| read_range(dir, plan, read, slot)),
+                )
             })?;
             for (items, other_bytes) in fetched {
                 wave.fetched_bytes += other_bytes;

@@ -90,26 +90,23 @@ async fn consume_waves<D: WaveDecoder>(
 /// decoded size and its box in the output. A framing that does not fit is
 /// [`ReadError::Corrupt`] naming the chunk.
 fn wave_items<'a>(plan: &'a Plan, framing: Framing, wave: &'a Wave) -> Result<Vec<WaveItem<'a>>, ReadError> {
-    wave.items
-        .par_iter()
-        .map(|(i, bytes)| {
-            let chunk = &plan.chunks[*i];
-            let stream = bytes
-                .as_deref()
-                .map(|bytes| {
-                    framing.apply(bytes).map_err(|reason| ReadError::Corrupt {
-                        key: chunk.key.clone(),
-                        reason,
-                    })
+    crate::par::collect_in_order(wave.items.par_iter().map(|(i, bytes)| {
+        let chunk = &plan.chunks[*i];
+        let stream = bytes
+            .as_deref()
+            .map(|bytes| {
+                framing.apply(bytes).map_err(|reason| ReadError::Corrupt {
+                    key: chunk.key.clone(),
+                    reason,
                 })
-                .transpose()?;
-            Ok(WaveItem {
-                key: &chunk.key,
-                stream,
-                decoded_len: chunk.decoded_len,
-                place: &chunk.copy,
-                adler32: bytes.as_deref().and_then(|bytes| framing.adler32_of(bytes)),
             })
+            .transpose()?;
+        Ok(WaveItem {
+            key: &chunk.key,
+            stream,
+            decoded_len: chunk.decoded_len,
+            place: &chunk.copy,
+            adler32: bytes.as_deref().and_then(|bytes| framing.adler32_of(bytes)),
         })
-        .collect()
+    }))
 }

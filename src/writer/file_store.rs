@@ -80,14 +80,11 @@ pub(super) fn make_dirs(dir: &Path, keys: &[String]) -> Result<Vec<PathBuf>, Wri
     parents.sort_by(|a, b| a.1.cmp(&b.1));
     parents.dedup_by(|a, b| a.1 == b.1);
     let made: Vec<Vec<PathBuf>> = write_pool().install(|| {
-        parents
-            .par_iter()
-            .map(|(key, parent)| {
-                let mut made = Vec::new();
-                make_dir(parent, &mut made).map_err(failed(key))?;
-                Ok(made)
-            })
-            .collect::<Result<_, WriteError>>()
+        crate::par::collect_in_order(parents.par_iter().map(|(key, parent)| {
+            let mut made = Vec::new();
+            make_dir(parent, &mut made).map_err(failed(key))?;
+            Ok::<_, WriteError>(made)
+        }))
     })?;
     Ok(made.into_iter().flatten().collect())
 }
@@ -145,7 +142,7 @@ pub(super) fn store_files(
 ) -> Result<WriteSummary, WriteError> {
     let summary = summarize(&wave);
     write_pool().install(|| {
-        wave.par_iter().try_for_each(|(key, stored)| {
+        crate::par::collect_in_order(wave.par_iter().map(|(key, stored)| {
             let path = dir.join(key);
             match stored {
                 Stored::Put(bytes) => write_staged(&path, bytes),
@@ -155,7 +152,7 @@ pub(super) fn store_files(
                 },
             }
             .map_err(failed(key))
-        })
+        }))
     })?;
     remove_stale_staging(dir, &wave, &made);
     if summary.fill_chunks > 0 {

@@ -81,27 +81,24 @@ impl ZarrsEncoder {
         gathered: Vec<Vec<u8>>,
     ) -> Result<Vec<Stored>, WriteError> {
         let options = CodecOptions::default();
-        (keys, shapes, gathered)
-            .into_par_iter()
-            .map(|(key, shape, buf)| {
-                if !self.write_fill && gather::is_fill(&buf, &self.fill) {
-                    return Ok(Stored::Fill);
-                }
-                let encoded = self
-                    .codecs
-                    .encode(
-                        ArrayBytes::new_flen(buf),
-                        shape,
-                        &self.data_type,
-                        &self.fill_value,
-                        &options,
-                    )
-                    .map_err(|e| WriteError::ChunkPipeline {
-                        key: key.clone(),
-                        source: Box::new(e.into()),
-                    })?;
-                Ok(Stored::Put(Bytes::from(encoded.into_owned())))
-            })
-            .collect()
+        crate::par::collect_in_order((keys, shapes, gathered).into_par_iter().map(|(key, shape, buf)| {
+            if !self.write_fill && gather::is_fill(&buf, &self.fill) {
+                return Ok(Stored::Fill);
+            }
+            let encoded = self
+                .codecs
+                .encode(
+                    ArrayBytes::new_flen(buf),
+                    shape,
+                    &self.data_type,
+                    &self.fill_value,
+                    &options,
+                )
+                .map_err(|e| WriteError::ChunkPipeline {
+                    key: key.clone(),
+                    source: Box::new(e.into()),
+                })?;
+            Ok(Stored::Put(Bytes::from(encoded.into_owned())))
+        }))
     }
 }

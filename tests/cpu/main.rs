@@ -12,6 +12,7 @@ mod proptest_cpu;
 mod reader_blosc;
 mod reader_chains;
 mod reader_filters;
+mod reader_grids;
 mod reader_local;
 mod reader_s3;
 mod reader_sharded;

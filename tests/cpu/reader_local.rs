@@ -162,6 +162,33 @@ async fn crc32c_mismatch_names_the_key() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn of_two_corrupt_chunks_the_first_is_named() {
+    // Chunks 19 and 20 of 40 garbage, found by the framing's check (crc32c)
+    // or by the decoder (zstd): the error names chunk 19, though a thread
+    // that starts at the wave's second half meets chunk 20 first.
+    let store = memory_store();
+    let dtype = &dtypes()[2];
+    let cpu = ReadOptions::default().with_device(Backend::Cpu);
+    let chains = [
+        ("crc", json!([bytes_codec(), nvcomp("zstd"), {"name": "crc32c"}])),
+        ("zstd", json!([bytes_codec(), nvcomp("zstd")])),
+    ];
+    for (path, codecs) in chains {
+        let array = write_array(&store, path, &v3_metadata(&[400], &[10], dtype, codecs), dtype, 4).await;
+        for chunk in [19, 20] {
+            let key = format!("{path}/c/{chunk}");
+            let len = get(&store, &key).await.len();
+            put(&store, &key, vec![0xa5; len]).await;
+        }
+        let all = ArraySubset::new_with_shape(vec![400]);
+        for _ in 0..20 {
+            let err = read_chunks_parallel(&array, &all, &cpu).await.unwrap_err();
+            assert!(err.to_string().contains(&format!("{path}/c/19")), "{path}: {err}");
+        }
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn subsets_outside_the_array_are_errors() {
     let store = memory_store();
     let dtype = &dtypes()[0];
