@@ -17,13 +17,20 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::checksums::verify_adler32;
 use super::checksums::Adler32Check;
+use super::copies::copy_all;
 use super::copies::Copy;
+use super::decode::decode_core;
 use super::decode::Dest;
 use super::engine::Scratch;
+use super::filters::enqueue_filters;
 use super::gate::check_ahead::{self, CheckedAhead};
 use super::memory::{ensure_pinned, DeviceBuffer};
+use super::scale_offset::enqueue_scale_offset;
+use super::scatter::enqueue_scatter;
 use super::staging::Inputs;
+use super::unshuffle::enqueue_unshuffle;
 use super::unshuffle::BlockUnshuffle;
 use super::{CudaEngine, DecodeOptions, DeviceRegion, Scatter, Widen};
 use crate::algorithm::Algorithm;
@@ -185,243 +192,234 @@ impl BloscBatch<'_> {
 /// arena and the copies 13.)
 const SPAN_PER_STORED_BYTE: usize = 3;
 
-impl CudaEngine {
-    /// Decodes `batch` into `dst` (its streams by one nvCOMP batch per
-    /// algorithm, its blocks unshuffled, its filters undone and its chunks
-    /// placed by one kernel launch each) and returns when every chunk is in
-    /// place. An error about a stream names
-    /// its owner ([`StreamBatch::owners`]) as its index. On error, `dst`
-    /// may hold some of the chunks.
-    ///
-    /// # Panics
-    /// Where a range of `batch` lies outside its scratch or `dst`, before
-    /// anything is decoded.
-    ///
-    /// # Safety
-    /// `dst` must be writable device memory of this engine's context, used
-    /// by no other work until the call returns; no two places of the output
-    /// may overlap.
-    pub unsafe fn decode_blosc(&self, batch: &BloscBatch<'_>, dst: DeviceRegion, options: DecodeOptions) -> Result<()> {
-        batch.assert_within(dst.len);
-        // Checks the process and binds the context, for the allocations.
-        self.lock().map(drop)?;
-        let mut profile = Profile::new(|| drop(self.sync()));
-        let shuffled = self.alloc_output(batch.shuffled_len)?;
-        let unshuffled = self.alloc_output(batch.unshuffled_len)?;
-        let widened = self.alloc_output(batch.widened_len)?;
-        profile.mark("blosc scratches");
-        let mut fill_source = None;
-        let scratches = (&shuffled, &unshuffled, &widened);
-        // SAFETY: the scratches live until the stream is synchronised below;
-        // the caller vouches for `dst`.
-        let enqueued = unsafe { self.enqueue_blosc(batch, scratches, dst, options, &mut fill_source, &mut profile) };
-        let synced = self.sync();
-        profile.mark("blosc scattered");
-        drop((shuffled, unshuffled, widened, fill_source));
-        profile.mark("blosc scratches freed");
-        enqueued.and(synced)
-    }
+/// [`CudaEngine::decode_blosc`]'s work.
+///
+/// # Safety
+/// As [`CudaEngine::decode_blosc`].
+pub(super) unsafe fn decode_blosc(
+    engine: &CudaEngine,
+    batch: &BloscBatch<'_>,
+    dst: DeviceRegion,
+    options: DecodeOptions,
+) -> Result<()> {
+    batch.assert_within(dst.len);
+    // Checks the process and binds the context, for the allocations.
+    engine.lock().map(drop)?;
+    let mut profile = Profile::new(|| drop(engine.sync()));
+    let shuffled = engine.alloc_output(batch.shuffled_len)?;
+    let unshuffled = engine.alloc_output(batch.unshuffled_len)?;
+    let widened = engine.alloc_output(batch.widened_len)?;
+    profile.mark("blosc scratches");
+    let mut fill_source = None;
+    let scratches = (&shuffled, &unshuffled, &widened);
+    // SAFETY: the scratches live until the stream is synchronised below;
+    // the caller vouches for `dst`.
+    let enqueued = unsafe { enqueue_blosc(engine, batch, scratches, dst, options, &mut fill_source, &mut profile) };
+    let synced = engine.sync();
+    profile.mark("blosc scattered");
+    drop((shuffled, unshuffled, widened, fill_source));
+    profile.mark("blosc scratches freed");
+    enqueued.and(synced)
+}
 
-    /// The phases of [`Self::decode_blosc`], enqueued (the nvCOMP batches
-    /// and checksums also waited for).
-    ///
-    /// # Safety
-    /// The scratches hold `batch`'s lengths and stay alive, with the fill
-    /// source, until the stream is synchronised; `dst` as for `decode_blosc`.
-    unsafe fn enqueue_blosc(
-        &self,
-        batch: &BloscBatch<'_>,
-        (shuffled, unshuffled, widened): (&DeviceBuffer, &DeviceBuffer, &DeviceBuffer),
-        dst: DeviceRegion,
-        options: DecodeOptions,
-        fill_source: &mut Option<cudarc::driver::CudaSlice<u8>>,
-        profile: &mut Profile<'_>,
-    ) -> Result<()> {
-        let region = |r: &Range<usize>| DeviceRegion {
-            ptr: shuffled.ptr() + r.start as u64,
-            len: r.len(),
-        };
-        for streams in &batch.batches {
-            let regions: Vec<DeviceRegion> = streams.outputs.iter().map(region).collect();
-            self.decode_streams(streams, &regions, options)?;
-            let checks: Vec<Adler32Check> = streams
-                .adler32
+/// The phases of [`CudaEngine::decode_blosc`], enqueued (the nvCOMP batches
+/// and checksums also waited for).
+///
+/// # Safety
+/// The scratches hold `batch`'s lengths and stay alive, with the fill
+/// source, until the stream is synchronised; `dst` as for `decode_blosc`.
+unsafe fn enqueue_blosc(
+    engine: &CudaEngine,
+    batch: &BloscBatch<'_>,
+    (shuffled, unshuffled, widened): (&DeviceBuffer, &DeviceBuffer, &DeviceBuffer),
+    dst: DeviceRegion,
+    options: DecodeOptions,
+    fill_source: &mut Option<cudarc::driver::CudaSlice<u8>>,
+    profile: &mut Profile<'_>,
+) -> Result<()> {
+    let region = |r: &Range<usize>| DeviceRegion {
+        ptr: shuffled.ptr() + r.start as u64,
+        len: r.len(),
+    };
+    for streams in &batch.batches {
+        let regions: Vec<DeviceRegion> = streams.outputs.iter().map(region).collect();
+        decode_streams(engine, streams, &regions, options)?;
+        let checks: Vec<Adler32Check> = streams
+            .adler32
+            .iter()
+            .map(|&(k, stored)| Adler32Check {
+                index: streams.owners[k],
+                buffer: regions[k],
+                stored,
+            })
+            .collect();
+        // SAFETY: the regions lie in the shuffled scratch, decoded above.
+        unsafe { verify_adler32(engine, &checks)? };
+        profile.mark("blosc streams decoded");
+    }
+    upload_stored(engine, &batch.stored, shuffled.ptr())?;
+    profile.mark("blosc stored blocks");
+    let address = |target: BlockTarget| match target {
+        BlockTarget::Output(at) => dst.ptr + at as u64,
+        BlockTarget::Unshuffled(at) => unshuffled.ptr() + at as u64,
+    };
+    let blocks: Vec<BlockUnshuffle> = batch
+        .blocks
+        .iter()
+        .map(|b| BlockUnshuffle {
+            src: shuffled.ptr() + b.src as u64,
+            dst: address(b.dst),
+            len: b.len,
+            typesize: b.typesize,
+            shuffle: b.shuffle,
+        })
+        .collect();
+    // SAFETY: sources in the shuffled scratch, destinations in the
+    // unshuffled one or `dst` (asserted), disjoint by the plan.
+    unsafe { enqueue_unshuffle(engine, &blocks)? };
+    profile.mark("blosc unshuffled");
+    let chunks: Vec<DeviceRegion> = batch
+        .chunks
+        .iter()
+        .map(|&(target, len)| DeviceRegion {
+            ptr: address(target),
+            len,
+        })
+        .collect();
+    // SAFETY: the chunks lie in the unshuffled scratch or `dst`
+    // (asserted), disjoint by the plan, and stream order runs the
+    // filters after the unshuffle.
+    unsafe { enqueue_filters(engine, &batch.filters, &chunks)? };
+    profile.mark("blosc filters");
+    let source = match &batch.scale_offset {
+        Some(widen) => {
+            let chunks: Vec<Widen> = batch
+                .widen
                 .iter()
-                .map(|&(k, stored)| Adler32Check {
-                    index: streams.owners[k],
-                    buffer: regions[k],
-                    stored,
+                .map(|w| Widen {
+                    src: DeviceRegion {
+                        ptr: unshuffled.ptr() + w.src as u64,
+                        len: w.len,
+                    },
+                    dst: widened.ptr() + w.dst as u64,
                 })
                 .collect();
-            // SAFETY: the regions lie in the shuffled scratch, decoded above.
-            unsafe { self.verify_adler32(&checks)? };
-            profile.mark("blosc streams decoded");
+            // SAFETY: integers in the unshuffled scratch, floats in the
+            // scratch of floats (asserted), disjoint by the plan, and
+            // stream order runs this after the filters.
+            unsafe { enqueue_scale_offset(engine, widen, &chunks)? };
+            widened.ptr()
         }
-        self.upload_stored(&batch.stored, shuffled.ptr())?;
-        profile.mark("blosc stored blocks");
-        let address = |target: BlockTarget| match target {
-            BlockTarget::Output(at) => dst.ptr + at as u64,
-            BlockTarget::Unshuffled(at) => unshuffled.ptr() + at as u64,
-        };
-        let blocks: Vec<BlockUnshuffle> = batch
-            .blocks
-            .iter()
-            .map(|b| BlockUnshuffle {
-                src: shuffled.ptr() + b.src as u64,
-                dst: address(b.dst),
-                len: b.len,
-                typesize: b.typesize,
-                shuffle: b.shuffle,
-            })
-            .collect();
-        // SAFETY: sources in the shuffled scratch, destinations in the
-        // unshuffled one or `dst` (asserted), disjoint by the plan.
-        unsafe { self.enqueue_unshuffle(&blocks)? };
-        profile.mark("blosc unshuffled");
-        let chunks: Vec<DeviceRegion> = batch
-            .chunks
-            .iter()
-            .map(|&(target, len)| DeviceRegion {
-                ptr: address(target),
-                len,
-            })
-            .collect();
-        // SAFETY: the chunks lie in the unshuffled scratch or `dst`
-        // (asserted), disjoint by the plan, and stream order runs the
-        // filters after the unshuffle.
-        unsafe { self.enqueue_filters(&batch.filters, &chunks)? };
-        profile.mark("blosc filters");
-        let source = match &batch.scale_offset {
-            Some(widen) => {
-                let chunks: Vec<Widen> = batch
-                    .widen
-                    .iter()
-                    .map(|w| Widen {
-                        src: DeviceRegion {
-                            ptr: unshuffled.ptr() + w.src as u64,
-                            len: w.len,
-                        },
-                        dst: widened.ptr() + w.dst as u64,
-                    })
-                    .collect();
-                // SAFETY: integers in the unshuffled scratch, floats in the
-                // scratch of floats (asserted), disjoint by the plan, and
-                // stream order runs this after the filters.
-                unsafe { self.enqueue_scale_offset(widen, &chunks)? };
-                widened.ptr()
-            }
-            None => unshuffled.ptr(),
-        };
-        // SAFETY: the scratch the rows read holds `scatter.decoded_lens[0]`
-        // bytes, live until the caller synchronises; rows asserted within it
-        // and `dst`.
-        unsafe { self.enqueue_scatter(&batch.scatter, |_| source, dst, fill_source) }
-    }
+        None => unshuffled.ptr(),
+    };
+    // SAFETY: the scratch the rows read holds `scatter.decoded_lens[0]`
+    // bytes, live until the caller synchronises; rows asserted within it
+    // and `dst`.
+    unsafe { enqueue_scatter(engine, &batch.scatter, |_| source, dst, fill_source) }
+}
 
-    /// Decodes `streams` into `regions`, one each: by one nvCOMP batch, or
-    /// by one a part where they are many and untrusted
-    /// ([`check_ahead::decode_in_parts`]).
-    fn decode_streams(
-        &self,
-        streams: &StreamBatch<'_>,
-        regions: &[DeviceRegion],
-        options: DecodeOptions,
-    ) -> Result<()> {
-        let algorithm = &streams.algorithm;
-        let sizes: Vec<usize> = regions.iter().map(|r| r.len).collect();
-        let decode = |part: Range<usize>, ahead: Option<CheckedAhead<'_>>| {
-            let mut s = self.lock()?;
-            let inputs = Inputs::Host(&streams.inputs[part.clone()]);
-            let dest = Dest::Sized(&regions[part]);
-            self.decode_core(&mut s, (algorithm, inputs), options, dest, ahead)
-                .map(drop)
-        };
-        check_ahead::decode_in_parts(algorithm, (&streams.inputs, Some(&sizes)), options, decode)
-            .map_err(|e| e.reindexed(|k| streams.owners[k]))
-    }
+/// Decodes `streams` into `regions`, one each: by one nvCOMP batch, or
+/// by one a part where they are many and untrusted
+/// ([`check_ahead::decode_in_parts`]).
+fn decode_streams(
+    engine: &CudaEngine,
+    streams: &StreamBatch<'_>,
+    regions: &[DeviceRegion],
+    options: DecodeOptions,
+) -> Result<()> {
+    let algorithm = &streams.algorithm;
+    let sizes: Vec<usize> = regions.iter().map(|r| r.len).collect();
+    let decode = |part: Range<usize>, ahead: Option<CheckedAhead<'_>>| {
+        let mut s = engine.lock()?;
+        let inputs = Inputs::Host(&streams.inputs[part.clone()]);
+        let dest = Dest::Sized(&regions[part]);
+        decode_core(engine, &mut s, (algorithm, inputs), options, dest, ahead).map(drop)
+    };
+    check_ahead::decode_in_parts(algorithm, (&streams.inputs, Some(&sizes)), options, decode)
+        .map_err(|e| e.reindexed(|k| streams.owners[k]))
+}
 
-    /// Uploads the stored bytes and places them in the shuffled scratch at
-    /// `base` with one launch of the copy kernel; waits for both, so that
-    /// the device staging memory is free to go on return.
-    ///
-    /// Bytes a read fetched into one of the engine's arenas (pinned) go up
-    /// as the arena holds them, the compressed streams between them too: one
-    /// copy at the bus's speed and no gather on the host, where they are at
-    /// least a third of the arena's bytes that hold them
-    /// ([`SPAN_PER_STORED_BYTE`]). Other bytes are gathered in parallel into
-    /// the engine's pinned input buffer first, which pageable memory would
-    /// otherwise cross through the driver's bounce buffers at a fraction of
-    /// the bus's speed.
-    fn upload_stored(&self, stored: &[(&[u8], usize)], base: u64) -> Result<()> {
-        if stored.is_empty() {
-            return Ok(());
+/// Uploads the stored bytes and places them in the shuffled scratch at
+/// `base` with one launch of the copy kernel; waits for both, so that
+/// the device staging memory is free to go on return.
+///
+/// Bytes a read fetched into one of the engine's arenas (pinned) go up
+/// as the arena holds them, the compressed streams between them too: one
+/// copy at the bus's speed and no gather on the host, where they are at
+/// least a third of the arena's bytes that hold them
+/// ([`SPAN_PER_STORED_BYTE`]). Other bytes are gathered in parallel into
+/// the engine's pinned input buffer first, which pageable memory would
+/// otherwise cross through the driver's bounce buffers at a fraction of
+/// the bus's speed.
+fn upload_stored(engine: &CudaEngine, stored: &[(&[u8], usize)], base: u64) -> Result<()> {
+    if stored.is_empty() {
+        return Ok(());
+    }
+    let slices: Vec<&[u8]> = stored.iter().map(|(bytes, _)| *bytes).collect();
+    // Held until the stream is synchronised: the pinned buffer is the engine's.
+    let mut guard = engine.lock()?;
+    let s: &mut Scratch = &mut guard;
+    let stored_bytes: usize = slices.iter().map(|bytes| bytes.len()).sum();
+    let whole_span = engine
+        .arenas
+        .span_of(&slices)
+        .filter(|span| span.len <= SPAN_PER_STORED_BYTE * stored_bytes);
+    let (staging, sources) = match whole_span {
+        Some(span) => {
+            let staging = engine.alloc_output(span.len)?;
+            // SAFETY: the span is pinned memory of one of this engine's
+            // arenas, alive while `stored` borrows its slots, that is
+            // until after the stream is synchronised below; the staging
+            // buffer holds it.
+            unsafe { engine.upload_pinned(staging.ptr(), span.start, span.len)? };
+            let at = |bytes: &[u8]| staging.ptr() + (bytes.as_ptr() as u64 - span.start);
+            let sources: Vec<u64> = slices.iter().map(|bytes| at(bytes)).collect();
+            (staging, sources)
         }
-        let slices: Vec<&[u8]> = stored.iter().map(|(bytes, _)| *bytes).collect();
-        // Held until the stream is synchronised: the pinned buffer is the engine's.
-        let mut guard = self.lock()?;
-        let s: &mut Scratch = &mut guard;
-        let stored_bytes: usize = slices.iter().map(|bytes| bytes.len()).sum();
-        let whole_span = self
-            .arenas
-            .span_of(&slices)
-            .filter(|span| span.len <= SPAN_PER_STORED_BYTE * stored_bytes);
-        let (staging, sources) = match whole_span {
-            Some(span) => {
-                let staging = self.alloc_output(span.len)?;
-                // SAFETY: the span is pinned memory of one of this engine's
-                // arenas, alive while `stored` borrows its slots, that is
-                // until after the stream is synchronised below; the staging
-                // buffer holds it.
-                unsafe { self.upload_pinned(staging.ptr(), span.start, span.len)? };
-                let at = |bytes: &[u8]| staging.ptr() + (bytes.as_ptr() as u64 - span.start);
-                let sources: Vec<u64> = slices.iter().map(|bytes| at(bytes)).collect();
-                (staging, sources)
-            }
-            None => self.gather_and_upload(s, &slices)?,
-        };
-        let copies = stored.iter().zip(sources).map(|((bytes, at), src)| Copy {
-            dst: base + *at as u64,
-            src,
-            len: bytes.len(),
-        });
-        // SAFETY: sources in the staging buffer, destinations in the
-        // shuffled scratch (asserted within it).
-        unsafe { self.copy_all(&mut s.kernels, copies)? };
-        let synced = self.sync();
-        drop(staging);
-        synced
-    }
+        None => gather_and_upload(engine, s, &slices)?,
+    };
+    let copies = stored.iter().zip(sources).map(|((bytes, at), src)| Copy {
+        dst: base + *at as u64,
+        src,
+        len: bytes.len(),
+    });
+    // SAFETY: sources in the staging buffer, destinations in the
+    // shuffled scratch (asserted within it).
+    unsafe { copy_all(engine, &mut s.kernels, copies)? };
+    let synced = engine.sync();
+    drop(staging);
+    synced
+}
 
-    /// Gathers `slices` in parallel into the engine's pinned input buffer
-    /// and enqueues their upload into a new staging buffer; returns it with
-    /// each slice's device address. The caller holds the engine's lock (`s`)
-    /// until the stream has run the upload.
-    fn gather_and_upload(&self, s: &mut Scratch, slices: &[&[u8]]) -> Result<(DeviceBuffer, Vec<u64>)> {
-        let offsets = crate::batch::offsets_of(slices.iter().map(|bytes| bytes.len()));
-        let total = *offsets.last().expect("one offset more than buffers");
-        let staging = self.alloc_output(total)?;
-        let pinned = ensure_pinned(self.context(), &mut s.pinned_in, total)?;
-        let mut parts: Vec<&mut [u8]> = Vec::with_capacity(slices.len());
-        let mut rest = &mut pinned.as_mut_slice()[..total];
-        for bytes in slices {
-            let (part, tail) = rest.split_at_mut(bytes.len());
-            parts.push(part);
-            rest = tail;
-        }
-        parts
-            .into_par_iter()
-            .zip(slices.par_iter())
-            .for_each(|(part, bytes)| part.copy_from_slice(bytes));
-        // SAFETY: `total` bytes of pinned memory into the staging buffer,
-        // which holds them; the caller keeps the pinned buffer unwritten
-        // until the stream has run the copy.
-        unsafe { self.upload(staging.ptr(), &pinned.as_slice()[..total])? };
-        let sources = offsets[..slices.len()]
-            .iter()
-            .map(|off| staging.ptr() + *off as u64)
-            .collect();
-        Ok((staging, sources))
+/// Gathers `slices` in parallel into the engine's pinned input buffer
+/// and enqueues their upload into a new staging buffer; returns it with
+/// each slice's device address. The caller holds the engine's lock (`s`)
+/// until the stream has run the upload.
+fn gather_and_upload(engine: &CudaEngine, s: &mut Scratch, slices: &[&[u8]]) -> Result<(DeviceBuffer, Vec<u64>)> {
+    let offsets = crate::batch::offsets_of(slices.iter().map(|bytes| bytes.len()));
+    let total = *offsets.last().expect("one offset more than buffers");
+    let staging = engine.alloc_output(total)?;
+    let pinned = ensure_pinned(engine.context(), &mut s.pinned_in, total)?;
+    let mut parts: Vec<&mut [u8]> = Vec::with_capacity(slices.len());
+    let mut rest = &mut pinned.as_mut_slice()[..total];
+    for bytes in slices {
+        let (part, tail) = rest.split_at_mut(bytes.len());
+        parts.push(part);
+        rest = tail;
     }
+    parts
+        .into_par_iter()
+        .zip(slices.par_iter())
+        .for_each(|(part, bytes)| part.copy_from_slice(bytes));
+    // SAFETY: `total` bytes of pinned memory into the staging buffer,
+    // which holds them; the caller keeps the pinned buffer unwritten
+    // until the stream has run the copy.
+    unsafe { engine.upload(staging.ptr(), &pinned.as_slice()[..total])? };
+    let sources = offsets[..slices.len()]
+        .iter()
+        .map(|off| staging.ptr() + *off as u64)
+        .collect();
+    Ok((staging, sources))
 }
 
 #[cfg(test)]

@@ -160,64 +160,53 @@ pub(crate) struct Adler32Check {
     pub stored: u32,
 }
 
-impl CudaEngine {
-    /// Checks that every buffer of `checks` has its stored Adler-32, in one
-    /// launch of the checksum kernel; the error ([`ContentCheck::mismatch`])
-    /// names the first that does not. Waits for the engine's stream.
-    ///
-    /// # Safety
-    /// The buffers must be device memory of this engine, live and not
-    /// written by other work until the call returns.
-    pub(super) unsafe fn verify_adler32(&self, checks: &[Adler32Check]) -> Result<()> {
-        let n = checks.len();
-        if n == 0 {
-            return Ok(());
-        }
-        let buffers: Vec<DeviceRegion> = checks.iter().map(|c| c.buffer).collect();
-        let mut s = self.lock()?;
-        let sums = ensure_device(&self.ctx, &mut s.checks, 4 * n)?.ptr();
-        let summer = s.kernels.get::<ChecksumKernel>(&self.ctx)?;
-        // SAFETY: the caller vouches for the buffers; `sums` holds `n` words.
-        let enqueued = unsafe { summer.enqueue_buffers(&self.ctx, &buffers, KIND_ADLER32, sums, self.cu_stream()) };
-        // Wait also after a failed launch: the table upload may be queued.
-        let synced = self.sync();
-        enqueued.and(synced)?;
-        let mut words = vec![0u32; n];
-        // SAFETY: `n` words written by the finished kernel.
-        unsafe { result::memcpy_dtoh_sync(&mut words, sums) }.map_err(cuda_err("cuMemcpyDtoH"))?;
-        match words.iter().zip(checks).find(|(&actual, c)| actual != c.stored) {
-            Some((&actual, c)) => Err(ContentCheck::ZlibAdler32(c.stored).mismatch(c.index, actual)),
-            None => Ok(()),
-        }
+/// Checks that every buffer of `checks` has its stored Adler-32, in one
+/// launch of the checksum kernel; the error ([`ContentCheck::mismatch`])
+/// names the first that does not. Waits for the engine's stream.
+///
+/// # Safety
+/// The buffers must be device memory of this engine, live and not
+/// written by other work until the call returns.
+pub(super) unsafe fn verify_adler32(engine: &CudaEngine, checks: &[Adler32Check]) -> Result<()> {
+    let n = checks.len();
+    if n == 0 {
+        return Ok(());
     }
+    let buffers: Vec<DeviceRegion> = checks.iter().map(|c| c.buffer).collect();
+    let mut s = engine.lock()?;
+    let sums = ensure_device(&engine.ctx, &mut s.checks, 4 * n)?.ptr();
+    let summer = s.kernels.get::<ChecksumKernel>(&engine.ctx)?;
+    // SAFETY: the caller vouches for the buffers; `sums` holds `n` words.
+    let enqueued = unsafe { summer.enqueue_buffers(&engine.ctx, &buffers, KIND_ADLER32, sums, engine.cu_stream()) };
+    // Wait also after a failed launch: the table upload may be queued.
+    let synced = engine.sync();
+    enqueued.and(synced)?;
+    let mut words = vec![0u32; n];
+    // SAFETY: `n` words written by the finished kernel.
+    unsafe { result::memcpy_dtoh_sync(&mut words, sums) }.map_err(cuda_err("cuMemcpyDtoH"))?;
+    match words.iter().zip(checks).find(|(&actual, c)| actual != c.stored) {
+        Some((&actual, c)) => Err(ContentCheck::ZlibAdler32(c.stored).mismatch(c.index, actual)),
+        None => Ok(()),
+    }
+}
 
-    /// Checks that buffer `i` of `batch`, a batch this engine decoded from
-    /// the raw DEFLATE streams of zlib streams, has the Adler-32 `stored[i]`
-    /// of its stream's trailer: nvCOMP's decoder does not read the trailer,
-    /// and the CPU path checks it. The error ([`Error::Corrupt`]) names the
-    /// first buffer that differs, as the reader's GPU path words it;
-    /// [`Error::BatchLength`] where `stored` is not one per buffer. Waits
-    /// for the engine's stream.
-    ///
-    /// # Panics
-    /// Where another engine (another device) decoded `batch`.
-    pub fn check_adler32(&self, batch: &DeviceBatch, stored: &[u32]) -> Result<()> {
-        crate::batch::check_batch_length(batch.len(), stored.len())?;
-        assert!(
-            Arc::ptr_eq(&batch.stream, &self.stream),
-            "the batch was decoded by another engine"
-        );
-        let checks: Vec<Adler32Check> = stored
-            .iter()
-            .enumerate()
-            .map(|(index, &stored)| Adler32Check {
-                index,
-                buffer: batch.region(index),
-                stored,
-            })
-            .collect();
-        // SAFETY: the regions lie in `batch`'s allocation, memory of this
-        // engine's device, borrowed for the whole call.
-        unsafe { self.verify_adler32(&checks) }
-    }
+/// [`CudaEngine::check_adler32`]'s work.
+pub(super) fn check_adler32(engine: &CudaEngine, batch: &DeviceBatch, stored: &[u32]) -> Result<()> {
+    crate::batch::check_batch_length(batch.len(), stored.len())?;
+    assert!(
+        Arc::ptr_eq(&batch.stream, &engine.stream),
+        "the batch was decoded by another engine"
+    );
+    let checks: Vec<Adler32Check> = stored
+        .iter()
+        .enumerate()
+        .map(|(index, &stored)| Adler32Check {
+            index,
+            buffer: batch.region(index),
+            stored,
+        })
+        .collect();
+    // SAFETY: the regions lie in `batch`'s allocation, memory of this
+    // engine's device, borrowed for the whole call.
+    unsafe { verify_adler32(engine, &checks) }
 }

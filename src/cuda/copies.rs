@@ -15,9 +15,10 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::CudaContext;
 
-use super::kernel_cache::Kernel;
+use super::kernel_cache::{Kernel, Kernels};
 use super::memory::{upload_table, DeviceBuffer};
 use super::ptx::{grid_dim, PtxKernel};
+use super::CudaEngine;
 use crate::error::Result;
 
 /// One copy: `len` bytes from `src` to `dst`.
@@ -225,4 +226,32 @@ impl CopyKernel {
         // SAFETY: two u64 parameters, as the kernel declares; the caller vouches for the memory.
         unsafe { launch.launch((blocks, parts, 1), (THREADS, 1, 1)) }
     }
+}
+
+/// Enqueues `copies` on `engine`'s stream with the copy kernel of `kernels`
+/// (the engine's, which its caller has locked), loaded at first use.
+///
+/// # Safety
+/// As [`CopyKernel::copy_rows`].
+pub(super) unsafe fn copy_all<R: Into<Rows>>(
+    engine: &CudaEngine,
+    kernels: &mut Kernels,
+    copies: impl IntoIterator<Item = R>,
+) -> Result<()> {
+    let copier = kernels.get::<CopyKernel>(&engine.ctx)?;
+    let rows: Vec<Rows> = copies.into_iter().map(Into::into).collect();
+    // SAFETY: the caller vouches for the ranges.
+    unsafe { copier.copy_rows(&engine.ctx, &rows, engine.cu_stream()) }
+}
+
+/// Enqueues strided device copies on `engine`'s stream, in one kernel
+/// launch; the caller synchronises the stream.
+///
+/// # Safety
+/// Every row must be device memory of the engine's context, alive until
+/// the stream has run the copies; destinations must not overlap.
+pub(crate) unsafe fn enqueue_rows(engine: &CudaEngine, rows: &[Rows]) -> Result<()> {
+    let mut s = engine.lock()?;
+    // SAFETY: the caller's.
+    unsafe { copy_all(engine, &mut s.kernels, rows.iter().copied()) }
 }

@@ -1,6 +1,13 @@
 //! GPU decompression: the engine's decode calls, their destinations, the
 //! retry of ANS batches, and the blame for a batch the worker failed on.
 //!
+//! This is one of the engine's two façades (with [`super::encode`]): every
+//! public decode entry point of [`CudaEngine`] is here, the batched
+//! decodes that end in kernels too ([`CudaEngine::decode_blosc`],
+//! [`CudaEngine::decode_scatter`], [`CudaEngine::check_adler32`]), each
+//! handing its work to the module of its kernel family, so that no family
+//! adds methods to the engine.
+//!
 //! Every call runs one pass ([`super::decode_pass`]) over the batch into one
 //! of three destinations ([`Dest`]): host memory (the decoded bytes come back
 //! through pinned memory and are handed over group by group), a new device
@@ -16,11 +23,15 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::blosc::{self, BloscBatch};
+use super::checksums;
+use super::decode_pass::decode_pass;
 use super::device_batch::DeviceBatch;
 use super::engine::{CudaEngine, Scratch};
 use super::gate::check_ahead::CheckedAhead;
 use super::gate::host_copies::{self, host_views};
 use super::memory::DeviceBuffer;
+use super::scatter::{self, Scatter};
 use super::staging::Inputs;
 use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
@@ -93,26 +104,8 @@ impl CudaEngine {
             copy_out(&mut outputs[group.clone()], &ranges[group], pinned);
             Ok(())
         };
-        let decoded = self.decode_to_host(algorithm, inputs, options.into(), &mut deliver)?;
+        let decoded = decode_to_host(self, algorithm, inputs, options.into(), &mut deliver)?;
         Ok(batch.unwrap_or_else(|| Batch::zeroed(decoded.ranges.iter().map(Range::len))))
-    }
-
-    /// Decodes host buffers, handing the decoded bytes to `deliver` group by group.
-    fn decode_to_host(
-        &self,
-        algorithm: &Algorithm,
-        inputs: &[&[u8]],
-        options: DecodeOptions,
-        deliver: &mut Deliver<'_>,
-    ) -> Result<Decoded> {
-        let mut s = self.lock()?;
-        self.decode_core(
-            &mut s,
-            (algorithm, Inputs::Host(inputs)),
-            options,
-            Dest::Host(deliver),
-            None,
-        )
     }
 
     /// Decompresses host buffers on the GPU into the caller's host buffers.
@@ -140,7 +133,7 @@ impl CudaEngine {
             copy_out(&mut outputs[group.clone()], &ranges[group], pinned);
             Ok(())
         };
-        self.decode_to_host(algorithm, inputs, options.into(), &mut deliver)?;
+        decode_to_host(self, algorithm, inputs, options.into(), &mut deliver)?;
         Ok(())
     }
 
@@ -152,22 +145,7 @@ impl CudaEngine {
         inputs: &[&[u8]],
         options: impl Into<DecodeOptions>,
     ) -> Result<DeviceBatch> {
-        self.decode_to_new_device(algorithm, Inputs::Host(inputs), options.into())
-    }
-
-    fn decode_to_new_device(
-        &self,
-        algorithm: &Algorithm,
-        inputs: Inputs<'_>,
-        options: DecodeOptions,
-    ) -> Result<DeviceBatch> {
-        let mut s = self.lock()?;
-        let decoded = self.decode_core(&mut s, (algorithm, inputs), options, Dest::NewDevice, None)?;
-        Ok(DeviceBatch {
-            memory: decoded.memory.expect("NewDevice decodes allocate"),
-            ranges: decoded.ranges,
-            stream: self.stream.clone(),
-        })
+        decode_to_new_device(self, algorithm, Inputs::Host(inputs), options.into())
     }
 
     /// Decompresses device buffers into one device allocation.
@@ -181,7 +159,7 @@ impl CudaEngine {
         inputs: &[DeviceRegion],
         options: impl Into<DecodeOptions>,
     ) -> Result<DeviceBatch> {
-        self.decode_to_new_device(algorithm, Inputs::Device(inputs), options.into())
+        decode_to_new_device(self, algorithm, Inputs::Device(inputs), options.into())
     }
 
     /// Decompresses device buffers into caller-owned device buffers, whose
@@ -198,7 +176,8 @@ impl CudaEngine {
     ) -> Result<()> {
         crate::batch::check_batch_length(inputs.len(), outputs.len())?;
         let mut s = self.lock()?;
-        self.decode_core(
+        decode_core(
+            self,
             &mut s,
             (algorithm, Inputs::Device(inputs)),
             options.into(),
@@ -208,66 +187,176 @@ impl CudaEngine {
         Ok(())
     }
 
-    /// Decodes a batch. ANS sizes are first read from the stream's leading
-    /// word (see [`super::chunking::framing_bytes`]), which nvCOMP does not
-    /// document; if that fails, the batch is decoded again with nvCOMP's size
-    /// query. `ahead`: the batch's host check, run by the caller
-    /// ([`super::gate::check_ahead`]).
-    pub(super) fn decode_core(
-        &self,
-        s: &mut Scratch,
-        (algorithm, inputs): (&Algorithm, Inputs<'_>),
-        options: DecodeOptions,
-        mut dest: Dest<'_>,
-        ahead: Option<CheckedAhead<'_>>,
-    ) -> Result<Decoded> {
-        let first = self.decode_pass(s, (algorithm, inputs), options, &mut dest, false, ahead);
-        if let (Err(e), true) = (&first, crate::profile::enabled()) {
-            eprintln!("zarrs_nvcomp profile: decode failed: {e}");
-        }
-        match first {
-            Err(Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. })
-                if matches!(algorithm, Algorithm::Ans { .. }) =>
-            {
-                self.decode_pass(s, (algorithm, inputs), options, &mut dest, true, None)
-            }
-            Err(e @ Error::Worker { .. }) => Err(self.blame(s, algorithm, inputs, options.max_decoded_size, e)),
-            other => other,
-        }
+    /// Decodes `batch` into `dst` (its streams by one nvCOMP batch per
+    /// algorithm, its blocks unshuffled, its filters undone and its chunks
+    /// placed by one kernel launch each) and returns when every chunk is in
+    /// place. An error about a stream names
+    /// its owner ([`super::StreamBatch::owners`]) as its index. On error,
+    /// `dst` may hold some of the chunks.
+    ///
+    /// # Panics
+    /// Where a range of `batch` lies outside its scratch or `dst`, before
+    /// anything is decoded.
+    ///
+    /// # Safety
+    /// `dst` must be writable device memory of this engine's context, used
+    /// by no other work until the call returns; no two places of the output
+    /// may overlap.
+    pub unsafe fn decode_blosc(&self, batch: &BloscBatch<'_>, dst: DeviceRegion, options: DecodeOptions) -> Result<()> {
+        // SAFETY: the caller's.
+        unsafe { blosc::decode_blosc(self, batch, dst, options) }
     }
 
-    /// The error of a batch the worker failed on: the first buffer the CPU
-    /// decoder rejects, where the algorithm has one, with the worker's error.
-    fn blame(&self, s: &mut Scratch, algorithm: &Algorithm, inputs: Inputs<'_>, max: u64, worker: Error) -> Error {
-        if !algorithm.has_cpu_implementation() {
-            return worker;
+    /// Decodes `inputs` (host buffers) with one nvCOMP batch call, checks
+    /// that buffer `i` decoded to `scatter.decoded_lens[i]` bytes
+    /// ([`Error::OutputSize`] naming it otherwise), undoes `scatter.filters`
+    /// on each decoded buffer, widens it where `scatter.scale_offset` says
+    /// (into device memory of the call's own), and copies the rows of
+    /// `scatter` into `dst`, decoded buffers and fill value alike, in one
+    /// kernel launch. Returns when the copies are done: the decoded batch
+    /// lives on the device until then, and `dst` is ready for other streams.
+    ///
+    /// Untrusted input (`options.trusted` false) is decoded by a worker
+    /// process, as in [`Self::decode_batch_to_device`]. On error, `dst` may
+    /// hold some of the rows.
+    ///
+    /// # Panics
+    /// Where a row lies outside its decoded buffer (as `decoded_lens`
+    /// declares it), the fill source, or `dst`, a copy names a buffer beyond
+    /// the batch, or the filters are invalid
+    /// ([`crate::ElementFilters::assert_valid`]): before anything is decoded.
+    ///
+    /// # Safety
+    /// `dst` must be writable device memory of this engine's context, used by
+    /// no other work until the call returns, and no two destination rows may
+    /// overlap.
+    pub unsafe fn decode_scatter(
+        &self,
+        algorithm: &Algorithm,
+        inputs: &[&[u8]],
+        scatter: &Scatter,
+        dst: DeviceRegion,
+        options: DecodeOptions,
+    ) -> Result<()> {
+        // SAFETY: the caller's.
+        unsafe { scatter::decode_scatter(self, (algorithm, inputs), scatter, dst, options) }
+    }
+
+    /// Checks that buffer `i` of `batch`, a batch this engine decoded from
+    /// the raw DEFLATE streams of zlib streams, has the Adler-32 `stored[i]`
+    /// of its stream's trailer: nvCOMP's decoder does not read the trailer,
+    /// and the CPU path checks it. The error ([`Error::Corrupt`]) names the
+    /// first buffer that differs, as the reader's GPU path words it;
+    /// [`Error::BatchLength`] where `stored` is not one per buffer. Waits
+    /// for the engine's stream.
+    ///
+    /// # Panics
+    /// Where another engine (another device) decoded `batch`.
+    pub fn check_adler32(&self, batch: &DeviceBatch, stored: &[u32]) -> Result<()> {
+        checksums::check_adler32(self, batch, stored)
+    }
+}
+
+/// Decodes host buffers, handing the decoded bytes to `deliver` group by group.
+fn decode_to_host(
+    engine: &CudaEngine,
+    algorithm: &Algorithm,
+    inputs: &[&[u8]],
+    options: DecodeOptions,
+    deliver: &mut Deliver<'_>,
+) -> Result<Decoded> {
+    let mut s = engine.lock()?;
+    decode_core(
+        engine,
+        &mut s,
+        (algorithm, Inputs::Host(inputs)),
+        options,
+        Dest::Host(deliver),
+        None,
+    )
+}
+
+fn decode_to_new_device(
+    engine: &CudaEngine,
+    algorithm: &Algorithm,
+    inputs: Inputs<'_>,
+    options: DecodeOptions,
+) -> Result<DeviceBatch> {
+    let mut s = engine.lock()?;
+    let decoded = decode_core(engine, &mut s, (algorithm, inputs), options, Dest::NewDevice, None)?;
+    Ok(DeviceBatch {
+        memory: decoded.memory.expect("NewDevice decodes allocate"),
+        ranges: decoded.ranges,
+        stream: engine.stream.clone(),
+    })
+}
+
+/// Decodes a batch. ANS sizes are first read from the stream's leading
+/// word (see [`super::chunking::framing_bytes`]), which nvCOMP does not
+/// document; if that fails, the batch is decoded again with nvCOMP's size
+/// query. `ahead`: the batch's host check, run by the caller
+/// ([`super::gate::check_ahead`]).
+pub(super) fn decode_core(
+    engine: &CudaEngine,
+    s: &mut Scratch,
+    (algorithm, inputs): (&Algorithm, Inputs<'_>),
+    options: DecodeOptions,
+    mut dest: Dest<'_>,
+    ahead: Option<CheckedAhead<'_>>,
+) -> Result<Decoded> {
+    let first = decode_pass(engine, s, (algorithm, inputs), options, &mut dest, false, ahead);
+    if let (Err(e), true) = (&first, crate::profile::enabled()) {
+        eprintln!("zarrs_nvcomp profile: decode failed: {e}");
+    }
+    match first {
+        Err(Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. })
+            if matches!(algorithm, Algorithm::Ans { .. }) =>
+        {
+            decode_pass(engine, s, (algorithm, inputs), options, &mut dest, true, None)
         }
-        // Device buffers are copied to the host; host buffers are used as they are.
-        let copies = match inputs {
-            // SAFETY: the caller vouched for the regions.
-            Inputs::Device(regions) => match unsafe { host_copies::copy_to_host(self, s, regions) } {
-                Ok(copies) => Some(copies),
-                Err(_) => return worker,
-            },
-            Inputs::Host(_) => None,
-        };
-        let rejected = host_views(inputs, copies.as_ref())
-            .par_iter()
-            .enumerate()
-            .find_map_first(|(i, b)| cpu::decode_batch(algorithm, &[*b], max).err().map(|e| (i, e)));
-        if let Some(copies) = copies {
-            copies.give_back(s);
-        }
-        match rejected {
-            Some((index, Error::Corrupt { reason, .. })) => Error::Corrupt {
-                index,
-                reason: format!("{reason} (the GPU decoder failed on its batch: {worker})"),
-            },
-            Some((index, e)) => Error::Corrupt {
-                index,
-                reason: format!("{e} (the GPU decoder failed on its batch: {worker})"),
-            },
-            None => worker,
-        }
+        Err(e @ Error::Worker { .. }) => Err(blame(engine, s, algorithm, inputs, options.max_decoded_size, e)),
+        other => other,
+    }
+}
+
+/// The error of a batch the worker failed on: the first buffer the CPU
+/// decoder rejects, where the algorithm has one, with the worker's error.
+fn blame(
+    engine: &CudaEngine,
+    s: &mut Scratch,
+    algorithm: &Algorithm,
+    inputs: Inputs<'_>,
+    max: u64,
+    worker: Error,
+) -> Error {
+    if !algorithm.has_cpu_implementation() {
+        return worker;
+    }
+    // Device buffers are copied to the host; host buffers are used as they are.
+    let copies = match inputs {
+        // SAFETY: the caller vouched for the regions.
+        Inputs::Device(regions) => match unsafe { host_copies::copy_to_host(engine, s, regions) } {
+            Ok(copies) => Some(copies),
+            Err(_) => return worker,
+        },
+        Inputs::Host(_) => None,
+    };
+    let rejected = host_views(inputs, copies.as_ref())
+        .par_iter()
+        .enumerate()
+        .find_map_first(|(i, b)| cpu::decode_batch(algorithm, &[*b], max).err().map(|e| (i, e)));
+    if let Some(copies) = copies {
+        copies.give_back(s);
+    }
+    match rejected {
+        Some((index, Error::Corrupt { reason, .. })) => Error::Corrupt {
+            index,
+            reason: format!("{reason} (the GPU decoder failed on its batch: {worker})"),
+        },
+        Some((index, e)) => Error::Corrupt {
+            index,
+            reason: format!("{e} (the GPU decoder failed on its batch: {worker})"),
+        },
+        None => worker,
     }
 }

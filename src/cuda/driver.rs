@@ -4,16 +4,13 @@
 //! panics where `libcuda` is absent, a forked child cannot use a driver its
 //! parent initialised, and an nvCOMP built for a newer CUDA major version
 //! than the driver's fails in every call. Each check that fails says why the
-//! GPU is unusable ([`GpuUnavailable`]). An engine is created once per
-//! device and shared.
+//! GPU is unusable ([`GpuUnavailable`]).
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 
 use cudarc::driver::{result, sys};
 
-use super::CudaEngine;
 use crate::error::GpuUnavailable;
 
 /// What the driver reports: how many devices, and its CUDA version
@@ -94,53 +91,15 @@ fn open_nvcomp(driver_version: i32) -> Result<&'static nvcomp_sys::NvcompLibrary
     Ok(lib)
 }
 
-impl CudaEngine {
-    /// The engine of device `device`, created on first use and shared after;
-    /// the error says why the device cannot be used.
-    pub fn get(device: usize) -> Result<Arc<Self>, GpuUnavailable> {
-        static ENGINES: OnceLock<Mutex<HashMap<usize, Arc<CudaEngine>>>> = OnceLock::new();
-        let driver = probe_driver()?;
-        if device >= driver.count {
-            return Err(GpuUnavailable::NoSuchDevice {
-                requested: device,
-                count: driver.count,
-            });
-        }
-        let lib = open_nvcomp(driver.version)?;
-        let mut engines = ENGINES
-            .get_or_init(Mutex::default)
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some(engine) = engines.get(&device) {
-            return Ok(engine.clone());
-        }
-        let engine = Arc::new(CudaEngine::create(device, lib).map_err(|e| GpuUnavailable::Engine(Box::new(e)))?);
-        engines.insert(device, engine.clone());
-        Ok(engine)
+/// nvCOMP, once the driver and device `device` are checked: what an
+/// engine of that device is created with.
+pub(super) fn open(device: usize) -> Result<&'static nvcomp_sys::NvcompLibrary, GpuUnavailable> {
+    let driver = probe_driver()?;
+    if device >= driver.count {
+        return Err(GpuUnavailable::NoSuchDevice {
+            requested: device,
+            count: driver.count,
+        });
     }
-
-    /// `count` (at least one) engines of device `device`, the first
-    /// [`get`](Self::get)'s, each with its own stream and scratch memory,
-    /// created on first use and shared after: batches given to different
-    /// engines run on the device at the same time.
-    ///
-    /// Batches of few large chunks need this: the time of one nvCOMP
-    /// Zstandard compression on the H200 hardly depends on how many chunks it
-    /// has (121 ms for 256 chunks of 1 MiB, 166 ms for 1,024), so one batch at
-    /// a time leaves most of the GPU idle.
-    pub fn lanes(device: usize, count: usize) -> Result<Vec<Arc<Self>>, GpuUnavailable> {
-        static EXTRA: OnceLock<Mutex<HashMap<usize, Vec<Arc<CudaEngine>>>>> = OnceLock::new();
-        let first = Self::get(device)?;
-        let mut extra = EXTRA
-            .get_or_init(Mutex::default)
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        let more = extra.entry(device).or_default();
-        while more.len() + 1 < count {
-            let engine = CudaEngine::create(device, first.lib).map_err(|e| GpuUnavailable::Engine(Box::new(e)))?;
-            more.push(Arc::new(engine));
-        }
-        let more = more[..count.max(1) - 1].iter().cloned();
-        Ok(std::iter::once(first).chain(more).collect())
-    }
+    open_nvcomp(driver.version)
 }

@@ -1,18 +1,22 @@
 //! [`CudaEngine`]: nvCOMP on one device, its lifecycle and its scratch memory.
 //!
 //! An engine owns the device's primary context, one stream and the pinned
-//! and device scratch memory that its calls reuse. Its calls are spread over
-//! sibling modules by job: [`super::encode`] compresses,
-//! [`super::decode`] decompresses (one pass at a time, in
-//! [`super::decode_pass`]), with the input scratch laid out by
-//! [`super::staging`]. Every call locks the scratch, so calls on one engine
-//! are serialised, and returns after the stream has finished its work.
+//! and device scratch memory that its calls reuse; it names no kernel. Its
+//! public calls are the façades [`super::encode`] (compression) and
+//! [`super::decode`] (decompression, one pass at a time in
+//! [`super::decode_pass`]); each kernel family (`copies`, `fill`,
+//! `filters`, `scale_offset`, `unshuffle`, `checksums`, `scatter`, `blosc`)
+//! is a module of functions that take the engine, and keeps its loaded
+//! kernel in the engine's cache ([`super::kernel_cache`]). Every call locks
+//! the scratch, so calls on one engine are serialised, and returns after the
+//! stream has finished its work.
 
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 
 use cudarc::driver::{result, sys, CudaContext, CudaSlice, CudaStream};
 
-use super::copies::{CopyKernel, Rows};
+use super::driver;
 use super::fetch_arena::{ArenaPool, FetchArena};
 use super::isolation;
 use super::kernel_cache::Kernels;
@@ -71,7 +75,49 @@ pub(super) struct Scratch {
 }
 
 impl CudaEngine {
-    pub(crate) fn create(device: usize, lib: &'static nvcomp_sys::NvcompLibrary) -> Result<Self> {
+    /// The engine of device `device`, created on first use and shared after;
+    /// the error says why the device cannot be used.
+    pub fn get(device: usize) -> Result<Arc<Self>, GpuUnavailable> {
+        static ENGINES: OnceLock<Mutex<HashMap<usize, Arc<CudaEngine>>>> = OnceLock::new();
+        let lib = driver::open(device)?;
+        let mut engines = ENGINES
+            .get_or_init(Mutex::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if let Some(engine) = engines.get(&device) {
+            return Ok(engine.clone());
+        }
+        let engine = Arc::new(CudaEngine::create(device, lib).map_err(|e| GpuUnavailable::Engine(Box::new(e)))?);
+        engines.insert(device, engine.clone());
+        Ok(engine)
+    }
+
+    /// `count` (at least one) engines of device `device`, the first
+    /// [`get`](Self::get)'s, each with its own stream and scratch memory,
+    /// created on first use and shared after: batches given to different
+    /// engines run on the device at the same time.
+    ///
+    /// Batches of few large chunks need this: the time of one nvCOMP
+    /// Zstandard compression on the H200 hardly depends on how many chunks it
+    /// has (121 ms for 256 chunks of 1 MiB, 166 ms for 1,024), so one batch at
+    /// a time leaves most of the GPU idle.
+    pub fn lanes(device: usize, count: usize) -> Result<Vec<Arc<Self>>, GpuUnavailable> {
+        static EXTRA: OnceLock<Mutex<HashMap<usize, Vec<Arc<CudaEngine>>>>> = OnceLock::new();
+        let first = Self::get(device)?;
+        let mut extra = EXTRA
+            .get_or_init(Mutex::default)
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let more = extra.entry(device).or_default();
+        while more.len() + 1 < count {
+            let engine = CudaEngine::create(device, first.lib).map_err(|e| GpuUnavailable::Engine(Box::new(e)))?;
+            more.push(Arc::new(engine));
+        }
+        let more = more[..count.max(1) - 1].iter().cloned();
+        Ok(std::iter::once(first).chain(more).collect())
+    }
+
+    fn create(device: usize, lib: &'static nvcomp_sys::NvcompLibrary) -> Result<Self> {
         let ctx = CudaContext::new(device).map_err(cuda_err("cuDevicePrimaryCtxRetain"))?;
         let stream = ctx.new_stream().map_err(cuda_err("cuStreamCreate"))?;
         let pool = MemoryPool::new(&ctx).ok();
@@ -248,32 +294,5 @@ impl CudaEngine {
     pub(super) unsafe fn download<T>(&self, dst: &mut [T], src: u64) -> Result<()> {
         // SAFETY: the caller's.
         unsafe { result::memcpy_dtoh_async(dst, src, self.cu_stream()) }.map_err(cuda_err("cuMemcpyDtoHAsync"))
-    }
-
-    /// Enqueues `copies` with the copy kernel, loaded at first use.
-    ///
-    /// # Safety
-    /// As [`CopyKernel::copy_rows`].
-    pub(super) unsafe fn copy_all<R: Into<Rows>>(
-        &self,
-        kernels: &mut Kernels,
-        copies: impl IntoIterator<Item = R>,
-    ) -> Result<()> {
-        let copier = kernels.get::<CopyKernel>(&self.ctx)?;
-        let rows: Vec<Rows> = copies.into_iter().map(Into::into).collect();
-        // SAFETY: the caller vouches for the ranges.
-        unsafe { copier.copy_rows(&self.ctx, &rows, self.cu_stream()) }
-    }
-
-    /// Enqueues strided device copies on the engine's stream, in one kernel
-    /// launch; the caller synchronises the stream.
-    ///
-    /// # Safety
-    /// Every row must be device memory of this engine's context, alive
-    /// until the stream has run the copies; destinations must not overlap.
-    pub(crate) unsafe fn enqueue_rows(&self, rows: &[Rows]) -> Result<()> {
-        let mut s = self.lock()?;
-        // SAFETY: the caller's.
-        unsafe { self.copy_all(&mut s.kernels, rows.iter().copied()) }
     }
 }

@@ -88,40 +88,42 @@ impl FilterKernel {
     }
 }
 
-impl CudaEngine {
-    /// Undoes `filters` in place on every chunk, in one kernel launch
-    /// (loaded at first use) on the engine's stream; returns when the chunks
-    /// are written.
-    ///
-    /// # Panics
-    /// Where `filters` are not ones the kernel undoes
-    /// ([`ElementFilters::assert_valid`]).
-    ///
-    /// # Safety
-    /// Every chunk must be device memory of this engine's context, used by
-    /// no other work until the call returns; no two chunks may overlap.
-    pub unsafe fn filter_chunks(&self, filters: &ElementFilters, chunks: &[DeviceRegion]) -> Result<()> {
-        // SAFETY: the caller's.
-        let launched = unsafe { self.enqueue_filters(filters, chunks) };
-        // Wait also after a failed launch: an earlier table upload may be queued.
-        let synced = self.sync();
-        launched.and(synced)
-    }
+/// Undoes `filters` in place on every chunk, in one kernel launch
+/// (loaded at first use) on `engine`'s stream; returns when the chunks
+/// are written.
+///
+/// # Panics
+/// Where `filters` are not ones the kernel undoes
+/// ([`ElementFilters::assert_valid`]).
+///
+/// # Safety
+/// Every chunk must be device memory of `engine`'s context, used by
+/// no other work until the call returns; no two chunks may overlap.
+pub unsafe fn filter_chunks(engine: &CudaEngine, filters: &ElementFilters, chunks: &[DeviceRegion]) -> Result<()> {
+    // SAFETY: the caller's.
+    let launched = unsafe { enqueue_filters(engine, filters, chunks) };
+    // Wait also after a failed launch: an earlier table upload may be queued.
+    let synced = engine.sync();
+    launched.and(synced)
+}
 
-    /// Enqueues [`Self::filter_chunks`]' launch on the engine's stream; the
-    /// caller synchronises it.
-    ///
-    /// # Safety
-    /// As [`Self::filter_chunks`], until the stream has run the launch.
-    pub(super) unsafe fn enqueue_filters(&self, filters: &ElementFilters, chunks: &[DeviceRegion]) -> Result<()> {
-        if filters.is_none() {
-            return Ok(());
-        }
-        let mut scratch = self.lock()?;
-        let kernel = scratch.kernels.get::<FilterKernel>(&self.ctx)?;
-        // SAFETY: the caller's.
-        unsafe { kernel.launch(&self.ctx, filters, chunks, self.cu_stream()) }
+/// Enqueues [`filter_chunks`]' launch on `engine`'s stream; the
+/// caller synchronises it.
+///
+/// # Safety
+/// As [`filter_chunks`], until the stream has run the launch.
+pub(super) unsafe fn enqueue_filters(
+    engine: &CudaEngine,
+    filters: &ElementFilters,
+    chunks: &[DeviceRegion],
+) -> Result<()> {
+    if filters.is_none() {
+        return Ok(());
     }
+    let mut scratch = engine.lock()?;
+    let kernel = scratch.kernels.get::<FilterKernel>(&engine.ctx)?;
+    // SAFETY: the caller's.
+    unsafe { kernel.launch(&engine.ctx, filters, chunks, engine.cu_stream()) }
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@
 use rayon::prelude::*;
 
 use super::chunking::{self, DecodePiece, Pieces};
-use super::copies::Copy;
+use super::copies::{copy_all, Copy};
 use super::engine::{CudaEngine, Scratch};
 use super::memory::{ensure_pinned, ensure_shared, PinnedBuffer};
 use super::staging::Inputs;
@@ -104,7 +104,7 @@ fn framing_round(
             })
             .collect();
         // SAFETY: the caller vouches for the regions; the destinations lie in `dev`.
-        unsafe { engine.copy_all(&mut s.kernels, copies)? };
+        unsafe { copy_all(engine, &mut s.kernels, copies)? };
         let pinned = ensure_pinned(&engine.ctx, &mut s.pinned_in, gathered)?;
         // SAFETY: `gathered` bytes of `dev` into the pinned buffer, which holds more.
         unsafe { engine.download(&mut pinned.as_mut_slice()[..gathered], dev)? };

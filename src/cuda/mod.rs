@@ -6,14 +6,18 @@
 //!
 //! One job per module:
 //!
-//! - `driver`: opening the driver and nvCOMP, one engine per device;
-//! - `engine`: [`CudaEngine`], its context, stream and scratch memory;
+//! - `driver`: opening the driver and nvCOMP, checked before use;
+//! - `engine`: [`CudaEngine`], one per device (and lane), its context,
+//!   stream and scratch memory; it names no kernel;
+//! - `kernel_cache`: each engine's loaded kernels, one per family;
 //! - `fetch_arena`: pinned memory that reads fetch chunks straight into;
 //! - `api`: nvCOMP's batched calls, one interface for every algorithm;
 //! - `chunking`: how buffers map onto nvCOMP chunks (host logic only);
 //! - `staging`: the table nvCOMP reads and the input scratch around it;
-//! - `encode`, `encoded`: compression, and the framing of its output;
-//! - `decode`: the decode calls, their destinations, the ANS retry;
+//! - `encode`, `encoded`: compression (the engine's encode calls), and the
+//!   framing of its output;
+//! - `decode`: the engine's decode calls, blosc and scatter ones included,
+//!   their destinations, the ANS retry;
 //! - `framing`: the framing of a batch's inputs, device ones included;
 //! - `host_copies`: device inputs copied to the host for its checks;
 //! - `huffman`, `sequences`: the Huffman streams of untrusted Zstandard
@@ -21,7 +25,11 @@
 //! - `decode_pass`, `decode_results`: one decode, phase by phase;
 //! - `copies`: the copy kernel; `scatter`: decoding a batch and placing its
 //!   rows in one device buffer; `memory`: pinned and device buffers;
-//! - `ptx`: loading the CUDA C kernels of `kernels/` from their PTX;
+//! - `ptx`: loading the CUDA C kernels of `kernels/` from their PTX, and
+//!   the typed launch every kernel family goes through. Each family below
+//!   is functions that take the engine, not methods of it;
+//!   `fill`: which device buffers hold only a fill value;
+//!   `checksums`: content checksums of decoded buffers;
 //!   `unshuffle`: blosc's byte and bit unshuffle of many blocks at once;
 //!   `blosc`: a wave of blosc chunks decoded in batches and unshuffled;
 //!   `filters`: byte swap and `delta` undone on many decoded chunks at once;
@@ -58,14 +66,16 @@ mod staging;
 mod unshuffle;
 
 pub use blosc::{BlockPlace, BlockTarget, BloscBatch, StreamBatch, WidenPlace};
-pub(crate) use copies::Rows;
+pub(crate) use copies::{enqueue_rows, Rows};
 pub use device_batch::DeviceBatch;
 pub use download::download_batch;
 pub use engine::CudaEngine;
 pub(crate) use fetch_arena::{ArenaSlot, FetchArena};
-pub use scale_offset::Widen;
+pub(crate) use fill::fill_only;
+pub use filters::filter_chunks;
+pub use scale_offset::{scale_offset_chunks, Widen};
 pub use scatter::{RowCopy, Scatter};
-pub use unshuffle::BlockUnshuffle;
+pub use unshuffle::{unshuffle_blocks, BlockUnshuffle};
 
 /// How a batch is decoded on the GPU: from the size limit
 /// ([`DecodeOptions::from`]) and [`DecodeOptions::with_trusted`].

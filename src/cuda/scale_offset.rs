@@ -98,38 +98,36 @@ impl ScaleOffsetKernel {
     }
 }
 
-impl CudaEngine {
-    /// Widens the stored integers of every chunk into its floats, in one
-    /// kernel launch (loaded at first use) on the engine's stream; returns
-    /// when the floats are written.
-    ///
-    /// # Panics
-    /// Where `filter` is not one the kernel decodes
-    /// ([`ScaleOffset::assert_valid`]).
-    ///
-    /// # Safety
-    /// Every chunk's source and destination must be device memory of this
-    /// engine's context, used by no other work until the call returns; no
-    /// destination may overlap a source or another destination.
-    pub unsafe fn scale_offset_chunks(&self, filter: &ScaleOffset, chunks: &[Widen]) -> Result<()> {
-        // SAFETY: the caller's.
-        let launched = unsafe { self.enqueue_scale_offset(filter, chunks) };
-        // Wait also after a failed launch: an earlier table upload may be queued.
-        let synced = self.sync();
-        launched.and(synced)
-    }
+/// Widens the stored integers of every chunk into its floats, in one
+/// kernel launch (loaded at first use) on `engine`'s stream; returns
+/// when the floats are written.
+///
+/// # Panics
+/// Where `filter` is not one the kernel decodes
+/// ([`ScaleOffset::assert_valid`]).
+///
+/// # Safety
+/// Every chunk's source and destination must be device memory of this
+/// engine's context, used by no other work until the call returns; no
+/// destination may overlap a source or another destination.
+pub unsafe fn scale_offset_chunks(engine: &CudaEngine, filter: &ScaleOffset, chunks: &[Widen]) -> Result<()> {
+    // SAFETY: the caller's.
+    let launched = unsafe { enqueue_scale_offset(engine, filter, chunks) };
+    // Wait also after a failed launch: an earlier table upload may be queued.
+    let synced = engine.sync();
+    launched.and(synced)
+}
 
-    /// Enqueues [`Self::scale_offset_chunks`]' launch on the engine's
-    /// stream; the caller synchronises it.
-    ///
-    /// # Safety
-    /// As [`Self::scale_offset_chunks`], until the stream has run the launch.
-    pub(super) unsafe fn enqueue_scale_offset(&self, filter: &ScaleOffset, chunks: &[Widen]) -> Result<()> {
-        let mut scratch = self.lock()?;
-        let kernel = scratch.kernels.get::<ScaleOffsetKernel>(&self.ctx)?;
-        // SAFETY: the caller's.
-        unsafe { kernel.launch(&self.ctx, filter, chunks, self.cu_stream()) }
-    }
+/// Enqueues [`scale_offset_chunks`]' launch on the engine's
+/// stream; the caller synchronises it.
+///
+/// # Safety
+/// As [`scale_offset_chunks`], until the stream has run the launch.
+pub(super) unsafe fn enqueue_scale_offset(engine: &CudaEngine, filter: &ScaleOffset, chunks: &[Widen]) -> Result<()> {
+    let mut scratch = engine.lock()?;
+    let kernel = scratch.kernels.get::<ScaleOffsetKernel>(&engine.ctx)?;
+    // SAFETY: the caller's.
+    unsafe { kernel.launch(&engine.ctx, filter, chunks, engine.cu_stream()) }
 }
 
 #[cfg(test)]

@@ -10,9 +10,13 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 
+use super::checksums::verify_adler32;
 use super::checksums::Adler32Check;
+use super::copies::enqueue_rows;
 use super::copies::Rows;
+use super::filters::enqueue_filters;
 use super::memory::cuda_err;
+use super::scale_offset::enqueue_scale_offset;
 use super::{CudaEngine, DecodeOptions, DeviceRegion, Widen};
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
@@ -157,140 +161,126 @@ impl Scatter {
     }
 }
 
-impl CudaEngine {
-    /// Decodes `inputs` (host buffers) with one nvCOMP batch call, checks
-    /// that buffer `i` decoded to `scatter.decoded_lens[i]` bytes
-    /// ([`Error::OutputSize`] naming it otherwise), undoes `scatter.filters`
-    /// on each decoded buffer, widens it where `scatter.scale_offset` says
-    /// (into device memory of the call's own), and copies the rows of
-    /// `scatter` into `dst`, decoded buffers and fill value alike, in one
-    /// kernel launch. Returns when the copies are done: the decoded batch
-    /// lives on the device until then, and `dst` is ready for other streams.
-    ///
-    /// Untrusted input (`options.trusted` false) is decoded by a worker
-    /// process, as in [`Self::decode_batch_to_device`]. On error, `dst` may
-    /// hold some of the rows.
-    ///
-    /// # Panics
-    /// Where a row lies outside its decoded buffer (as `decoded_lens`
-    /// declares it), the fill source, or `dst`, a copy names a buffer beyond
-    /// the batch, or the filters are invalid
-    /// ([`ElementFilters::assert_valid`]): before anything is decoded.
-    ///
-    /// # Safety
-    /// `dst` must be writable device memory of this engine's context, used by
-    /// no other work until the call returns, and no two destination rows may
-    /// overlap.
-    pub unsafe fn decode_scatter(
-        &self,
-        algorithm: &Algorithm,
-        inputs: &[&[u8]],
-        scatter: &Scatter,
-        dst: DeviceRegion,
-        options: DecodeOptions,
-    ) -> Result<()> {
-        crate::batch::check_batch_length(inputs.len(), scatter.decoded_lens.len())?;
-        scatter.assert_within(dst.len);
-        self.context().bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
-        // The decoded batch, its widened floats and the fill source stay
-        // alive until the stream is synchronised, also when enqueueing fails
-        // half-way.
-        let mut decoded = None;
-        let mut widened = None;
-        let mut fill_source = None;
-        let enqueued = (|| -> Result<()> {
-            if inputs.is_empty() {
-                // SAFETY: no copies (asserted above: they name no buffer);
-                // the caller vouches for `dst`.
-                return unsafe { self.enqueue_scatter(scatter, |_| 0, dst, &mut fill_source) };
-            }
-            let batch = decoded.insert(self.decode_batch_to_device(algorithm, inputs, options)?);
-            for (i, expected) in scatter.decoded_lens.iter().enumerate() {
-                let actual = batch.region(i).len;
-                if actual != *expected {
-                    return Err(Error::OutputSize {
-                        index: i,
-                        expected: *expected,
-                        actual,
-                    });
-                }
-            }
-            let checks: Vec<Adler32Check> = scatter
-                .adler32
-                .iter()
-                .map(|&(index, stored)| Adler32Check {
-                    index,
-                    buffer: batch.region(index),
-                    stored,
-                })
-                .collect();
-            // SAFETY: the regions are the decoded batch's, live until the
-            // stream is synchronised below.
-            unsafe { self.verify_adler32(&checks)? };
-            let buffers: Vec<DeviceRegion> = (0..inputs.len()).map(|i| batch.region(i)).collect();
-            // SAFETY: as above; the decoded buffers do not overlap.
-            unsafe { self.enqueue_filters(&scatter.filters, &buffers)? };
-            let Some(widen) = &scatter.scale_offset else {
-                // SAFETY: the decoded batch is live until the stream is
-                // synchronised below; the caller vouches for `dst`.
-                return unsafe { self.enqueue_scatter(scatter, |i| batch.region(i).ptr, dst, &mut fill_source) };
-            };
-            let offsets = crate::batch::offsets_of(scatter.source_lens());
-            let floats = widened.insert(self.alloc_output(*offsets.last().expect("one offset more than buffers"))?);
-            let chunks: Vec<Widen> = buffers
-                .iter()
-                .zip(&offsets)
-                .map(|(src, at)| Widen {
-                    src: *src,
-                    dst: floats.ptr() + *at as u64,
-                })
-                .collect();
-            // SAFETY: the decoded buffers as above; each one's floats fit
-            // its part of `floats`, live until the stream is synchronised.
-            unsafe { self.enqueue_scale_offset(widen, &chunks)? };
-            // SAFETY: `floats` holds every buffer's floats at its offset,
-            // live until the stream is synchronised below; the caller
-            // vouches for `dst`.
-            unsafe { self.enqueue_scatter(scatter, |i| floats.ptr() + offsets[i] as u64, dst, &mut fill_source) }
-        })();
-        let synced = self.sync();
-        drop((decoded, widened, fill_source));
-        enqueued.and(synced)
-    }
-
-    /// Enqueues the rows of `scatter` into `dst` in one launch of the copy
-    /// kernel: its copies from decoded buffer `i` at device address
-    /// `source(i)`, and its fills from the fill value, uploaded into
-    /// `fill_source`, which the caller keeps until the stream has run them.
-    ///
-    /// # Safety
-    /// Each decoded buffer must be live device memory of this engine of its
-    /// `scatter.decoded_lens` bytes until the stream has run the copies;
-    /// `dst` as for [`Self::decode_scatter`]; the rows must lie within them
-    /// ([`Scatter::assert_within`]).
-    pub(super) unsafe fn enqueue_scatter(
-        &self,
-        scatter: &Scatter,
-        source: impl Fn(usize) -> u64,
-        dst: DeviceRegion,
-        fill_source: &mut Option<CudaSlice<u8>>,
-    ) -> Result<()> {
-        let mut rows: Vec<Rows> = scatter
-            .copies
-            .iter()
-            .map(|(buffer, copy)| copy.at(source(*buffer), dst.ptr))
-            .collect();
-        if let Some(pattern) = scatter.fill_source() {
-            let stream = self.stream();
-            let source = fill_source.insert(stream.clone_htod(&pattern).map_err(cuda_err("cuMemcpyHtoDAsync"))?);
-            let (ptr, guard) = source.device_ptr(stream);
-            drop(guard);
-            rows.extend(scatter.fills.iter().map(|copy| copy.at(ptr, dst.ptr)));
+/// [`CudaEngine::decode_scatter`]'s work.
+///
+/// # Safety
+/// As [`CudaEngine::decode_scatter`].
+pub(super) unsafe fn decode_scatter(
+    engine: &CudaEngine,
+    (algorithm, inputs): (&Algorithm, &[&[u8]]),
+    scatter: &Scatter,
+    dst: DeviceRegion,
+    options: DecodeOptions,
+) -> Result<()> {
+    crate::batch::check_batch_length(inputs.len(), scatter.decoded_lens.len())?;
+    scatter.assert_within(dst.len);
+    engine.context().bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
+    // The decoded batch, its widened floats and the fill source stay
+    // alive until the stream is synchronised, also when enqueueing fails
+    // half-way.
+    let mut decoded = None;
+    let mut widened = None;
+    let mut fill_source = None;
+    let enqueued = (|| -> Result<()> {
+        if inputs.is_empty() {
+            // SAFETY: no copies (asserted above: they name no buffer);
+            // the caller vouches for `dst`.
+            return unsafe { enqueue_scatter(engine, scatter, |_| 0, dst, &mut fill_source) };
         }
-        // SAFETY: the caller vouches for the sources, the fill source is
-        // kept by the caller, and the rows lie within them and `dst`.
-        unsafe { self.enqueue_rows(&rows) }
+        let batch = decoded.insert(engine.decode_batch_to_device(algorithm, inputs, options)?);
+        for (i, expected) in scatter.decoded_lens.iter().enumerate() {
+            let actual = batch.region(i).len;
+            if actual != *expected {
+                return Err(Error::OutputSize {
+                    index: i,
+                    expected: *expected,
+                    actual,
+                });
+            }
+        }
+        let checks: Vec<Adler32Check> = scatter
+            .adler32
+            .iter()
+            .map(|&(index, stored)| Adler32Check {
+                index,
+                buffer: batch.region(index),
+                stored,
+            })
+            .collect();
+        // SAFETY: the regions are the decoded batch's, live until the
+        // stream is synchronised below.
+        unsafe { verify_adler32(engine, &checks)? };
+        let buffers: Vec<DeviceRegion> = (0..inputs.len()).map(|i| batch.region(i)).collect();
+        // SAFETY: as above; the decoded buffers do not overlap.
+        unsafe { enqueue_filters(engine, &scatter.filters, &buffers)? };
+        let Some(widen) = &scatter.scale_offset else {
+            // SAFETY: the decoded batch is live until the stream is
+            // synchronised below; the caller vouches for `dst`.
+            return unsafe { enqueue_scatter(engine, scatter, |i| batch.region(i).ptr, dst, &mut fill_source) };
+        };
+        let offsets = crate::batch::offsets_of(scatter.source_lens());
+        let floats = widened.insert(engine.alloc_output(*offsets.last().expect("one offset more than buffers"))?);
+        let chunks: Vec<Widen> = buffers
+            .iter()
+            .zip(&offsets)
+            .map(|(src, at)| Widen {
+                src: *src,
+                dst: floats.ptr() + *at as u64,
+            })
+            .collect();
+        // SAFETY: the decoded buffers as above; each one's floats fit
+        // its part of `floats`, live until the stream is synchronised.
+        unsafe { enqueue_scale_offset(engine, widen, &chunks)? };
+        // SAFETY: `floats` holds every buffer's floats at its offset,
+        // live until the stream is synchronised below; the caller
+        // vouches for `dst`.
+        unsafe {
+            enqueue_scatter(
+                engine,
+                scatter,
+                |i| floats.ptr() + offsets[i] as u64,
+                dst,
+                &mut fill_source,
+            )
+        }
+    })();
+    let synced = engine.sync();
+    drop((decoded, widened, fill_source));
+    enqueued.and(synced)
+}
+
+/// Enqueues the rows of `scatter` into `dst` in one launch of the copy
+/// kernel: its copies from decoded buffer `i` at device address
+/// `source(i)`, and its fills from the fill value, uploaded into
+/// `fill_source`, which the caller keeps until the stream has run them.
+///
+/// # Safety
+/// Each decoded buffer must be live device memory of this engine of its
+/// `scatter.decoded_lens` bytes until the stream has run the copies;
+/// `dst` as for [`CudaEngine::decode_scatter`]; the rows must lie within them
+/// ([`Scatter::assert_within`]).
+pub(super) unsafe fn enqueue_scatter(
+    engine: &CudaEngine,
+    scatter: &Scatter,
+    source: impl Fn(usize) -> u64,
+    dst: DeviceRegion,
+    fill_source: &mut Option<CudaSlice<u8>>,
+) -> Result<()> {
+    let mut rows: Vec<Rows> = scatter
+        .copies
+        .iter()
+        .map(|(buffer, copy)| copy.at(source(*buffer), dst.ptr))
+        .collect();
+    if let Some(pattern) = scatter.fill_source() {
+        let stream = engine.stream();
+        let source = fill_source.insert(stream.clone_htod(&pattern).map_err(cuda_err("cuMemcpyHtoDAsync"))?);
+        let (ptr, guard) = source.device_ptr(stream);
+        drop(guard);
+        rows.extend(scatter.fills.iter().map(|copy| copy.at(ptr, dst.ptr)));
     }
+    // SAFETY: the caller vouches for the sources, the fill source is
+    // kept by the caller, and the rows lie within them and `dst`.
+    unsafe { enqueue_rows(engine, &rows) }
 }
 
 #[cfg(test)]

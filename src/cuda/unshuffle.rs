@@ -111,34 +111,32 @@ impl UnshuffleKernel {
     }
 }
 
-impl CudaEngine {
-    /// Unshuffles every block in one kernel launch (loaded at first use) on
-    /// the engine's stream; returns when the blocks are written.
-    ///
-    /// # Safety
-    /// Every block's source and destination must be `len` bytes of device
-    /// memory of this engine's context (or pinned host memory mapped into
-    /// it), used by no other work until the call returns; no destination may
-    /// overlap another block's source or destination.
-    pub unsafe fn unshuffle_blocks(&self, blocks: &[BlockUnshuffle]) -> Result<()> {
-        // SAFETY: the caller's.
-        let launched = unsafe { self.enqueue_unshuffle(blocks) };
-        // Wait also after a failed launch: an earlier table upload may be queued.
-        let synced = self.sync();
-        launched.and(synced)
-    }
+/// Unshuffles every block in one kernel launch (loaded at first use) on
+/// the engine's stream; returns when the blocks are written.
+///
+/// # Safety
+/// Every block's source and destination must be `len` bytes of device
+/// memory of `engine`'s context (or pinned host memory mapped into
+/// it), used by no other work until the call returns; no destination may
+/// overlap another block's source or destination.
+pub unsafe fn unshuffle_blocks(engine: &CudaEngine, blocks: &[BlockUnshuffle]) -> Result<()> {
+    // SAFETY: the caller's.
+    let launched = unsafe { enqueue_unshuffle(engine, blocks) };
+    // Wait also after a failed launch: an earlier table upload may be queued.
+    let synced = engine.sync();
+    launched.and(synced)
+}
 
-    /// Enqueues the unshuffle of every block in one launch on the engine's
-    /// stream; the caller synchronises it.
-    ///
-    /// # Safety
-    /// As [`Self::unshuffle_blocks`], until the stream has run the launch.
-    pub(super) unsafe fn enqueue_unshuffle(&self, blocks: &[BlockUnshuffle]) -> Result<()> {
-        let mut scratch = self.lock()?;
-        let kernel = scratch.kernels.get::<UnshuffleKernel>(&self.ctx)?;
-        // SAFETY: the caller's.
-        unsafe { kernel.launch(&self.ctx, blocks, self.cu_stream()) }
-    }
+/// Enqueues the unshuffle of every block in one launch on the engine's
+/// stream; the caller synchronises it.
+///
+/// # Safety
+/// As [`unshuffle_blocks`], until the stream has run the launch.
+pub(super) unsafe fn enqueue_unshuffle(engine: &CudaEngine, blocks: &[BlockUnshuffle]) -> Result<()> {
+    let mut scratch = engine.lock()?;
+    let kernel = scratch.kernels.get::<UnshuffleKernel>(&engine.ctx)?;
+    // SAFETY: the caller's.
+    unsafe { kernel.launch(&engine.ctx, blocks, engine.cu_stream()) }
 }
 
 #[cfg(test)]

@@ -73,7 +73,7 @@ pub(super) fn stage_inputs(
                     len: m.len,
                 });
                 if !moves.is_empty() {
-                    engine.copy_all(&mut s.kernels, copies)?;
+                    copy_all(engine, &mut s.kernels, copies)?;
                 }
             }
             profile.mark("staging");
@@ -88,7 +88,7 @@ pub(super) fn stage_inputs(
                 .map(|p| (regions[p.buffer].ptr + p.input.start as u64, p.input.len()));
             let copies = staging.device_copies(dev_in, sources);
             // SAFETY: the caller vouches for the regions; staging lies in dev_in.
-            unsafe { engine.copy_all(&mut s.kernels, copies)? };
+            unsafe { copy_all(engine, &mut s.kernels, copies)? };
         }
     }
     Ok(InputArea {

@@ -11,7 +11,7 @@
 use std::ops::Range;
 
 use crate::cuda::chunking::aligned_ranges;
-use crate::cuda::copies::Copy;
+use crate::cuda::copies::{copy_all, Copy};
 use crate::cuda::engine::{CudaEngine, Scratch};
 use crate::cuda::memory::{ensure_device, ensure_pinned, PinnedBuffer};
 use crate::cuda::staging::Inputs;
@@ -75,7 +75,7 @@ pub(in crate::cuda) unsafe fn copy_to_host(
     });
     // SAFETY: the caller vouches for the regions; the ranges lie in the
     // gather buffer and do not overlap.
-    let gathered = unsafe { engine.copy_all(&mut s.kernels, copies) };
+    let gathered = unsafe { copy_all(engine, &mut s.kernels, copies) };
     // Wait also after a failed launch: its table upload may be queued.
     let synced = engine.sync();
     gathered.and(synced)?;
