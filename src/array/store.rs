@@ -25,6 +25,10 @@
 //! `session_token`, `allow_http`, `skip_signature`, and the client keys
 //! `timeout`, `connect_timeout`, `proxy_url`; S3 also reads the usual `AWS_*`
 //! environment variables, which options override. Unknown keys are errors.
+//! Where S3 finds no credentials there, nor from the EC2 instance metadata
+//! service, opening an array fails with a [`MissingCredentials`](crate::reader::MissingCredentials)
+//! that says how to give them (`skip_signature` reads a public bucket
+//! without any).
 //! Two keys belong to this crate: `max_retries` (default 3) and
 //! `retry_timeout` (default `60s`), which bound object_store's retries.
 //! Defaults: `timeout` 30 s, `connect_timeout` 5 s, so an unreachable or
@@ -123,7 +127,7 @@ pub fn request_budget(options: &HashMap<String, String>) -> Result<Duration, Rea
 }
 
 /// Whether an object_store boolean option is set (its own spellings of true).
-fn truthy(value: Option<&str>) -> bool {
+pub(crate) fn truthy(value: Option<&str>) -> bool {
     value.is_some_and(|v| ["true", "1", "yes", "on", "y"].contains(&v.trim().to_ascii_lowercase().as_str()))
 }
 
@@ -285,7 +289,9 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
                 .or_else(|| builder.get_config_value(&AmazonS3ConfigKey::Endpoint));
             let allow_http = builder.get_config_value(&AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp));
             require_allow_http(endpoint.as_deref(), allow_http.as_deref())?;
-            let store = builder.build().map_err(|e| invalid(e.into()))?;
+            let store = super::credentials::explain_missing(builder)
+                .build()
+                .map_err(|e| invalid(e.into()))?;
             with_prefix(Arc::new(store), raw_key(url))
         }
         "http" | "https" => {
