@@ -3,9 +3,12 @@
 //! | URL | store |
 //! |---|---|
 //! | `/data/a.zarr`, `data/a.zarr`, `file:///data/a.zarr` | local files (the directory must exist) |
-//! | `s3://bucket/prefix` | Amazon S3 or an S3-compatible server |
-//! | `http://host/path`, `https://...` | read-only HTTP |
+//! | `s3://bucket/prefix` | Amazon S3 or an S3-compatible server (feature `s3`) |
+//! | `http://host/path`, `https://...` | read-only HTTP (feature `http`) |
 //! | `memory://name` | `name` in this process's in-memory store |
+//!
+//! A URL whose scheme needs a feature this crate was built without is
+//! [`ReadError::InvalidUrl`] naming the feature.
 //!
 //! Object keys are taken from the URL's text as written, not percent-decoded
 //! (as fsspec and zarr-python take them): `s3://bucket/a b.zarr`,
@@ -47,12 +50,15 @@ use std::time::Duration;
 
 #[cfg(feature = "s3")]
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+#[cfg(feature = "http")]
 use object_store::http::HttpBuilder;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::prefix::PrefixStore;
-use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, RetryConfig};
+#[cfg(any(feature = "http", feature = "s3"))]
+use object_store::ClientConfigKey;
+use object_store::{BackoffConfig, ObjectStore, RetryConfig};
 use url::Url;
 
 pub use super::store_options::{parse_duration, MAX_DURATION, MAX_RETRIES};
@@ -127,6 +133,7 @@ pub fn request_budget(options: &HashMap<String, String>) -> Result<Duration, Rea
 }
 
 /// Whether an object_store boolean option is set (its own spellings of true).
+#[cfg(any(feature = "http", feature = "s3"))]
 pub(crate) fn truthy(value: Option<&str>) -> bool {
     value.is_some_and(|v| ["true", "1", "yes", "on", "y"].contains(&v.trim().to_ascii_lowercase().as_str()))
 }
@@ -134,6 +141,7 @@ pub(crate) fn truthy(value: Option<&str>) -> bool {
 /// An error unless `endpoint` is HTTPS or `allow_http` is set: object_store
 /// refuses plain HTTP by default, and says only `builder error` on every
 /// request.
+#[cfg(any(feature = "http", feature = "s3"))]
 fn require_allow_http(endpoint: Option<&str>, allow_http: Option<&str>) -> Result<(), ReadError> {
     match endpoint {
         Some(endpoint) if endpoint.trim().to_ascii_lowercase().starts_with("http://") && !truthy(allow_http) => {
@@ -243,6 +251,9 @@ fn memory() -> Arc<dyn ObjectStore> {
 
 /// Opens the store at `url`, rooted at the URL's path, with `options` (see
 /// the [module documentation](self)).
+// Built without the network stores (features `http`, `s3`), the options
+// are checked but go to no store.
+#[cfg_attr(not(any(feature = "http", feature = "s3")), allow(unused_mut, unused_variables))]
 pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dyn ObjectStore>, ReadError> {
     let invalid = |source: BoxedSource| ReadError::InvalidUrl {
         url: url.to_string(),
@@ -294,6 +305,11 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
                 .map_err(|e| invalid(e.into()))?;
             with_prefix(Arc::new(store), raw_key(url))
         }
+        #[cfg(not(feature = "http"))]
+        "http" | "https" => Err(invalid(
+            "http(s):// needs zarrs_nvcomp built with its `http` feature".into(),
+        )),
+        #[cfg(feature = "http")]
         "http" | "https" => {
             require_allow_http(Some(url), options.get("allow_http").map(String::as_str))?;
             let retry = retry_config(&mut options)?;
