@@ -1,6 +1,7 @@
 # The two commands of this project (and make docs, the documentation site):
 #   make demo   runs the main job on an embedded sample
 #   make test   runs every test (Rust, Python, zarr 2), and the lints
+#               (stubtest with the Python tests: it needs the built package)
 # Both install what is missing: Debian packages (as root), a Rust toolchain,
 # and a Python virtual environment in .venv.
 
@@ -12,7 +13,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(HOME)/.cargo/bin:$(PATH)
 export PYO3_PYTHON := $(abspath $(PY))
 
-.PHONY: demo test setup rust-test python-test lint docs wheel develop wheel-check bench-cpu
+.PHONY: demo test setup rust-test python-test lint stubtest docs wheel develop wheel-check bench-cpu
 
 demo: develop
 	$(PY) examples/demo.py
@@ -60,7 +61,14 @@ develop: wheel
 wheel-check: wheel
 	bash scripts/wheel-check.sh $(WHEEL_DIR) .venv-wheel
 
-python-test: develop
+# The stubs (python/zarrs_nvcomp/*.pyi, and the signatures of the .py
+# modules) against the installed package, so after develop; the allowlist
+# names what stubtest reports that is not a mismatch, each with why.
+stubtest: develop
+	$(PY) -m mypy.stubtest --mypy-config-file python/typing/stubtest.ini \
+		--allowlist python/typing/stubtest-allowlist.txt zarrs_nvcomp
+
+python-test: develop stubtest
 	$(PY) -m pytest -q python/tests
 	bash scripts/zarr-pipeline-tests.sh $(PY)
 	ZARR2_WHEEL_DIR=$(abspath $(WHEEL_DIR)) bash scripts/zarr2-tests.sh $(ZARR2_VENV)

@@ -5,7 +5,7 @@
 # what a user's build with that feature set compiles.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for features in "" zarrs lzma array s3; do
+for features in "" zarrs lzma array http s3; do
     echo "cargo check --no-default-features --features '$features'"
     log=$(cargo check --quiet --package zarrs_nvcomp --lib --bins --no-default-features --features "$features" \
         --message-format short 2>&1) || { echo "$log"; exit 1; }

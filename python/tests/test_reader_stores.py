@@ -3,6 +3,8 @@ and storage options in fsspec/s3fs spellings."""
 
 from __future__ import annotations
 
+import socket
+
 import numpy as np
 import pytest
 import zarr
@@ -61,6 +63,19 @@ def test_unknown_and_conflicting_options_are_named():
         translate_storage_options({"endpoint_url": "https://a", "endpoint": "https://b"})
     with pytest.raises(ValueError, match="no_such_option"):
         zarrs_nvcomp.open_array("s3://bucket/a.zarr", storage_options={"no_such_option": "1"})
+
+
+def test_missing_s3_credentials_are_named_with_how_to_give_them():
+    # The instance metadata service, the last place credentials are looked
+    # for, at a port nobody listens on: as off EC2, without the wait.
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    endpoint = f"http://127.0.0.1:{port}"
+    options = {"region": "us-east-1", "metadata_endpoint": endpoint, "max_retries": 0}
+    with pytest.raises(zarrs_nvcomp.StoreError, match="no AWS credentials found") as raised:
+        zarrs_nvcomp.open_array("s3://bucket/a.zarr", storage_options=options)
+    assert "access_key_id" in str(raised.value) and "anon=True" in str(raised.value)
 
 
 def test_local_stores_and_arrays_open_like_their_path(local_array):

@@ -24,6 +24,7 @@ array already where ``create_array`` is to make one) a ``ValueError``;
 import contextlib
 import importlib.metadata
 import sys
+from typing import TYPE_CHECKING
 
 from zarrs_nvcomp import _nvcomp_wheel
 from zarrs_nvcomp._buffers import device_views
@@ -57,6 +58,12 @@ from zarrs_nvcomp.reader import (
     read_chunks_parallel,
 )
 from zarrs_nvcomp.writer import create_array, write_chunks_parallel
+
+if TYPE_CHECKING:
+    # Loaded on first use at run time (__getattr__); type checkers see them.
+    from zarrs_nvcomp.dask import to_dask
+    from zarrs_nvcomp.pipeline import NvcompCodecPipeline as NvcompCodecPipeline
+    from zarrs_nvcomp.zarr3 import NvCompBatchZarrCodec as NvCompBatchZarrCodec
 
 # Hand the wheel's nvCOMP to the Rust loader before anything opens it. A
 # re-import finds it opened already, which is not an error.
@@ -136,11 +143,11 @@ def set_zarr_batch_size(batch_size: int | None = None):
 def __getattr__(name: str):
     # zarr and Dask are optional: their modules load on first use.
     if name == "NvcompCodecPipeline":
-        from zarrs_nvcomp.pipeline import NvcompCodecPipeline
+        from zarrs_nvcomp.pipeline import NvcompCodecPipeline as NvcompCodecPipeline
 
         return NvcompCodecPipeline
     if name == "NvCompBatchZarrCodec":
-        from zarrs_nvcomp.zarr3 import NvCompBatchZarrCodec
+        from zarrs_nvcomp.zarr3 import NvCompBatchZarrCodec as NvCompBatchZarrCodec
 
         return NvCompBatchZarrCodec
     if name == "to_dask":

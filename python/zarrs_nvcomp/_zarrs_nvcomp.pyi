@@ -7,7 +7,7 @@ packed region plus item sizes (a buffer of native ``uint64``).
 """
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, final
 
 # collections.abc.Buffer is new in Python 3.12; the package supports 3.11.
 from typing_extensions import Buffer
@@ -86,6 +86,7 @@ def check_disjoint(inputs: DeviceRegions, outputs: DeviceRegions) -> None:
     """Raises :class:`InvalidArgumentError` when an output region overlaps
     another output or an input."""
 
+@final
 class DeviceRegions:
     """The device regions of a batch's buffers, read by :func:`read_device_regions`."""
 
@@ -116,12 +117,22 @@ def device_regions_at(ptr: int, ranges: Buffer) -> DeviceRegions:
     object per item. :class:`InvalidArgumentError` for an item that ends
     before it starts."""
 
+def classify_chain(metadata_json: str) -> dict[str, Any]:
+    """How the reader decodes the chunks of the array whose metadata (a
+    ``zarr.json`` or v2 ``.zarray`` document) is ``metadata_json``:
+    ``batched`` (the codec's name, None where zarrs' pipeline decodes them),
+    ``fallback_reason``, ``config`` (the engine configuration of an
+    algorithm, None for blosc), ``framing``, ``filters``, ``sharded`` and
+    ``compressor``. :class:`InvalidArgumentError` where the metadata is not
+    an array's zarrs opens."""
+
 def _set_gpu_worker_command(command: Sequence[str]) -> None:
     """Sets the command that starts the GPU decoding worker process."""
 
 def _serve_gpu_worker() -> None:
     """Runs this process as the GPU decoding worker until its input closes."""
 
+@final
 class HostBatch(Buffer):
     """Host buffers in one allocation (writable buffer protocol, ``uint8``),
     buffer ``i`` at bytes ``offsets[i]:offsets[i + 1]``. A decoded batch's
@@ -143,6 +154,7 @@ def split_device(owner: object, ptr: int, len: int, sizes: Buffer, device: int) 
     as consecutive 1-D ``uint8`` views of ``sizes`` (native ``uint64``, adding
     up to ``len``) bytes each; every view keeps ``owner`` alive."""
 
+@final
 class DeviceBatch:
     """Device buffers in one device allocation, freed with this object and its views."""
 
@@ -171,6 +183,7 @@ class DeviceBatch:
     def __len__(self) -> int:
         """The number of buffers."""
 
+@final
 class Engine:
     """One batch codec of the engine on one backend.
 
@@ -181,13 +194,13 @@ class Engine:
     calls are not interrupted: the GPU reads memory the caller owns.
     """
 
-    def __init__(
-        self,
+    def __new__(
+        cls,
         config: dict[str, Any],
         device: str | None = None,
         trusted_input: bool = False,
         max_decoded_size: int | None = None,
-    ) -> None:
+    ) -> Engine:
         """``config``: ``{"algorithm": ..., "options": {...}}``; ``device``:
         None, ``"cpu"``, ``"cuda"``, ``"cuda:N"``; ``max_decoded_size``: the
         largest decoded size a buffer may declare (None: what the destination holds)."""
@@ -244,6 +257,7 @@ def decode_blosc_into(
     """Decodes blosc chunks in one batch, chunk ``i`` into bytes
     ``offsets[i]:offsets[i] + sizes[i]`` of ``host_out`` or ``device_out``."""
 
+@final
 class ReaderArray:
     """A zarr array opened for reading."""
 
@@ -279,9 +293,14 @@ class ReaderArray:
         trusted_input: bool = False,
         max_decoded_size: int | None = None,
         progress: Callable[[int, int], object] | None = None,
-    ) -> HostBatch | CudaArray:
-        """Reads ``(start, stop, step)`` per axis: one host buffer, or a device array."""
+        host_out: Buffer | None = None,
+        device_out: tuple[int, int] | None = None,
+    ) -> HostBatch | CudaArray | None:
+        """Reads ``(start, stop, step)`` per axis: one host buffer, or a device
+        array; or into ``host_out`` (writable, C-contiguous bytes) or
+        ``device_out`` (``(address, length)`` of the read's GPU), returning None."""
 
+@final
 class CudaArray:
     """A C-order array in GPU memory, kept alive by this object: the package's
     device result where CuPy is not (the reader and the codec without CuPy,

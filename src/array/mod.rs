@@ -6,6 +6,7 @@
 //! these ([`ReadError`]).
 
 pub(crate) mod box_copy;
+pub(crate) mod credentials;
 pub(crate) mod error;
 pub(crate) mod object_storage;
 pub(crate) mod selection;
@@ -13,6 +14,7 @@ pub mod store;
 pub(crate) mod store_options;
 
 pub(crate) use box_copy::BoxCopy;
+pub use credentials::MissingCredentials;
 pub(crate) use error::{BoxedSource, ReadError};
 pub(crate) use selection::Selection;
 pub(crate) use store::StoreIo;

@@ -22,6 +22,8 @@ use zarrs::storage::{
 };
 use zarrs_object_store::AsyncObjectStore;
 
+use super::MissingCredentials;
+
 /// An object_store store as zarrs storage, with ranged reads of one request.
 pub struct ObjectStorage {
     store: Arc<dyn ObjectStore>,
@@ -86,18 +88,25 @@ fn path(key: &StoreKey) -> Path {
 }
 
 /// object_store's error as zarrs': a request that timed out (its retries
-/// spent) as an I/O error of kind `TimedOut` that keeps it, so that the
-/// reader tells a stalled store from a failing one ([`is_timeout`]).
+/// spent) as an I/O error of kind `TimedOut`, and one that found no
+/// credentials ([`MissingCredentials`]) as one of kind `PermissionDenied`,
+/// each keeping it, so that the reader tells a stalled store from a failing
+/// one ([`is_timeout`]) and names missing credentials.
 fn other(e: object_store::Error) -> StorageError {
     let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(&e);
     while let Some(err) = cause {
-        if err
+        let kind = if err
             .downcast_ref::<HttpError>()
             .is_some_and(|http| http.kind() == HttpErrorKind::Timeout)
         {
-            return StorageError::IOError(Arc::new(std::io::Error::new(std::io::ErrorKind::TimedOut, e)));
-        }
-        cause = err.source();
+            std::io::ErrorKind::TimedOut
+        } else if err.is::<MissingCredentials>() {
+            std::io::ErrorKind::PermissionDenied
+        } else {
+            cause = err.source();
+            continue;
+        };
+        return StorageError::IOError(Arc::new(std::io::Error::new(kind, e)));
     }
     StorageError::Other(e.to_string())
 }

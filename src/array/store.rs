@@ -3,9 +3,12 @@
 //! | URL | store |
 //! |---|---|
 //! | `/data/a.zarr`, `data/a.zarr`, `file:///data/a.zarr` | local files (the directory must exist) |
-//! | `s3://bucket/prefix` | Amazon S3 or an S3-compatible server |
-//! | `http://host/path`, `https://...` | read-only HTTP |
+//! | `s3://bucket/prefix` | Amazon S3 or an S3-compatible server (feature `s3`) |
+//! | `http://host/path`, `https://...` | read-only HTTP (feature `http`) |
 //! | `memory://name` | `name` in this process's in-memory store |
+//!
+//! A URL whose scheme needs a feature this crate was built without is
+//! [`ReadError::InvalidUrl`] naming the feature.
 //!
 //! Object keys are taken from the URL's text as written, not percent-decoded
 //! (as fsspec and zarr-python take them): `s3://bucket/a b.zarr`,
@@ -25,6 +28,10 @@
 //! `session_token`, `allow_http`, `skip_signature`, and the client keys
 //! `timeout`, `connect_timeout`, `proxy_url`; S3 also reads the usual `AWS_*`
 //! environment variables, which options override. Unknown keys are errors.
+//! Where S3 finds no credentials there, nor from the EC2 instance metadata
+//! service, opening an array fails with a [`MissingCredentials`](crate::reader::MissingCredentials)
+//! that says how to give them (`skip_signature` reads a public bucket
+//! without any).
 //! Two keys belong to this crate: `max_retries` (default 3) and
 //! `retry_timeout` (default `60s`), which bound object_store's retries.
 //! Defaults: `timeout` 30 s, `connect_timeout` 5 s, so an unreachable or
@@ -43,12 +50,15 @@ use std::time::Duration;
 
 #[cfg(feature = "s3")]
 use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
+#[cfg(feature = "http")]
 use object_store::http::HttpBuilder;
 use object_store::local::LocalFileSystem;
 use object_store::memory::InMemory;
 use object_store::path::Path;
 use object_store::prefix::PrefixStore;
-use object_store::{BackoffConfig, ClientConfigKey, ObjectStore, RetryConfig};
+#[cfg(any(feature = "http", feature = "s3"))]
+use object_store::ClientConfigKey;
+use object_store::{BackoffConfig, ObjectStore, RetryConfig};
 use url::Url;
 
 pub use super::store_options::{parse_duration, MAX_DURATION, MAX_RETRIES};
@@ -123,13 +133,15 @@ pub fn request_budget(options: &HashMap<String, String>) -> Result<Duration, Rea
 }
 
 /// Whether an object_store boolean option is set (its own spellings of true).
-fn truthy(value: Option<&str>) -> bool {
+#[cfg(any(feature = "http", feature = "s3"))]
+pub(crate) fn truthy(value: Option<&str>) -> bool {
     value.is_some_and(|v| ["true", "1", "yes", "on", "y"].contains(&v.trim().to_ascii_lowercase().as_str()))
 }
 
 /// An error unless `endpoint` is HTTPS or `allow_http` is set: object_store
 /// refuses plain HTTP by default, and says only `builder error` on every
 /// request.
+#[cfg(any(feature = "http", feature = "s3"))]
 fn require_allow_http(endpoint: Option<&str>, allow_http: Option<&str>) -> Result<(), ReadError> {
     match endpoint {
         Some(endpoint) if endpoint.trim().to_ascii_lowercase().starts_with("http://") && !truthy(allow_http) => {
@@ -239,6 +251,9 @@ fn memory() -> Arc<dyn ObjectStore> {
 
 /// Opens the store at `url`, rooted at the URL's path, with `options` (see
 /// the [module documentation](self)).
+// Built without the network stores (features `http`, `s3`), the options
+// are checked but go to no store.
+#[cfg_attr(not(any(feature = "http", feature = "s3")), allow(unused_mut, unused_variables))]
 pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dyn ObjectStore>, ReadError> {
     let invalid = |source: BoxedSource| ReadError::InvalidUrl {
         url: url.to_string(),
@@ -285,9 +300,16 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
                 .or_else(|| builder.get_config_value(&AmazonS3ConfigKey::Endpoint));
             let allow_http = builder.get_config_value(&AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp));
             require_allow_http(endpoint.as_deref(), allow_http.as_deref())?;
-            let store = builder.build().map_err(|e| invalid(e.into()))?;
+            let store = super::credentials::explain_missing(builder)
+                .build()
+                .map_err(|e| invalid(e.into()))?;
             with_prefix(Arc::new(store), raw_key(url))
         }
+        #[cfg(not(feature = "http"))]
+        "http" | "https" => Err(invalid(
+            "http(s):// needs zarrs_nvcomp built with its `http` feature".into(),
+        )),
+        #[cfg(feature = "http")]
         "http" | "https" => {
             require_allow_http(Some(url), options.get("allow_http").map(String::as_str))?;
             let retry = retry_config(&mut options)?;

@@ -134,6 +134,7 @@ use zarrs::array::Array;
 pub use crate::array::store;
 use crate::array::{box_copy, error, object_storage, selection};
 
+pub use crate::array::MissingCredentials;
 pub use blocking::{block_on_checked, open_array_blocking, read_chunks_parallel_blocking, runtime};
 pub use chain::Framing;
 pub use chain_class::{classify_array, classify_metadata, ChainClass, ChainClassError, ChainFilters};

@@ -8,6 +8,7 @@ use zarrs::array::{Array, ArrayCreateError};
 
 use super::store::{self, open_store};
 use super::{BoxedSource, ObjectStorage, ObjectStoreArray, ReadError};
+use crate::array::credentials::missing_credentials;
 
 /// Opens the zarr array (v3 `zarr.json` or v2 `.zarray`) at `url` with
 /// `storage_options` (see [`store`]).
@@ -59,8 +60,14 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
                 source: e.into(),
             })
         }
-        // The store's error names the request (method and URL).
-        Ok(Err(zarrs::array::ArrayCreateError::StorageError(e))) => return Err(store_error(e.into())),
+        // The store's error names the request (method and URL), but not
+        // what to do where there were no credentials to sign it.
+        Ok(Err(zarrs::array::ArrayCreateError::StorageError(e))) => {
+            return Err(match missing_credentials(&e) {
+                Some(missing) => store_error(Box::new(missing.clone())),
+                None => store_error(e.into()),
+            })
+        }
         Ok(Err(e)) => e,
     };
     // No metadata: tell a store that cannot be listed from a missing array.

@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 
 use reader_common::*;
 use serde_json::json;
-use zarrs_nvcomp::reader::{open_array, open_store, read_chunks_parallel, ReadError, ReadOptions};
+use zarrs_nvcomp::reader::{open_array, open_store, read_chunks_parallel, MissingCredentials, ReadError, ReadOptions};
 use zarrs_nvcomp::Backend;
 
 fn moto_server_path() -> PathBuf {
@@ -307,4 +307,45 @@ fn unreachable_ports_fail_fast() {
         .unwrap();
     assert!(matches!(err, ReadError::Store { .. }), "{err}");
     assert!(start.elapsed() < Duration::from_secs(20));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn missing_credentials_are_named_with_how_to_give_them() {
+    // Off EC2 the instance metadata service, object_store's last place to
+    // look, refuses the connection or answers 403 (a proxy, a firewall).
+    let refused = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let forbidden = bad_server(Some("HTTP/1.1 403 Forbidden\r\nContent-Length: 0\r\n\r\n")).await;
+    for port in [refused, forbidden] {
+        let options = HashMap::from([
+            ("region".to_string(), "us-east-1".to_string()),
+            ("metadata_endpoint".into(), format!("http://127.0.0.1:{port}")),
+            ("max_retries".into(), "0".into()),
+        ]);
+        let start = Instant::now();
+        let err = open_array("s3://bucket/array", &options).await.err().unwrap();
+        assert!(start.elapsed() < Duration::from_secs(10), "took {:?}", start.elapsed());
+        let ReadError::Store { source, .. } = &err else {
+            panic!("{err}");
+        };
+        assert!(source.downcast_ref::<MissingCredentials>().is_some(), "{source:?}");
+        let message = err.to_string();
+        for named in [
+            "no AWS credentials found",
+            "access_key_id",
+            "AWS_ACCESS_KEY_ID",
+            "anon=True",
+        ] {
+            assert!(message.contains(named), "{named}: {message}");
+        }
+    }
+    // Unsigned requests need none: the error is the server's, not this one.
+    let options = HashMap::from([
+        ("endpoint".to_string(), format!("http://127.0.0.1:{refused}")),
+        ("allow_http".into(), "true".into()),
+        ("skip_signature".into(), "true".into()),
+        ("metadata_endpoint".into(), format!("http://127.0.0.1:{refused}")),
+        ("max_retries".into(), "0".into()),
+    ]);
+    let err = open_array("s3://bucket/array", &options).await.err().unwrap();
+    assert!(!err.to_string().contains("credentials"), "{err}");
 }
