@@ -17,41 +17,9 @@ use super::progress::Tracker;
 use super::shard::{ShardGrid, Sharded};
 use super::store::StoreIo;
 use super::wave::{ArenaSource, WaveCodec, WaveDecoder};
-use super::{fallback, fetch, file_fetch, limits, plan, shard_fetch, shard_files, wave_loop};
+use super::{fallback, fetch, limits, plan, shard_fetch, shard_files, wave_loop};
 use super::{ArrayData, ReadError, ReadOptions, Selection};
 use crate::cuda::DecodeOptions;
-use crate::format::blosc::BloscCodec;
-
-/// What decodes an array's chunks in batches ([`batched_algorithm`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum BatchedCodec {
-    /// Each chunk is one stream of this algorithm.
-    Algorithm(crate::Algorithm),
-    /// Blosc chunks of this compressor (as the metadata names it; each
-    /// chunk's header decides its own), their streams decoded in batches.
-    Blosc(BloscCodec),
-}
-
-impl BatchedCodec {
-    /// The name: the algorithm's, or `blosc-` and the compressor's.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Algorithm(algorithm) => algorithm.name(),
-            Self::Blosc(BloscCodec::BloscLz) => "blosc-blosclz",
-            Self::Blosc(BloscCodec::Lz4) => "blosc-lz4",
-            Self::Blosc(BloscCodec::Snappy) => "blosc-snappy",
-            Self::Blosc(BloscCodec::Zlib) => "blosc-zlib",
-            Self::Blosc(BloscCodec::Zstd) => "blosc-zstd",
-        }
-    }
-}
-
-/// How [`read_chunks_parallel`] decodes `array`: `Ok(codec)` when its chunks
-/// are decoded in batches, `Err(reason)` when they go through the zarrs
-/// pipeline.
-pub fn batched_algorithm<S: ?Sized>(array: &Array<S>) -> Result<BatchedCodec, String> {
-    super::classify_array(array).codec
-}
 
 /// Reads `selection` of `array`: a [`zarrs::array::ArraySubset`] (a box) or a
 /// [`Selection`] (steps per dimension); see the [module documentation](super).
@@ -291,7 +259,7 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
             Some((grid, shards)) => {
                 let produce = |wave_bytes, arenas: Option<ArenaSource>, tx| async move {
                     match &options.store_io {
-                        StoreIo::Files(dir) if shards.iter().all(|s| file_fetch::is_plain_key(s.key.as_str())) => {
+                        StoreIo::Files(dir) if shards.iter().all(|s| crate::array::is_plain_key(s.key.as_str())) => {
                             let dir = dir.clone();
                             fetch::on_blocking_pool(move || {
                                 let arenas = arenas.as_ref();

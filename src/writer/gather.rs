@@ -14,9 +14,9 @@ use rayon::prelude::*;
 use super::plan::ChunkWrite;
 use super::WriteError;
 use crate::array::BoxCopy;
+use crate::array::DeviceArray;
 use crate::cuda::{CudaEngine, DeviceRegion};
 use crate::error::Error;
-use crate::reader::DeviceArray;
 
 /// Alignment of each chunk in the device staging allocation: nvCOMP's
 /// compressors read their inputs in place when they are aligned.
