@@ -111,6 +111,7 @@ mod host;
 mod limits;
 mod options;
 mod output;
+mod parts;
 mod progress;
 mod read;
 mod shard_fetch;
@@ -140,6 +141,8 @@ pub use options::ReadOptions;
 pub use output::{LentDevice, ReadInto};
 pub use progress::{Progress, ProgressHook};
 pub use read::{read_chunks_parallel, read_chunks_parallel_into};
+
+pub(crate) use read::read_boxes;
 pub use selection::{Selection, StridedRange};
 pub use store::{open_store, StoreIo};
 pub use stored::{decode_blosc_chunks_into, StoredChunk};

@@ -26,7 +26,8 @@
 //!    chunks), so that the plan of a write of millions of tiny chunks costs
 //!    the memory of a batch.
 //! 2. Per wave: chunks the subset covers only in part are read (through the
-//!    [reader](crate::reader), concurrently) and the subset's elements
+//!    [reader](crate::reader), all of the wave's in one read: on the GPU,
+//!    one batch call per wave of that read) and the subset's elements
 //!    copied over them; chunks reaching past the array's end hold the fill
 //!    value there. Chunks are gathered on the host (rayon) or, for device
 //!    data, on the device (one launch of the copy kernel into one staging

@@ -45,7 +45,7 @@ pub(crate) async fn write_with_zarrs<S: ?Sized + AsyncReadableWritableStorageTra
         let wave = wave?;
         let dirs = destination.prepare(&wave);
         let old = read_partial(array, &wave, options).await?;
-        let bufs = gather::gather_host(&wave, data, &old, fill);
+        let bufs = gather::gather_host(&wave, data, &old.chunks(), fill);
         let shapes = wave
             .iter()
             .map(|c| array.chunk_shape(&c.indices))
