@@ -68,13 +68,15 @@
 //!    - [`zarrs_codec`]: the `nvcomp_batch` codec for zarrs.
 //!    - [`data_types`]: zarr-python data types zarrs lacks.
 //!    - [`zarrs_plugins`]: numcodecs codecs zarrs lacks, a checked `blosc`.
-//! 8. `array`: the array core of the reader and the writer: selections, box
-//!    copies, stores and their I/O, and their errors.
-//! 9. Siblings on the array core (the writer refers to the reader, never the
-//!    reverse):
+//! 8. `array`: the array core of the reader and the writer: selections and
+//!    the plan of their chunks, box copies, the classification of codec
+//!    chains, the limits both check, stores, opening arrays and their I/O,
+//!    device outputs, and their errors.
+//! 9. Siblings on the array core, which share nothing but it: the reader
+//!    never refers to the writer, and the writer to the reader only for its
+//!    read of the partly covered chunks of a wave:
 //!    - [`reader`]: the chunk-parallel reader of zarr arrays.
-//!    - [`writer`]: the chunk-parallel writer (partly covered chunks are read
-//!      back through the reader).
+//!    - [`writer`]: the chunk-parallel writer.
 
 #![warn(missing_docs)]
 // The CUDA engine's fetch arenas and copy kernels, and the blosc and zlib

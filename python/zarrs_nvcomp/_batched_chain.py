@@ -1,7 +1,7 @@
 """The reader's verdict on a zarr codec chain, as the codec pipeline uses it.
 
 Which chains decode in batches is decided once, in Rust, by the reader's
-classifier (``classify_chain``, over ``src/reader/chain.rs``): the codec
+classifier (``classify_chain``, over ``src/array/chain.rs``): the codec
 pipeline batches exactly the chains :func:`zarrs_nvcomp.read_chunks_parallel`
 batches. Chains with filters (``delta``, ``fixedscaleoffset``, a big-endian
 ``bytes`` codec) and sharded arrays are read by the reader, which undoes

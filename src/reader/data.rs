@@ -2,8 +2,8 @@
 
 use zarrs::array::DataType;
 
-use super::device::DeviceArray;
 use super::ReadError;
+use crate::array::DeviceArray;
 
 /// The data of a subset: C order, exactly the subset's shape, native byte order.
 #[derive(Debug)]

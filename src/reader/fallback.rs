@@ -8,23 +8,23 @@ use zarrs::array::{Array, ArrayBytes};
 use zarrs::storage::AsyncReadableStorageTraits;
 
 use super::host::HostOutput;
-use super::plan::Plan;
+use super::plan::{BoxCopy, ChunkPlan};
 use super::{BoxedSource, ReadError, ReadOptions};
 
-/// Reads the plan's chunks through the ordinary zarrs pipeline, each
-/// chunk's part of the selection on its own (so errors name the chunk's key,
-/// and sharded chunks are read partially), straight into `out`, every byte
-/// of it (zarrs gives missing chunks' places the fill value). Writes only
-/// while the returned future runs.
+/// Reads `chunks` through the ordinary zarrs pipeline, each chunk's part
+/// of the selection on its own (so errors name the chunk's key, and sharded
+/// chunks are read partially), straight into `out` by the copy paired with
+/// it, every byte of it (zarrs gives missing chunks' places the fill
+/// value). Writes only while the returned future runs.
 pub(crate) async fn read_with_zarrs<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     array: &Array<S>,
-    plan: &Plan,
+    chunks: &[(ChunkPlan, BoxCopy)],
     elem: usize,
     options: &ReadOptions,
     out: &HostOutput,
 ) -> Result<(), ReadError> {
-    futures::stream::iter(&plan.chunks)
-        .map(|chunk| async move {
+    futures::stream::iter(chunks)
+        .map(|(chunk, copy)| async move {
             let failed = |source: BoxedSource| ReadError::ChunkPipeline {
                 key: chunk.key.clone(),
                 source,
@@ -40,9 +40,8 @@ pub(crate) async fn read_with_zarrs<S: ?Sized + AsyncReadableStorageTraits + 'st
                     format!("zarrs returned {} bytes for a box of {expected} bytes", bytes.len()).into(),
                 ));
             }
-            let copy = plan.copy_from_box(chunk, elem);
             // SAFETY: chunk boxes are disjoint.
-            unsafe { out.copy_from(&bytes, &copy) };
+            unsafe { out.copy_from(&bytes, copy) };
             Ok(())
         })
         .buffer_unordered(options.max_concurrent_requests.max(1))

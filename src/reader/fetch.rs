@@ -115,7 +115,7 @@ pub(crate) async fn fetch_waves<S: ?Sized + AsyncReadableStorageTraits + 'static
         arenas,
     } = requests;
     match io {
-        StoreIo::Files(dir) if plan.chunks.iter().all(|c| file_fetch::is_plain_key(&c.key)) => {
+        StoreIo::Files(dir) if plan.chunks.iter().all(|c| crate::array::is_plain_key(&c.key)) => {
             let (dir, plan) = (dir.clone(), plan.clone());
             return on_blocking_pool(move || {
                 file_fetch::fetch_file_waves(&dir, &plan.chunks, wave_bytes, arenas.as_ref(), &tx)

@@ -16,10 +16,9 @@
 //! 3. the files are opened and read into their bytes, in parallel, and the chunks
 //!    pushed into the wave in plan order.
 //!
-//! A chunk key is joined to the directory as object_store's local file
-//! system joins it only where both agree: keys of ASCII letters, digits,
-//! `.`, `_`, `-` and `/`, with no empty, `.` or `..` segment
-//! ([`is_plain_key`]). Reads of other keys go through the store.
+//! Only the files of plain keys are read here (see
+//! [`file_keys`](crate::array::file_keys)); reads of other keys go through
+//! the store.
 
 use std::fs::File;
 use std::io::Read;
@@ -36,17 +35,6 @@ use super::plan::ChunkPlan;
 use super::wave::ArenaSource;
 use super::ReadError;
 use crate::cuda::{ArenaSlot, FetchArena};
-
-/// Whether the file of `key` is where object_store's local file system
-/// would look for it, joined to its root as it is (see the module doc).
-pub(crate) fn is_plain_key(key: &str) -> bool {
-    key.split('/').all(|segment| {
-        !matches!(segment, "" | "." | "..")
-            && segment
-                .bytes()
-                .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'_' | b'-'))
-    })
-}
 
 /// Fetches the files of `chunks` under `dir` and sends them on `tx` in waves
 /// of at least `wave_bytes` compressed bytes (the last may be smaller), each
@@ -185,21 +173,6 @@ fn read(dir: &Path, chunk: &ChunkPlan, len: usize, slot: Option<ArenaSlot>) -> R
                 return Err(failed(&chunk.key)(std::io::ErrorKind::UnexpectedEof.into()));
             }
             Ok(Some(bytes.into()))
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn plain_keys_are_those_both_joins_agree_on() {
-        for key in ["c/0/1", "0.0", "a.zarr/c/1/2", "x_y-z/0.1.2"] {
-            assert!(is_plain_key(key), "{key}");
-        }
-        for key in ["a b/0", "a%20b/0", "ü/0", "c//0", "./c/0", "c/../0", "/c/0", "c/0/", ""] {
-            assert!(!is_plain_key(key), "{key}");
         }
     }
 }

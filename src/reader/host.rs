@@ -8,7 +8,7 @@ use zarrs::array::DataType;
 use super::chain::Filters;
 use super::plan::BoxCopy;
 use super::wave::{fill_is_zero, item_error, WaveCodec, WaveDecoder, WaveItem};
-use super::{ArrayData, ReadError, CPU_WAVE_BYTES_PER_THREAD};
+use super::{ArrayData, ReadError};
 use crate::codec::{Backend, BatchCodec};
 
 /// Host memory that chunk tasks write in disjoint parts, in parallel: the
@@ -232,7 +232,7 @@ impl HostWaves {
 impl WaveDecoder for HostWaves {
     /// At most [`CPU_WAVE_BYTES_PER_THREAD`] per thread of rayon's pool.
     fn wave_bytes(&self, requested: usize) -> usize {
-        requested.min(CPU_WAVE_BYTES_PER_THREAD.saturating_mul(crate::fork::num_threads()))
+        crate::array::cpu_wave_bytes(requested)
     }
 
     fn decode_wave(&self, wave: &[WaveItem<'_>]) -> Result<(), ReadError> {

@@ -6,6 +6,9 @@ use crate::cuda::CudaEngine;
 
 use super::{ReadError, ReadOptions};
 
+// The array core's limits, under the names the reader's modules use.
+pub(crate) use crate::array::limits::{check_dimensionality, max_encoded_len, stored_too_large};
+
 /// The largest decoded size of one chunk of a read with `options` on
 /// `engine` (`None`: the CPU): the option where it is set, else what the
 /// destination memory holds.
@@ -37,51 +40,6 @@ pub(crate) fn checked_output_len(shape: &[u64], elem: usize, engine: Option<&Cud
         return Err(too_large(format!("more than {what} ({memory} bytes)")));
     }
     Ok(len)
-}
-
-/// Bytes of a chunk of `shape` with elements of `elem` bytes; `None` where
-/// they overflow 64 bits (metadata may give any shape: a wrapped product
-/// would read a few bytes as a huge chunk).
-pub(crate) fn chunk_bytes(shape: &[u64], elem: usize) -> Option<u64> {
-    shape.iter().try_fold(elem as u64, |acc, n| acc.checked_mul(*n))
-}
-
-/// [`ReadError::InvalidMetadata`] for an array of more than
-/// [`MAX_DIMENSIONS`](crate::limits::MAX_DIMENSIONS) dimensions, checked
-/// before anything is planned: planning costs time in the square of the
-/// dimensions.
-pub(crate) fn check_dimensionality(dimensions: usize) -> Result<(), ReadError> {
-    let most = crate::limits::MAX_DIMENSIONS;
-    if dimensions > most {
-        return Err(ReadError::InvalidMetadata {
-            field: "shape".into(),
-            reason: format!("{dimensions} dimensions; at most {most} are read (as NumPy and zarr-python)"),
-        });
-    }
-    Ok(())
-}
-
-/// The most encoded bytes a chunk of `decoded_len` bytes takes: twice its
-/// decoded size and 64 KiB, above the worst case of every encoding the
-/// reader decodes (snappy's `32 + n + n / 6` is the largest ratio, the
-/// others add less than a percent and their framing a few dozen bytes). A
-/// stored chunk beyond it (a file, object or shard index entry of that
-/// size) cannot be one of these encodings, and is refused before it is read.
-pub(crate) fn max_encoded_len(decoded_len: usize) -> u64 {
-    (decoded_len as u64).saturating_mul(2).saturating_add(64 << 10)
-}
-
-/// [`ReadError::Corrupt`] for the chunk at `key` stored in `stored` bytes,
-/// more than [`max_encoded_len`] of its `decoded_len`.
-pub(crate) fn stored_too_large(key: &str, stored: u64, decoded_len: usize) -> ReadError {
-    ReadError::Corrupt {
-        key: key.to_string(),
-        reason: format!(
-            "{stored} bytes stored for a chunk of {decoded_len} decoded bytes: more than any of its encodings \
-             takes ({} bytes), so not read",
-            max_encoded_len(decoded_len)
-        ),
-    }
 }
 
 /// `len` zero bytes, or `None` when the allocator refuses them. The memory
@@ -125,32 +83,6 @@ mod tests {
         ));
         assert_eq!(checked_output_len(&[1000, 3], 2, None).unwrap(), 6000);
         assert_eq!(checked_output_len(&[0, u64::MAX], 2, None).unwrap(), 0);
-    }
-
-    #[test]
-    fn every_cpu_encoding_of_incompressible_bytes_is_within_the_stored_bound() {
-        // A chunk its own codec wrote is never refused as too large to be one.
-        let mut state = 0x9e37_79b9_7f4a_7c15u64;
-        let random: Vec<u8> = (0..1 << 20)
-            .map(|_| {
-                state ^= state << 13;
-                state ^= state >> 7;
-                state ^= state << 17;
-                state as u8
-            })
-            .collect();
-        for name in crate::Algorithm::NAMES {
-            let algorithm: crate::Algorithm = name.parse().unwrap();
-            if !algorithm.has_cpu_implementation() {
-                continue;
-            }
-            let codec = crate::BatchCodec::new(algorithm, crate::Backend::Cpu).unwrap();
-            for len in [0, 1, 7, 4096, 1 << 20] {
-                let encoded = codec.encode_batch(&[&random[..len]]).unwrap();
-                let stored = encoded.get(0).len() as u64;
-                assert!(stored <= max_encoded_len(len), "{name}, {len} bytes: {stored} encoded");
-            }
-        }
     }
 
     #[test]

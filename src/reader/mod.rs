@@ -102,59 +102,48 @@
 
 mod blocking;
 mod blosc;
-mod byteswap;
-mod chain;
-mod chain_class;
 mod data;
-mod delta;
 mod device;
 mod fallback;
 mod fetch;
 mod file_fetch;
 mod host;
 mod limits;
-mod open;
 mod options;
 mod output;
-mod plan;
+mod parts;
 mod progress;
 mod read;
-mod scale_offset;
-mod shard;
 mod shard_fetch;
 mod shard_files;
 mod stored;
-mod transpose;
 mod wave;
 mod wave_loop;
 
-use zarrs::array::Array;
-
 // The array core's modules, under the names the reader's modules use.
 pub use crate::array::store;
-use crate::array::{box_copy, error, object_storage, selection};
+use crate::array::{chain, error, object_storage, plan, selection, shard};
 
+pub use crate::array::chain::Framing;
+pub use crate::array::chain_class::{
+    batched_algorithm, classify_array, classify_metadata, BatchedCodec, ChainClass, ChainClassError, ChainFilters,
+};
+pub use crate::array::device_array::DeviceArray;
+pub use crate::array::limits::CPU_WAVE_BYTES_PER_THREAD;
+pub use crate::array::open::{open_array, reopen_store};
+pub use crate::array::runtime::{block_on_checked, runtime};
 pub use crate::array::MissingCredentials;
-pub use blocking::{block_on_checked, open_array_blocking, read_chunks_parallel_blocking, runtime};
-pub use chain::Framing;
-pub use chain_class::{classify_array, classify_metadata, ChainClass, ChainClassError, ChainFilters};
+pub use crate::array::ObjectStoreArray;
+pub use blocking::{open_array_blocking, read_chunks_parallel_blocking};
 pub use data::ArrayData;
-pub use device::DeviceArray;
 pub use error::{BoxedSource, ReadError};
 pub use object_storage::ObjectStorage;
-pub use open::{open_array, reopen_store};
-pub use options::{ReadOptions, CPU_WAVE_BYTES_PER_THREAD};
+pub use options::ReadOptions;
 pub use output::{LentDevice, ReadInto};
 pub use progress::{Progress, ProgressHook};
-pub use read::{batched_algorithm, read_chunks_parallel, read_chunks_parallel_into, BatchedCodec};
+pub use read::{read_chunks_parallel, read_chunks_parallel_into};
+
+pub(crate) use read::read_boxes;
 pub use selection::{Selection, StridedRange};
 pub use store::{open_store, StoreIo};
 pub use stored::{decode_blosc_chunks_into, StoredChunk};
-
-pub(crate) use chain::{classify as classify_chain, Chain, FastChain};
-pub(crate) use file_fetch::is_plain_key;
-pub(crate) use limits::{check_dimensionality, chunk_bytes};
-pub(crate) use plan::{ChunkPlan, Planner, PLAN_BATCH_CHUNKS};
-
-/// An array opened by [`open_array`].
-pub type ObjectStoreArray = Array<ObjectStorage>;

@@ -27,7 +27,7 @@ pub struct ReadOptions {
     /// Most chunk requests in flight at once (default 64).
     pub max_concurrent_requests: usize,
     /// Compressed bytes per decoding wave (default 1 GiB; on the CPU at most
-    /// [`CPU_WAVE_BYTES_PER_THREAD`] per decoding thread); a wave holds at
+    /// [`CPU_WAVE_BYTES_PER_THREAD`](super::CPU_WAVE_BYTES_PER_THREAD) per decoding thread); a wave holds at
     /// least one chunk.
     pub wave_bytes: usize,
     /// Largest decoded size of one chunk; `None` (the default): what the
@@ -49,16 +49,6 @@ pub struct ReadOptions {
     /// (default none).
     pub progress: Option<ProgressHook>,
 }
-
-/// Most compressed bytes of a CPU wave per thread of rayon's pool, whatever
-/// [`ReadOptions::wave_bytes`] asks. The CPU decodes chunk by chunk and gains
-/// nothing from large waves, while every fetched chunk of a wave stays alive
-/// until the wave is decoded: a wave of a whole array holds all its
-/// compressed bytes at once, in fresh memory faulted in page by page on every
-/// read. Small waves keep few chunks alive, so the allocator can hand the
-/// memory of decoded chunks to the next fetches (see the
-/// [module documentation](super#memory)).
-pub const CPU_WAVE_BYTES_PER_THREAD: usize = 8 << 20;
 
 impl Default for ReadOptions {
     fn default() -> Self {

@@ -5,53 +5,22 @@
 
 use std::sync::Arc;
 
-use zarrs::array::Array;
+use zarrs::array::{Array, ArraySubset};
 use zarrs::storage::AsyncReadableStorageTraits;
 
 use super::chain::{self, Chain, Framing};
 use super::device::DeviceWaves;
 use super::host::{HostOutput, HostWaves};
 use super::output::{Lease, LeaseEnd, Leased, ReadInto, Target};
+use super::parts::{Parts, Request};
 use super::plan::Plan;
 use super::progress::Tracker;
 use super::shard::{ShardGrid, Sharded};
 use super::store::StoreIo;
 use super::wave::{ArenaSource, WaveCodec, WaveDecoder};
-use super::{fallback, fetch, file_fetch, limits, plan, shard_fetch, shard_files, wave_loop};
+use super::{fallback, fetch, limits, shard_fetch, shard_files, wave_loop};
 use super::{ArrayData, ReadError, ReadOptions, Selection};
 use crate::cuda::DecodeOptions;
-use crate::format::blosc::BloscCodec;
-
-/// What decodes an array's chunks in batches ([`batched_algorithm`]).
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum BatchedCodec {
-    /// Each chunk is one stream of this algorithm.
-    Algorithm(crate::Algorithm),
-    /// Blosc chunks of this compressor (as the metadata names it; each
-    /// chunk's header decides its own), their streams decoded in batches.
-    Blosc(BloscCodec),
-}
-
-impl BatchedCodec {
-    /// The name: the algorithm's, or `blosc-` and the compressor's.
-    pub fn name(&self) -> &'static str {
-        match self {
-            Self::Algorithm(algorithm) => algorithm.name(),
-            Self::Blosc(BloscCodec::BloscLz) => "blosc-blosclz",
-            Self::Blosc(BloscCodec::Lz4) => "blosc-lz4",
-            Self::Blosc(BloscCodec::Snappy) => "blosc-snappy",
-            Self::Blosc(BloscCodec::Zlib) => "blosc-zlib",
-            Self::Blosc(BloscCodec::Zstd) => "blosc-zstd",
-        }
-    }
-}
-
-/// How [`read_chunks_parallel`] decodes `array`: `Ok(codec)` when its chunks
-/// are decoded in batches, `Err(reason)` when they go through the zarrs
-/// pipeline.
-pub fn batched_algorithm<S: ?Sized>(array: &Array<S>) -> Result<BatchedCodec, String> {
-    super::classify_array(array).codec
-}
 
 /// Reads `selection` of `array`: a [`zarrs::array::ArraySubset`] (a box) or a
 /// [`Selection`] (steps per dimension); see the [module documentation](super).
@@ -65,7 +34,7 @@ pub async fn read_chunks_parallel<S: ?Sized + AsyncReadableStorageTraits + 'stat
     selection: impl Into<Selection>,
     options: &ReadOptions,
 ) -> Result<ArrayData, ReadError> {
-    let data = read(array, selection.into(), options, Target::New, None).await?;
+    let data = read(array, Request::Selection(selection.into()), options, Target::New, None).await?;
     Ok(data.expect("a read into memory of its own returns it"))
 }
 
@@ -98,16 +67,37 @@ pub async fn read_chunks_parallel_into<S: ?Sized + AsyncReadableStorageTraits + 
         ReadInto::Host(bytes) => Target::Host(unsafe { HostOutput::lent(bytes) }),
         ReadInto::Device(lent) => Target::Device(lent.region()),
     };
-    read(array, selection.into(), options, target, Some(lease)).await?;
+    read(
+        array,
+        Request::Selection(selection.into()),
+        options,
+        target,
+        Some(lease),
+    )
+    .await?;
     Ok(())
 }
 
-/// Reads `selection` into `target`: the data where the memory is the
+/// Reads `boxes` of `array` into one output, back to back: each box's
+/// elements in C order, the next box's after them (shape: the elements of
+/// every box). The chunks of every box are read as those of one read:
+/// fetched together, in waves of [`ReadOptions::wave_bytes`], on the GPU
+/// one nvCOMP batch call per wave.
+pub(crate) async fn read_boxes<S: ?Sized + AsyncReadableStorageTraits + 'static>(
+    array: &Array<S>,
+    boxes: Vec<ArraySubset>,
+    options: &ReadOptions,
+) -> Result<ArrayData, ReadError> {
+    let data = read(array, Request::Boxes(boxes), options, Target::New, None).await?;
+    Ok(data.expect("a read into memory of its own returns it"))
+}
+
+/// Reads `request` into `target`: the data where the memory is the
 /// read's own, `None` where it is lent (and the waves then decoded under
 /// `lease`).
 async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     array: &Array<S>,
-    selection: Selection,
+    request: Request,
     options: &ReadOptions,
     target: Target,
     lease: Option<Arc<Lease>>,
@@ -116,13 +106,11 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     limits::check_dimensionality(array.dimensionality())?;
     let engine = target.engine(options.device)?;
     let data_type = array.data_type().clone();
-    selection
-        .check_within(array.shape())
-        .map_err(|reason| ReadError::InvalidSubset { source: reason.into() })?;
+    request.check_within(array.shape())?;
     let elem = data_type.fixed_size().ok_or_else(|| ReadError::Pipeline {
         reason: format!("data type {data_type:?} has no fixed size; the reader reads fixed-size types"),
     })?;
-    let shape = selection.shape();
+    let shape = request.shape();
     let out_len = limits::checked_output_len(&shape, elem, engine.as_deref())?;
     target.check(engine.as_deref(), out_len)?;
     let sharded = Sharded::new(array, elem).transpose();
@@ -144,11 +132,11 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
                 // The pipeline decodes to host memory first.
                 limits::checked_output_len(&shape, elem, None)?;
             }
-            let planner = plan::Planner::new(array, &selection, (elem, None), out_len, None)?;
+            let parts = Parts::new(array, &request, (elem, None), out_len, None)?;
             let device_target = target.device_part();
             let host = target.into_host(&shape, out_len)?;
-            for plan in planner.batches() {
-                fallback::read_with_zarrs(array, &plan?, elem, options, &host).await?;
+            for chunks in parts.box_copies() {
+                fallback::read_with_zarrs(array, &chunks?, elem, options, &host).await?;
             }
             let mut tracker = Tracker::start(options.progress.clone(), out_len as u64);
             tracker.decoded(out_len as u64);
@@ -168,14 +156,14 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     // The decoder takes the filters; the plan keeps the order of their `transpose`.
     let order = filters.order.clone();
     let stored = (elem, order.as_deref());
-    let planner = plan::Planner::new(chunked, &selection, stored, out_len, Some(max_decoded_size))?;
+    let parts = Parts::new(chunked, &request, stored, out_len, Some(max_decoded_size))?;
     // The compressor's output holds the stored elements, which a
     // `fixedscaleoffset` widens into the array's before they are placed.
     let sizes = (elem, filters.stored_size(elem));
     let batches = Batches {
         array,
         sharded: sharded.as_ref(),
-        planner: &planner,
+        parts: &parts,
         sizes,
         framing,
     };
@@ -222,11 +210,11 @@ fn profile_read(started: std::time::Instant, planned: std::time::Duration, alloc
     }
 }
 
-/// The chunks of a batched read, planned in batches ([`plan::Planner::batches`]).
+/// The chunks of a batched read, planned in batches ([`Parts::batches`]).
 struct Batches<'a, S: ?Sized> {
     array: &'a Array<S>,
     sharded: Option<&'a Sharded<S>>,
-    planner: &'a plan::Planner<'a, S>,
+    parts: &'a Parts<'a, S>,
     /// Bytes of an element of the array and of the compressor's output
     /// (other where a `fixedscaleoffset` widens them).
     sizes: (usize, usize),
@@ -237,9 +225,9 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Batches<'_, S> {
     /// Reads every batch into `decoder`, one after the other; progress is
     /// the whole read's.
     async fn read<D: WaveDecoder>(&self, options: &ReadOptions, mut decoder: D) -> Result<D, ReadError> {
-        let mut tracker = Tracker::start(options.progress.clone(), self.planner.out_len() as u64);
+        let mut tracker = Tracker::start(options.progress.clone(), self.parts.out_len() as u64);
         let (elem, stored_size) = self.sizes;
-        for plan in self.planner.batches() {
+        for plan in self.parts.batches() {
             let mut plan = plan?;
             plan.chunks
                 .iter_mut()
@@ -291,7 +279,7 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
             Some((grid, shards)) => {
                 let produce = |wave_bytes, arenas: Option<ArenaSource>, tx| async move {
                     match &options.store_io {
-                        StoreIo::Files(dir) if shards.iter().all(|s| file_fetch::is_plain_key(s.key.as_str())) => {
+                        StoreIo::Files(dir) if shards.iter().all(|s| crate::array::is_plain_key(s.key.as_str())) => {
                             let dir = dir.clone();
                             fetch::on_blocking_pool(move || {
                                 let arenas = arenas.as_ref();

@@ -26,7 +26,7 @@ use zarrs_object_store::AsyncObjectStore;
 use super::{existing, file_store, probe, WriteError};
 use crate::array::store::{local_dir, open_store};
 use crate::array::ReadError;
-use crate::reader::{open_array, runtime, ObjectStoreArray};
+use crate::array::{open_array, runtime, ObjectStoreArray};
 
 /// The description of a new array.
 #[derive(Debug, Clone, PartialEq)]
@@ -190,7 +190,7 @@ impl NewArray {
     }
 }
 
-/// Creates the array `new` at `url` (see [`crate::reader::store`] for URLs
+/// Creates the array `new` at `url` (see [`store`](crate::array::store) for URLs
 /// and `storage_options`) and opens it. Local directories are created.
 ///
 /// All or nothing: the metadata is checked first (zarrs opens it, and one

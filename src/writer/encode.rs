@@ -23,8 +23,8 @@ use rayon::prelude::*;
 
 use super::gather::{device_fill_chunks, is_fill};
 use super::WriteError;
+use crate::array::FastChain;
 use crate::cuda::{CudaEngine, DeviceRegion};
-use crate::reader::FastChain;
 use crate::{Backend, BatchCodec};
 
 /// The zlib header the writer puts in front of raw DEFLATE streams: deflate,

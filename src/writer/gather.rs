@@ -14,9 +14,9 @@ use rayon::prelude::*;
 use super::plan::ChunkWrite;
 use super::WriteError;
 use crate::array::BoxCopy;
+use crate::array::DeviceArray;
 use crate::cuda::{CudaEngine, DeviceRegion};
 use crate::error::Error;
-use crate::reader::DeviceArray;
 
 /// Alignment of each chunk in the device staging allocation: nvCOMP's
 /// compressors read their inputs in place when they are aligned.
@@ -85,7 +85,7 @@ fn copy_rows(copy: &BoxCopy, src: &[u8], dst: &mut [u8]) {
 /// order) over the chunk's `old` stored values (partial chunks) or the fill.
 /// Runs on the pool of [`crate::fork::in_pool`]: its callers are async tasks,
 /// outside any pool, and rayon's global pool has no threads in a forked child.
-pub(crate) fn gather_host(chunks: &[ChunkWrite], data: &[u8], old: &[Option<Vec<u8>>], fill: &[u8]) -> Vec<Vec<u8>> {
+pub(crate) fn gather_host(chunks: &[ChunkWrite], data: &[u8], old: &[Option<&[u8]>], fill: &[u8]) -> Vec<Vec<u8>> {
     crate::fork::in_pool(|| {
         chunks
             .par_iter()
@@ -95,7 +95,7 @@ pub(crate) fn gather_host(chunks: &[ChunkWrite], data: &[u8], old: &[Option<Vec<
                 if copy.outer.is_empty() && copy.width == chunk.chunk_len {
                     return data[copy.src_offset..copy.src_offset + copy.width].to_vec();
                 }
-                let mut buf = base(chunk, old.as_deref(), fill).unwrap_or_else(|| vec![0; chunk.chunk_len]);
+                let mut buf = base(chunk, *old, fill).unwrap_or_else(|| vec![0; chunk.chunk_len]);
                 copy_rows(copy, data, &mut buf);
                 buf
             })
@@ -114,7 +114,7 @@ pub(crate) unsafe fn gather_device(
     engine: &Arc<CudaEngine>,
     chunks: &[ChunkWrite],
     data: u64,
-    old: &[Option<Vec<u8>>],
+    old: &[Option<&[u8]>],
     fill: &[u8],
 ) -> Result<(DeviceArray, Vec<DeviceRegion>), WriteError> {
     let mut starts = Vec::with_capacity(chunks.len());
@@ -134,7 +134,7 @@ pub(crate) unsafe fn gather_device(
     let enqueued = (|| -> Result<(), WriteError> {
         for ((chunk, old), start) in chunks.iter().zip(old).zip(&starts) {
             let slot = staging.device_ptr() + *start as u64;
-            if let Some(bytes) = base(chunk, old.as_deref(), fill) {
+            if let Some(bytes) = base(chunk, *old, fill) {
                 // SAFETY: the slot holds `chunk_len` bytes of the staging
                 // allocation; the host bytes live until the stream is synchronised.
                 unsafe { cudarc::driver::result::memcpy_htod_async(slot, &bytes, stream.cu_stream()) }

@@ -26,7 +26,8 @@
 //!    chunks), so that the plan of a write of millions of tiny chunks costs
 //!    the memory of a batch.
 //! 2. Per wave: chunks the subset covers only in part are read (through the
-//!    [reader](crate::reader), concurrently) and the subset's elements
+//!    [reader](crate::reader), all of the wave's in one read: on the GPU,
+//!    one batch call per wave of that read) and the subset's elements
 //!    copied over them; chunks reaching past the array's end hold the fill
 //!    value there. Chunks are gathered on the host (rayon) or, for device
 //!    data, on the device (one launch of the copy kernel into one staging
@@ -80,10 +81,10 @@ pub use create::{create_array, create_array_blocking, NewArray};
 pub use options::WriteOptions;
 pub use store::WriteSummary;
 
+use crate::array::{check_dimensionality, chunk_bytes, classify_chain, cpu_wave_bytes, runtime, Chain};
 use crate::array::{BoxedSource, ReadError, Selection};
 use crate::codec::Backend;
 use crate::cuda::CudaEngine;
-use crate::reader::{check_dimensionality, chunk_bytes, classify_chain, runtime, Chain, CPU_WAVE_BYTES_PER_THREAD};
 use encode::ChunkEncoder;
 use wave::{encode_wave, read_partial, WaveEncoder};
 use zarrs_pipeline::write_with_zarrs;
@@ -357,9 +358,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
     });
     let wave_bytes = match &engine {
         Some(_) => options.wave_bytes,
-        None => options
-            .wave_bytes
-            .min(CPU_WAVE_BYTES_PER_THREAD.saturating_mul(crate::fork::num_threads())),
+        None => cpu_wave_bytes(options.wave_bytes),
     };
     // Device data in waves of few items is encoded by several engines at
     // once (see `CudaEngine::lanes`); other data a wave at a time.

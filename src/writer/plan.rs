@@ -9,7 +9,7 @@ use zarrs::array::{Array, ArraySubset};
 
 use super::WriteError;
 use crate::array::{BoxCopy, Selection};
-use crate::reader::{ChunkPlan, Planner, PLAN_BATCH_CHUNKS};
+use crate::array::{ChunkPlan, Planner, PLAN_BATCH_CHUNKS};
 
 /// One chunk of a write.
 #[derive(Debug, Clone)]

@@ -26,8 +26,8 @@ use super::encode::Stored;
 use super::plan::ChunkWrite;
 use super::WriteError;
 use crate::array::BoxCopy;
+use crate::array::{classify_chain, Chain, DeviceArray, FastChain};
 use crate::cuda::{CudaEngine, DeviceRegion, Rows};
-use crate::reader::{classify_chain, Chain, DeviceArray, FastChain};
 
 /// The `sharding_indexed` configuration, as stored.
 #[derive(Debug, Deserialize)]

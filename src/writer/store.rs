@@ -11,8 +11,8 @@ use super::encode::Stored;
 use super::file_store;
 use super::plan::ChunkWrite;
 use super::{WriteError, WriteOptions};
+use crate::array::is_plain_key;
 use crate::array::StoreIo;
-use crate::reader::is_plain_key;
 
 /// What storing a wave did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -39,13 +39,13 @@ pub(crate) async fn write_with_zarrs<S: ?Sized + AsyncReadableWritableStorageTra
     let mut summary = WriteSummary::default();
     for wave in plan::waves(
         planner.chunks(),
-        crate::reader::CPU_WAVE_BYTES_PER_THREAD * crate::fork::num_threads(),
+        crate::array::cpu_wave_bytes(usize::MAX),
         (1, super::shard::MAX_WAVE_ITEMS),
     ) {
         let wave = wave?;
         let dirs = destination.prepare(&wave);
         let old = read_partial(array, &wave, options).await?;
-        let bufs = gather::gather_host(&wave, data, &old, fill);
+        let bufs = gather::gather_host(&wave, data, &old.chunks(), fill);
         let shapes = wave
             .iter()
             .map(|c| array.chunk_shape(&c.indices))

@@ -1,6 +1,8 @@
 //! The crate's layering: no module of `src/` refers to a module of a higher
 //! layer (see the crate documentation in `src/lib.rs`), and modules of one
-//! layer refer to each other without cycles.
+//! layer refer to each other without cycles; of the siblings on the array core,
+//! the reader never refers to the writer and the writer names few of the reader's
+//! items.
 //!
 //! Every `crate::X` path in code (comments and literals skipped; `use
 //! crate::{a, b}` groups, `super::` paths that climb to the crate root, and
@@ -320,6 +322,33 @@ fn every_module_has_a_layer() {
             r.to
         );
     }
+}
+
+/// Most paths through the reader in the writer's code (`crate::reader::x`
+/// or a `crate::reader::{x, y}` group): it reads the partly covered chunks
+/// of a wave through the reader, and shares everything else with it through
+/// the array core.
+const WRITER_PATHS_THROUGH_THE_READER: usize = 3;
+
+#[test]
+fn the_reader_and_the_writer_are_siblings() {
+    let references = all_references();
+    // A group's names share their path's place.
+    let between = |from: &str, to: &str| -> BTreeSet<String> {
+        references
+            .iter()
+            .filter(|r| r.from == from && r.to == to)
+            .map(|r| format!("{}:{}", r.file.display(), r.line))
+            .collect()
+    };
+    let back = between("reader", "writer");
+    assert!(back.is_empty(), "the reader refers to the writer at {back:?}");
+    let paths = between("writer", "reader");
+    assert!(
+        paths.len() <= WRITER_PATHS_THROUGH_THE_READER,
+        "the writer names the reader {} times, at most {WRITER_PATHS_THROUGH_THE_READER} allowed: {paths:?}",
+        paths.len()
+    );
 }
 
 #[test]

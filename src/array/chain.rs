@@ -17,7 +17,7 @@
 //! v2 `blosc` and v3 `blosc` / `numcodecs.blosc` with cname `lz4`, `lz4hc`,
 //! `zstd`, `zlib` or `snappy` are [`Chain::Blosc`]: each chunk's header is
 //! parsed on the host and its blocks are decoded in batches
-//! ([`super::blosc`]); the header, not the metadata, decides each chunk's
+//! (the reader's blosc decoding); the header, not the metadata, decides each chunk's
 //! compressor and shuffle. `blosclz` has no GPU decoder and stays on the
 //! zarrs pipeline.
 //!
@@ -75,7 +75,7 @@ pub struct Framing {
 
 impl Framing {
     /// The compressed stream inside `chunk`, after verifying any CRC-32C.
-    pub(super) fn apply<'a>(&self, chunk: &'a [u8]) -> Result<&'a [u8], String> {
+    pub(crate) fn apply<'a>(&self, chunk: &'a [u8]) -> Result<&'a [u8], String> {
         let mut body = chunk;
         if self.crc32c {
             let (rest, tail) = body
@@ -103,7 +103,7 @@ impl Framing {
     }
 
     /// The Adler-32 trailer `chunk` declares, where the framing has one.
-    pub(super) fn adler32_of(&self, chunk: &[u8]) -> Option<u32> {
+    pub(crate) fn adler32_of(&self, chunk: &[u8]) -> Option<u32> {
         if !self.adler32 {
             return None;
         }

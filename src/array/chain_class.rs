@@ -12,7 +12,7 @@ use zarrs::storage::store::MemoryStore;
 
 use super::chain::{self, Chain, Framing};
 use super::shard::Sharded;
-use super::BatchedCodec;
+use crate::format::blosc::BloscCodec;
 
 /// How the reader decodes the chunks of an array ([`classify_array`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -75,7 +75,7 @@ pub enum ChainClassError {
     },
 }
 
-/// Classifies the chain of `array` as [`super::read_chunks_parallel`] does.
+/// Classifies the chain of `array` as [`read_chunks_parallel`](crate::reader::read_chunks_parallel) does.
 pub fn classify_array<S: ?Sized>(array: &Array<S>) -> ChainClass {
     let elem = array.data_type().fixed_size();
     let sharded = elem.and_then(|elem| Sharded::new(array, elem));
@@ -104,7 +104,7 @@ pub fn classify_array<S: ?Sized>(array: &Array<S>) -> ChainClass {
 }
 
 /// Classifies the chain of the array whose metadata (`zarr.json`, or a v2
-/// `.zarray`) is `json`, as [`super::read_chunks_parallel`] would.
+/// `.zarray`) is `json`, as [`read_chunks_parallel`](crate::reader::read_chunks_parallel) would.
 pub fn classify_metadata(json: &str) -> Result<ChainClass, ChainClassError> {
     let metadata: ArrayMetadata = serde_json::from_str(json).map_err(|source| ChainClassError::Metadata { source })?;
     // The chain depends on the metadata alone: no store is read.
@@ -130,6 +130,37 @@ fn v3_compressor(codecs: &[MetadataV3]) -> Option<String> {
         "bytes" => None,
         name => Some(name.to_owned()),
     }
+}
+
+/// What decodes an array's chunks in batches ([`batched_algorithm`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum BatchedCodec {
+    /// Each chunk is one stream of this algorithm.
+    Algorithm(crate::Algorithm),
+    /// Blosc chunks of this compressor (as the metadata names it; each
+    /// chunk's header decides its own), their streams decoded in batches.
+    Blosc(BloscCodec),
+}
+
+impl BatchedCodec {
+    /// The name: the algorithm's, or `blosc-` and the compressor's.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Algorithm(algorithm) => algorithm.name(),
+            Self::Blosc(BloscCodec::BloscLz) => "blosc-blosclz",
+            Self::Blosc(BloscCodec::Lz4) => "blosc-lz4",
+            Self::Blosc(BloscCodec::Snappy) => "blosc-snappy",
+            Self::Blosc(BloscCodec::Zlib) => "blosc-zlib",
+            Self::Blosc(BloscCodec::Zstd) => "blosc-zstd",
+        }
+    }
+}
+
+/// How [`read_chunks_parallel`](crate::reader::read_chunks_parallel) decodes `array`: `Ok(codec)` when its chunks
+/// are decoded in batches, `Err(reason)` when they go through the zarrs
+/// pipeline.
+pub fn batched_algorithm<S: ?Sized>(array: &Array<S>) -> Result<BatchedCodec, String> {
+    classify_array(array).codec
 }
 
 #[cfg(test)]

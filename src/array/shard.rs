@@ -2,7 +2,7 @@
 //! `sharding_indexed` over a chain the reader batches is read as an array
 //! whose chunks are the *inner* chunks. Planning then works unchanged on an
 //! inner array (the same storage and metadata, with the inner chunk shape as
-//! its grid and the inner codecs as its chain); [`super::shard_fetch`] finds
+//! its grid and the inner codecs as its chain); the reader's shard fetch finds
 //! each planned inner chunk in its shard through the shard's index.
 
 use zarrs::array::codec::{ShardingCodecConfiguration, ShardingIndexLocation};
@@ -51,7 +51,7 @@ fn sharding_config(metadata: &ArrayMetadata) -> Option<Result<(&MetadataV3, Shar
 }
 
 /// Why a sharded array's chain is read by zarrs, or `None` when it is not
-/// sharded or is read in batches; for [`super::batched_algorithm`].
+/// sharded or is read in batches; for [`batched_algorithm`](super::batched_algorithm).
 pub(crate) fn classify(metadata: &ArrayMetadata, elem: Option<usize>) -> Option<Chain> {
     let config = match sharding_config(metadata)? {
         Ok((_, config)) => config,
@@ -73,7 +73,7 @@ impl<S: ?Sized> Sharded<S> {
     /// when the array is not sharded, `Some(Err(reason))` when its shards
     /// are read by zarrs (nested sharding, inner chains without a batched
     /// decoder, irregular grids, index codecs other than bytes + crc32c).
-    pub(super) fn new(array: &Array<S>, elem: usize) -> Option<Result<Self, String>> {
+    pub(crate) fn new(array: &Array<S>, elem: usize) -> Option<Result<Self, String>> {
         let (_, config) = match sharding_config(array.metadata())? {
             Ok(found) => found,
             Err(reason) => return Some(Err(reason)),
@@ -141,7 +141,7 @@ impl ShardGrid {
     /// The shard that holds the inner chunk at `inner` (inner grid
     /// indices), and the inner chunk's position in it: its indices inside
     /// the shard and its C-order index in the shard's index.
-    pub(super) fn locate(&self, inner: &[u64]) -> (Vec<u64>, Vec<u64>, u64) {
+    pub(crate) fn locate(&self, inner: &[u64]) -> (Vec<u64>, Vec<u64>, u64) {
         let shard = inner.iter().zip(&self.chunks_per_shard).map(|(i, n)| i / n).collect();
         let within: Vec<u64> = inner.iter().zip(&self.chunks_per_shard).map(|(i, n)| i % n).collect();
         let linear = within
@@ -152,7 +152,7 @@ impl ShardGrid {
     }
 
     /// The indices inside a shard of the inner chunk at C-order `linear`.
-    pub(super) fn unravel(&self, mut linear: u64) -> Vec<u64> {
+    pub(crate) fn unravel(&self, mut linear: u64) -> Vec<u64> {
         let mut within = vec![0; self.chunks_per_shard.len()];
         for (w, n) in within.iter_mut().zip(&self.chunks_per_shard).rev() {
             *w = linear % n;

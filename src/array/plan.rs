@@ -43,7 +43,7 @@ pub(crate) struct Plan {
 impl Plan {
     /// The copy of `chunk`'s selected elements from a source that holds
     /// exactly its [`ChunkPlan::local_box`] (C order) into the output.
-    pub(super) fn copy_from_box(&self, chunk: &ChunkPlan, elem: usize) -> BoxCopy {
+    pub(crate) fn copy_from_box(&self, chunk: &ChunkPlan, elem: usize) -> BoxCopy {
         let shape = chunk.local_box.shape();
         let counts: Vec<u64> = shape.iter().zip(&self.steps).map(|(n, s)| (n - 1) / s + 1).collect();
         BoxCopy::strided(
