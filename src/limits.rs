@@ -39,9 +39,32 @@ fn read_host_memory() -> Option<u64> {
 }
 
 /// The default limit for buffers decoded into host memory: the machine's
-/// physical memory.
+/// physical memory, or the process's address-space limit (`RLIMIT_AS`)
+/// where that is lower, read at each call since a process may lower it at
+/// any time. An allocation past either fails, and Rust's allocation
+/// failures abort the process: a size past it is refused before it is
+/// allocated.
 pub fn default_max_decoded_size() -> u64 {
-    host_memory().unwrap_or(UNKNOWN_MEMORY_LIMIT)
+    let memory = host_memory().unwrap_or(UNKNOWN_MEMORY_LIMIT);
+    address_space_limit().map_or(memory, |limit| memory.min(limit))
+}
+
+/// The soft limit of this process's address space, `None` where there is
+/// none or it cannot be read.
+#[cfg(unix)]
+fn address_space_limit() -> Option<u64> {
+    let mut limit = libc::rlimit {
+        rlim_cur: 0,
+        rlim_max: 0,
+    };
+    // SAFETY: getrlimit writes the one struct it is given.
+    let read = unsafe { libc::getrlimit(libc::RLIMIT_AS, &mut limit) };
+    (read == 0 && limit.rlim_cur != libc::RLIM_INFINITY).then_some(limit.rlim_cur)
+}
+
+#[cfg(not(unix))]
+fn address_space_limit() -> Option<u64> {
+    None
 }
 
 /// How an error words a decoded `size` above `limit`: the size a buffer

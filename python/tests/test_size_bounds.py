@@ -213,6 +213,43 @@ def test_more_dimensions_than_numpy_are_refused_at_once(tmp_path):
     assert time.perf_counter() - start < 3
 
 
+def test_axes_longer_than_numpys_are_refused(tmp_path):
+    # An axis of 2^63 elements opened, and reads and writes of it returned
+    # or took selections that NumPy itself rejects ("Maximum allowed dimension exceeded").
+    path = tmp_path / "a.zarr"
+    write_v3(path, (0, 2**63), (1, 5), [BYTES])
+    with pytest.raises(InvalidArgumentError, match="axis 1 has 9223372036854775808 elements"):
+        zarrs_nvcomp.open_array(str(path))
+    with pytest.raises(InvalidArgumentError, match="axis 1 has"):
+        zarrs_nvcomp.read_chunks_parallel(str(path), device="cpu")
+    with pytest.raises(InvalidArgumentError, match="sides must be from 0 to 9223372036854775807"):
+        zarrs_nvcomp.create_array(str(tmp_path / "b.zarr"), shape=2**63, dtype="u2", chunks=3)
+    assert not (tmp_path / "b.zarr").exists()
+    longest = zarrs_nvcomp.create_array(
+        str(tmp_path / "c.zarr"), shape=2**63 - 1, dtype="u2", chunks=3
+    )
+    longest[2**31] = 241
+    assert longest.read(slice(2**31 - 1, 2**31 + 1), device="cpu").tolist() == [0, 241]
+
+
+def test_a_chunk_past_the_address_space_limit_is_refused_before_allocating(tmp_path):
+    # A chunk of 8 GiB under a 1 GiB address-space limit aborted the child
+    # ("memory allocation of 8589934592 bytes failed"): the default limits
+    # take the process's RLIMIT_AS where it is below the machine's memory.
+    path = tmp_path / "a.zarr"
+    write_v3(path, (6,), (2**31,), ZSTD, data_type="int32")
+    out = run_child(
+        f"""
+        data = np.full(6, 96, dtype=np.int32)
+        write = zarrs_nvcomp.write_chunks_parallel
+        report(measure(lambda: write({str(path)!r}, data, device="cpu")))
+        """,
+        address_space_extra=1 << 30,
+    )
+    assert "OutOfMemoryError" in out["classes"], out
+    assert str(2**33) in out["result"] and "c/0" in out["result"], out
+
+
 def test_writes_refuse_chunks_beyond_memory_and_shards_of_too_many_inner_chunks(tmp_path):
     # A chunk of 2^60 bytes was allocated (an abort, so in a child); a shard
     # of 2^26 inner chunks reached 5.9 GB.

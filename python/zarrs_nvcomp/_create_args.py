@@ -13,7 +13,6 @@ from typing import Any
 
 import numpy as np
 
-from zarrs_nvcomp._args import U64_MAX
 from zarrs_nvcomp._buffers import is_device
 from zarrs_nvcomp._zarrs_nvcomp import InvalidArgumentError, UnsupportedTypeError
 
@@ -21,6 +20,9 @@ __all__ = ["AUTO_CHUNK_BYTES", "array_spec", "auto_chunks"]
 
 #: The most bytes a chunk that ``chunks="auto"`` picks holds (see :func:`auto_chunks`).
 AUTO_CHUNK_BYTES = 4 << 20
+
+#: The longest axis of an array or chunk: NumPy's sizes are signed 64-bit.
+AXIS_MAX = 2**63 - 1
 
 #: Compressors named by a string, as zarr v3 codec metadata (blosc's is made per data type).
 _NAMED = {
@@ -44,8 +46,10 @@ def shape_arg(name: str, value: Any, *, minimum: int) -> list[int]:
     for n in value:
         if isinstance(n, bool | np.bool_) or not isinstance(n, numbers.Integral):
             raise UnsupportedTypeError(f"{name} must hold integers, not {n!r}")
-        if not minimum <= int(n) <= U64_MAX:
-            raise InvalidArgumentError(f"{name} sides must be from {minimum} to {U64_MAX}: {n}")
+        if not minimum <= int(n) <= AXIS_MAX:
+            raise InvalidArgumentError(
+                f"{name} sides must be from {minimum} to {AXIS_MAX} (NumPy's longest axis): {n}"
+            )
         sides.append(int(n))
     return sides
 

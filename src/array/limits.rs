@@ -1,5 +1,5 @@
 //! The limits every read and write of an array checks before planning: a
-//! chunk's size in 64 bits, the number of dimensions, the most bytes a
+//! chunk's size in 64 bits, the number of dimensions and their lengths, the most bytes a
 //! stored chunk may take, and the compressed bytes of a CPU wave.
 
 use super::ReadError;
@@ -27,16 +27,30 @@ pub(crate) fn chunk_bytes(shape: &[u64], elem: usize) -> Option<u64> {
     shape.iter().try_fold(elem as u64, |acc, n| acc.checked_mul(*n))
 }
 
+/// The longest axis NumPy indexes: its sizes and strides are signed 64-bit
+/// (`intp`), as are zarr-python's selections.
+pub(crate) const MAX_AXIS_LEN: u64 = i64::MAX as u64;
+
 /// [`ReadError::InvalidMetadata`] for an array of more than
 /// [`MAX_DIMENSIONS`](crate::limits::MAX_DIMENSIONS) dimensions, checked
-/// before anything is planned: planning costs time in the square of the
-/// dimensions.
-pub(crate) fn check_dimensionality(dimensions: usize) -> Result<(), ReadError> {
+/// before anything is planned (planning costs time in the square of the
+/// dimensions), or with an axis longer than [`MAX_AXIS_LEN`], which no
+/// NumPy array or selection can take.
+pub(crate) fn check_shape(shape: &[u64]) -> Result<(), ReadError> {
     let most = crate::limits::MAX_DIMENSIONS;
-    if dimensions > most {
+    if shape.len() > most {
         return Err(ReadError::InvalidMetadata {
             field: "shape".into(),
-            reason: format!("{dimensions} dimensions; at most {most} are read (as NumPy and zarr-python)"),
+            reason: format!(
+                "{} dimensions; at most {most} are read (as NumPy and zarr-python)",
+                shape.len()
+            ),
+        });
+    }
+    if let Some((axis, len)) = shape.iter().enumerate().find(|(_, len)| **len > MAX_AXIS_LEN) {
+        return Err(ReadError::InvalidMetadata {
+            field: "shape".into(),
+            reason: format!("axis {axis} has {len} elements; NumPy's axes have at most {MAX_AXIS_LEN} (2**63 - 1)"),
         });
     }
     Ok(())

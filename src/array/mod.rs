@@ -39,7 +39,7 @@ pub use credentials::MissingCredentials;
 pub(crate) use device_array::DeviceArray;
 pub(crate) use error::{BoxedSource, ReadError};
 pub(crate) use file_keys::is_plain_key;
-pub(crate) use limits::{check_dimensionality, chunk_bytes, cpu_wave_bytes};
+pub(crate) use limits::{check_shape, chunk_bytes, cpu_wave_bytes};
 pub(crate) use object_storage::ObjectStorage;
 pub(crate) use open::open_array;
 pub(crate) use plan::{ChunkPlan, Planner, PLAN_BATCH_CHUNKS};

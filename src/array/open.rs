@@ -18,8 +18,8 @@ use crate::array::credentials::missing_credentials;
 /// failed ([`ReadError::is_timeout`] where it did not answer in time); a readable store without an array there gives [`ReadError::Open`];
 /// an array of a data type zarrs does not know, or of variable-size
 /// elements, gives [`ReadError::UnsupportedDataType`]; one of more than
-/// [`MAX_DIMENSIONS`](crate::limits::MAX_DIMENSIONS) dimensions gives
-/// [`ReadError::InvalidMetadata`].
+/// [`MAX_DIMENSIONS`](crate::limits::MAX_DIMENSIONS) dimensions, or with an
+/// axis longer than NumPy's (2**63 - 1), gives [`ReadError::InvalidMetadata`].
 /// The whole open takes at most the time of one request
 /// ([`store::request_budget`]), however many requests it makes.
 pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) -> Result<ObjectStoreArray, ReadError> {
@@ -51,7 +51,7 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
             })
         }
         Ok(Ok(array)) => {
-            super::limits::check_dimensionality(array.dimensionality())?;
+            super::limits::check_shape(array.shape())?;
             return Ok(array);
         }
         Ok(Err(ArrayCreateError::DataTypeCreateError(e))) => {

@@ -268,7 +268,7 @@ impl<'a, S: ?Sized + Send + Sync> Planner<'a, S> {
         out_len: usize,
         max_decoded_size: Option<u64>,
     ) -> Result<Self, ReadError> {
-        super::limits::check_dimensionality(array.dimensionality())?;
+        super::limits::check_shape(array.shape())?;
         selection
             .check_within(array.shape())
             .map_err(|reason| ReadError::InvalidSubset { source: reason.into() })?;

@@ -7,7 +7,7 @@ use crate::cuda::CudaEngine;
 use super::{ReadError, ReadOptions};
 
 // The array core's limits, under the names the reader's modules use.
-pub(crate) use crate::array::limits::{check_dimensionality, max_encoded_len, stored_too_large};
+pub(crate) use crate::array::limits::{check_shape, max_encoded_len, stored_too_large};
 
 /// The largest decoded size of one chunk of a read with `options` on
 /// `engine` (`None`: the CPU): the option where it is set, else what the

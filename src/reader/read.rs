@@ -103,7 +103,7 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     lease: Option<Arc<Lease>>,
 ) -> Result<Option<ArrayData>, ReadError> {
     let started = std::time::Instant::now();
-    limits::check_dimensionality(array.dimensionality())?;
+    limits::check_shape(array.shape())?;
     let engine = target.engine(options.device)?;
     let data_type = array.data_type().clone();
     request.check_within(array.shape())?;

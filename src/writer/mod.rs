@@ -81,7 +81,7 @@ pub use create::{create_array, create_array_blocking, NewArray};
 pub use options::WriteOptions;
 pub use store::WriteSummary;
 
-use crate::array::{check_dimensionality, chunk_bytes, classify_chain, cpu_wave_bytes, runtime, Chain};
+use crate::array::{check_shape, chunk_bytes, classify_chain, cpu_wave_bytes, runtime, Chain};
 use crate::array::{BoxedSource, ReadError, Selection};
 use crate::codec::Backend;
 use crate::cuda::CudaEngine;
@@ -306,7 +306,7 @@ pub async fn write_chunks_parallel<S: ?Sized + AsyncReadableWritableStorageTrait
             actual: data.len(),
         });
     }
-    check_dimensionality(array.dimensionality())?;
+    check_shape(array.shape())?;
     let engine = resolve_device(options.device, &data)?;
     let fill = array.fill_value().as_ne_bytes().to_vec();
     // A sharded array is written shard by shard, whatever the reader makes

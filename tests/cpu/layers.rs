@@ -15,7 +15,16 @@ use std::path::{Path, PathBuf};
 /// The layers, lowest first; a module may refer to its own layer and the
 /// ones below.
 const LAYERS: &[&[&str]] = &[
-    &["error", "builder", "batch", "limits", "fork", "host_memory", "profile", "par"],
+    &[
+        "error",
+        "builder",
+        "batch",
+        "limits",
+        "fork",
+        "host_memory",
+        "profile",
+        "par",
+    ],
     &["format"],
     &["algorithm"],
     &["cpu"],

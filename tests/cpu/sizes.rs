@@ -119,6 +119,25 @@ fn more_dimensions_than_numpy_are_refused_early() {
 }
 
 #[test]
+fn axes_longer_than_numpys_are_invalid_metadata() {
+    // An axis of 2^63 elements opened and read; NumPy's axes end at 2^63 - 1.
+    let dir = tempfile::tempdir().unwrap();
+    v3_array(dir.path(), &[0, 1 << 63], &[1, 5], "float32", zstd_chain());
+    match open_array_blocking(dir.path().to_str().unwrap(), &HashMap::new()) {
+        Err(ReadError::InvalidMetadata { field, reason }) => {
+            assert_eq!(field, "shape");
+            assert!(reason.contains("axis 1 has 9223372036854775808 elements"), "{reason}");
+        }
+        other => panic!("{:?}", other.map(|a| a.shape().to_vec())),
+    }
+    let subset = ArraySubset::new_with_shape(vec![0, 0]);
+    match write(dir.path(), &subset, &[]) {
+        Err(WriteError::Read(ReadError::InvalidMetadata { field, .. })) => assert_eq!(field, "shape"),
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
 fn reads_of_more_chunks_than_a_plan_batch_read_every_batch() {
     reads_of_more_chunks_than_a_plan_batch_read_every_batch_on(Backend::Cpu);
 }
