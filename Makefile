@@ -3,7 +3,9 @@
 #   make test   runs every test (Rust, Python, zarr 2), and the lints
 #               (stubtest with the Python tests: it needs the built package)
 # Both install what is missing: Debian packages (as root), a Rust toolchain,
-# and a Python virtual environment in .venv.
+# and the Python virtual environments .venv and .venv-zarr2, from the lock
+# files in python/locks/ (make lock renews them; make test-latest first tries
+# the newest releases, unlocked).
 
 SHELL := /bin/bash
 VENV := .venv
@@ -13,7 +15,7 @@ export VIRTUAL_ENV := $(abspath $(VENV))
 export PATH := $(abspath $(VENV))/bin:$(HOME)/.cargo/bin:$(PATH)
 export PYO3_PYTHON := $(abspath $(PY))
 
-.PHONY: demo test setup rust-test python-test lint stubtest docs wheel develop wheel-check bench-cpu
+.PHONY: demo test setup lock test-latest rust-test python-test lint stubtest docs wheel develop wheel-check bench-cpu
 
 demo: develop
 	$(PY) examples/demo.py
@@ -22,9 +24,19 @@ test: lint rust-test python-test
 
 setup: $(VENV)/.ready
 
-$(VENV)/.ready: scripts/setup.sh python/requirements-dev.txt
+$(VENV)/.ready: scripts/setup.sh $(wildcard python/locks/*.txt)
 	bash scripts/setup.sh $(VENV) $(ZARR2_VENV)
 	touch $@
+
+# Every package of .venv and .venv-zarr2 pinned and hashed, anew from the
+# bounds in python/requirements-*.txt, for each supported Python version.
+lock: setup
+	bash scripts/lock.sh $(VENV)/bin/uv
+
+# The Python tests in a fresh venv with the newest releases the bounds admit,
+# unlocked (outside CI): the drift the next `make lock` would bring in.
+test-latest: wheel
+	bash scripts/test-latest.sh $(WHEEL_DIR) .venv-latest
 
 lint: setup
 	cargo fmt --all --check

@@ -2,7 +2,8 @@
 # Installs what the build and the tests need, where it is missing:
 # Debian packages (a C compiler, python3-venv), a Rust toolchain,
 # the Python virtual environment $1 (dev requirements) and the zarr 2
-# environment $2 (zarr 2.18, numcodecs < 0.16).
+# environment $2 (zarr 2.18, numcodecs < 0.16), each from its lock file in
+# python/locks/ (every package pinned and hashed; `make lock` renews them).
 set -euo pipefail
 venv=${1:-.venv}
 zarr2_venv=${2:-.venv-zarr2}
@@ -22,9 +23,26 @@ if ! command -v cargo >/dev/null; then
 fi
 rustup component list --installed 2>/dev/null | grep -q clippy || rustup component add clippy rustfmt 2>/dev/null || true
 
-[[ -x $venv/bin/python ]] || python3 -m venv "$venv"
-"$venv/bin/python" -m pip install -q --upgrade pip
-"$venv/bin/python" -m pip install -q -r python/requirements-dev.txt
-
-[[ -x $zarr2_venv/bin/python ]] || python3 -m venv "$zarr2_venv"
-"$zarr2_venv/bin/python" -m pip install -q "zarr>=2.18,<3" "numcodecs>=0.12,<0.16" "numpy<2.3" pytest
+version=$(python3 -c 'import sys; print("%d.%d" % sys.version_info[:2])')
+# install_locked VENV ENV: the environment ENV's lock for this Python into VENV.
+install_locked() {
+  local lock=python/locks/$2-py$version.txt
+  if [[ ! -f $lock ]]; then
+    echo "setup: no lock file for Python $version ($lock); locked: $(ls python/locks | tr '\n' ' ')" >&2
+    echo "setup: use one of those Pythons as python3, or add $version to scripts/lock.sh and run make lock" >&2
+    exit 1
+  fi
+  # A venv made from another lock is made anew: installing over it would
+  # keep the packages the new lock dropped.
+  local stamp=$1/.locked-from
+  if [[ -x $1/bin/python ]] && cmp -s "$lock" "$stamp"; then
+    return
+  fi
+  rm -rf "$1"
+  python3 -m venv "$1"
+  # --no-deps: the lock is complete, so nothing is resolved here.
+  "$1/bin/python" -m pip install -q --require-hashes --no-deps -r "$lock"
+  cp "$lock" "$stamp"
+}
+install_locked "$venv" dev
+install_locked "$zarr2_venv" zarr2
