@@ -65,19 +65,36 @@ def test_invalid_storage_option_values_name_the_option(url, where, key, value):
 @pytest.mark.parametrize(
     "options",
     [
-        {"timeout": "1e300"},
-        {"timeout": "1e19", "max_retries": "0"},
-        {"retry_timeout": "1e300"},
-        {"max_retries": "99999999999"},
-        {"timeout": 1e300, "connect_timeout": "1e300m", "pool_idle_timeout": "9e99h"},
-        {"timeout": datetime.timedelta(days=10**6)},
+        {"timeout": "604800"},
+        {"timeout": "168h", "max_retries": "0"},
+        {"retry_timeout": datetime.timedelta(days=7)},
+        {"max_retries": "1000"},
     ],
 )
-def test_huge_durations_and_counts_are_clamped(url, options):
+def test_longest_durations_and_counts_are_taken(url, options):
     started = time.monotonic()
     array = open_array(url, storage_options=options)
     np.testing.assert_array_equal(array.read(device="cpu"), DATA)
     assert time.monotonic() - started < 5
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "range_"),
+    [
+        ("timeout", "1e300", "604800 s"),
+        ("timeout", 1e300, "604800 s"),
+        ("connect_timeout", "1e300m", "604800 s"),
+        ("pool_idle_timeout", "9e99h", "604800 s"),
+        ("retry_timeout", "169h", "604800 s"),
+        ("timeout", datetime.timedelta(days=10**6), "604800 s"),
+        ("max_retries", "1001", "1000"),
+        ("max_retries", "99999999999", "1000"),
+    ],
+)
+def test_durations_and_counts_past_their_range_name_it(url, key, value, range_):
+    # Taken as the maximum, they hid a typo: 62 s of retries against a dead endpoint.
+    with pytest.raises(InvalidArgumentError, match=rf"{key}.*{range_}"):
+        open_array(url, storage_options={key: value})
 
 
 @pytest.mark.parametrize("options", [["timeout", "1s"], "timeout=1s", 5])

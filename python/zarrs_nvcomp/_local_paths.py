@@ -46,10 +46,21 @@ def check_array_path(url: str) -> None:
         raise StoreError(f"{path} is a group, not an array; its arrays: {listed}")
 
 
+# The reader's default bound on a metadata document (DEFAULT_MAX_METADATA_SIZE):
+# a larger zarr.json (or one that is /dev/zero) is left for the reader to refuse.
+_MAX_METADATA_SIZE = 64 << 20
+
+
 def _node_type(path: Path) -> str | None:
+    """The ``node_type`` of the zarr.json at ``path``, or None where there is
+    none or it cannot be read; the reader reports what is wrong with it."""
     try:
-        return json.loads((path / "zarr.json").read_text()).get("node_type")
-    except (OSError, ValueError, AttributeError):
+        with open(path / "zarr.json", "rb") as document:
+            text = document.read(_MAX_METADATA_SIZE + 1)
+        if len(text) > _MAX_METADATA_SIZE:
+            return None
+        return json.loads(text).get("node_type")
+    except (OSError, ValueError, AttributeError, RecursionError):
         return None
 
 

@@ -4,7 +4,9 @@ so that the reader and the writer need not import each other."""
 
 from __future__ import annotations
 
+import itertools
 import math
+from collections.abc import Iterator
 from typing import Any
 
 import numpy as np
@@ -49,8 +51,20 @@ def write_into(
         if device is None:
             device = f"cuda:{ordinal}"
     else:
+        view = _host_view(data, dtype, out_shape)
+        if view.size > np.asarray(data).size and view.nbytes > BROADCAST_PIECE_BYTES:
+            # A broadcast value (a scalar): written piece by piece, never whole.
+            return _write_broadcast(
+                array,
+                view.reshape(box),
+                start,
+                box,
+                device,
+                write_empty_chunks,
+                max_concurrent_requests,
+            )
         # Flat first: a 0-d array cannot be viewed as bytes.
-        host = _host_box(data, dtype, out_shape).reshape(-1).view(np.uint8)
+        host = np.ascontiguousarray(view).reshape(-1).view(np.uint8)
     stored, fill_chunks, _ = write_chunks(
         array.url,
         array._storage_options,
@@ -66,16 +80,94 @@ def write_into(
     return stored, fill_chunks
 
 
-def _host_box(data: Any, dtype: np.dtype, out_shape: tuple[int, ...]) -> np.ndarray:
-    """Host ``data`` cast to ``dtype`` and broadcast to the selection's shape,
-    C-contiguous; data that NumPy cannot cast (a value out of the type's range,
-    NaN for integers, text) or broadcast is an :class:`InvalidArgumentError`."""
+def _host_view(data: Any, dtype: np.dtype, out_shape: tuple[int, ...]) -> np.ndarray:
+    """Host ``data`` cast to ``dtype`` and broadcast to the selection's shape
+    (a view: a scalar takes no memory); data that NumPy cannot cast (a value
+    out of the type's range, NaN for integers, text) or broadcast is an
+    :class:`InvalidArgumentError`."""
     try:
-        return np.ascontiguousarray(np.broadcast_to(np.asarray(data, dtype=dtype), out_shape))
+        return np.broadcast_to(np.asarray(data, dtype=dtype), out_shape)
     except (OverflowError, TypeError, ValueError) as e:
         raise InvalidArgumentError(
             f"data cannot be written to the selection of shape {out_shape} as {dtype}: {e}"
         ) from e
+
+
+#: The most bytes of a broadcast value made at once: ``a[:] = 0`` on an
+#: array of a TiB writes pieces of this size, whole chunks (shards) each.
+BROADCAST_PIECE_BYTES = 256 << 20
+
+
+def _write_broadcast(
+    array: Any,
+    view: np.ndarray,
+    start: list[int],
+    box: list[int],
+    device: str | None,
+    write_empty_chunks: bool,
+    max_concurrent_requests: int | None,
+) -> tuple[int, int]:
+    """Writes the broadcast ``view`` (of ``box``'s shape, at ``start``) piece by
+    piece, each a box of whole chunks of at most :data:`BROADCAST_PIECE_BYTES`
+    where a chunk is no larger, so no chunk is written twice."""
+    stored = fill_chunks = 0
+    for offset, lens in chunk_aligned_pieces(start, box, array.chunks, view.itemsize):
+        piece = view[tuple(slice(o, o + n) for o, n in zip(offset, lens, strict=True))]
+        done, fills, _ = write_chunks(
+            array.url,
+            array._storage_options,
+            [s + o for s, o in zip(start, offset, strict=True)],
+            lens,
+            host=np.ascontiguousarray(piece).reshape(-1).view(np.uint8),
+            device_data=None,
+            device=device,
+            write_empty_chunks=write_empty_chunks,
+            max_concurrent_requests=max_concurrent_requests,
+        )
+        stored += done
+        fill_chunks += fills
+    return stored, fill_chunks
+
+
+def chunk_aligned_pieces(
+    start: list[int], box: list[int], chunks: tuple[int, ...], itemsize: int
+) -> Iterator[tuple[list[int], list[int]]]:
+    """The pieces of ``box`` at ``start`` (offsets in the box, and lengths):
+    whole chunks on the axes up to the first one that brings a piece under
+    :data:`BROADCAST_PIECE_BYTES`, as many of them along that axis as fit,
+    and the whole box on the axes after it; one chunk at a time where a
+    chunk alone is larger."""
+    ndim = len(box)
+    if ndim == 0:
+        yield [], []
+        return
+
+    def piece_bytes(axis: int) -> int:
+        size = itemsize * math.prod(box[axis + 1 :])
+        return size * math.prod(
+            min(c, n) for c, n in zip(chunks[: axis + 1], box[: axis + 1], strict=True)
+        )
+
+    axis = next((d for d in range(ndim) if piece_bytes(d) <= BROADCAST_PIECE_BYTES), ndim - 1)
+    steps = list(chunks[: axis + 1])
+    steps[axis] *= max(1, BROADCAST_PIECE_BYTES // max(1, piece_bytes(axis)))
+    spans = [list(_aligned_spans(start[d], box[d], chunks[d], steps[d])) for d in range(axis + 1)]
+    for combo in itertools.product(*spans):
+        yield (
+            [o for o, _ in combo] + [0] * (ndim - axis - 1),
+            [n for _, n in combo] + box[axis + 1 :],
+        )
+
+
+def _aligned_spans(start: int, length: int, chunk: int, step: int) -> Iterator[tuple[int, int]]:
+    """``[start, start + length)`` cut where a chunk boundary begins a new
+    ``step`` (a multiple of ``chunk``): (offset from ``start``, length) each."""
+    end = start + length
+    at = start
+    while at < end:
+        cut = min(end, (at // chunk) * chunk + step)
+        yield at - start, cut - at
+        at = cut
 
 
 def _device_box(

@@ -21,7 +21,8 @@ processes and distributed schedulers can read from it::
 ``region``, ``access_key_id``, ``secret_access_key``, ``session_token``,
 ``allow_http``, ...; the ``AWS_*`` environment variables are read too), plus
 ``timeout``, ``connect_timeout``, ``max_retries`` and ``retry_timeout``, which
-bound a request and also the whole open. Plain ``http://`` endpoints need
+bound a request and also the whole open, and ``max_metadata_size``, the most
+bytes a metadata document may have (64 MiB). Plain ``http://`` endpoints need
 ``allow_http``. The fsspec/s3fs spellings (``anon``, ``key``, ``secret``,
 ``token``, ``endpoint_url``, ``client_kwargs``) are translated to these
 keys. ``store`` may also be a zarr store, an obstore store or a

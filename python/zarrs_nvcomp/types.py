@@ -47,13 +47,17 @@ class StorageOptions(TypedDict, total=False):
     virtual_hosted_style_request: OptionValue
     """Address the bucket as ``bucket.host`` rather than ``host/bucket``."""
     timeout: OptionValue
-    """The longest one request may take: seconds, a duration text (``"30s"``) or a timedelta."""
+    """The longest one request may take: seconds, a duration text (``"30s"``) or a
+    timedelta, at most a week (as every duration option)."""
     connect_timeout: OptionValue
     """The longest a connection may take to open."""
     retry_timeout: OptionValue
     """The longest a request is retried for; it also bounds a whole open."""
     max_retries: OptionValue
-    """The most retries of one request (at most 1,000 are made)."""
+    """The most retries of one request, 0 to 1,000."""
+    max_metadata_size: OptionValue
+    """The most bytes a metadata document (``zarr.json``, ``.zarray``, ...) may
+    have; larger ones are refused before they are read (default 64 MiB)."""
     anon: bool
     """fsspec's spelling of ``skip_signature``."""
     key: str

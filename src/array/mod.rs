@@ -6,7 +6,8 @@
 //! codec chains into those decoded and encoded in batches and the rest
 //! ([`chain`], [`chain_class`], sharded chains in [`shard`]), the limits
 //! both check ([`limits`]), the stores arrays live in, how arrays are opened
-//! and their chunks fetched or put ([`store`], [`object_storage`], [`open`],
+//! and their chunks fetched or put ([`store`], [`object_storage`],
+//! [`metadata_document`], [`open`],
 //! [`file_keys`], the shared [`runtime`]), device outputs
 //! ([`DeviceArray`]), and the errors of these ([`ReadError`]).
 
@@ -20,6 +21,7 @@ pub(crate) mod device_array;
 pub(crate) mod error;
 pub(crate) mod file_keys;
 pub(crate) mod limits;
+pub(crate) mod metadata_document;
 pub(crate) mod object_storage;
 pub(crate) mod open;
 pub(crate) mod plan;
@@ -40,6 +42,7 @@ pub(crate) use device_array::DeviceArray;
 pub(crate) use error::{BoxedSource, ReadError};
 pub(crate) use file_keys::is_plain_key;
 pub(crate) use limits::{check_shape, chunk_bytes, cpu_wave_bytes};
+pub use metadata_document::{MetadataTooLarge, DEFAULT_MAX_METADATA_SIZE};
 pub(crate) use object_storage::ObjectStorage;
 pub(crate) use open::open_array;
 pub(crate) use plan::{ChunkPlan, Planner, PLAN_BATCH_CHUNKS};

@@ -5,7 +5,9 @@
 //! request, and [`ObjectStorage::get_suffix`] reads an object's last bytes
 //! and learns its size in one request (a shard's index at its end). Writes
 //! and listings are zarrs' adapter's. A request that timed out is an I/O
-//! error of kind `TimedOut` ([`is_timeout`]), not only its text.
+//! error of kind `TimedOut` ([`is_timeout`]), not only its text. Metadata
+//! documents are bounded in size and their bare non-finite numbers quoted
+//! as they are read ([`metadata_document`](super::metadata_document)).
 
 use std::any::TypeId;
 use std::ops::Range;
@@ -22,6 +24,7 @@ use zarrs::storage::{
 };
 use zarrs_object_store::AsyncObjectStore;
 
+use super::metadata_document::{self, MetadataTooLarge, DEFAULT_MAX_METADATA_SIZE};
 use super::MissingCredentials;
 
 /// An object_store store as zarrs storage, with ranged reads of one request.
@@ -30,14 +33,26 @@ pub struct ObjectStorage {
     /// zarrs' adapter of the same store: writes, listings, whole reads and
     /// ranges of unknown bounds.
     zarrs: AsyncObjectStore<Arc<dyn ObjectStore>>,
+    /// The most bytes a metadata document may have.
+    max_metadata_size: u64,
 }
 
 impl ObjectStorage {
-    /// The storage of `store`.
+    /// The storage of `store`, taking metadata documents of at most
+    /// [`DEFAULT_MAX_METADATA_SIZE`] bytes.
     pub fn new(store: Arc<dyn ObjectStore>) -> Self {
         Self {
             zarrs: AsyncObjectStore::new(store.clone()),
             store,
+            max_metadata_size: DEFAULT_MAX_METADATA_SIZE,
+        }
+    }
+
+    /// This storage, taking metadata documents of at most `bytes` bytes.
+    pub fn with_max_metadata_size(self, bytes: u64) -> Self {
+        Self {
+            max_metadata_size: bytes,
+            ..self
         }
     }
 
@@ -131,7 +146,25 @@ impl AsyncReadableStorageTraits for ObjectStorage {
         let Some(result) = not_found_is_none(self.store.get_opts(&path(key), GetOptions::default()).await)? else {
             return Ok(None);
         };
-        result.bytes().await.map(Some).map_err(other)
+        if !metadata_document::is_metadata_key(key.as_str()) {
+            return result.bytes().await.map(Some).map_err(other);
+        }
+        if result.meta.size > self.max_metadata_size {
+            let too_large = MetadataTooLarge {
+                key: key.to_string(),
+                size: result.meta.size,
+                limit: self.max_metadata_size,
+            };
+            return Err(StorageError::IOError(Arc::new(std::io::Error::new(
+                std::io::ErrorKind::InvalidData,
+                too_large,
+            ))));
+        }
+        let bytes = result.bytes().await.map_err(other)?;
+        Ok(Some(match metadata_document::quote_non_finite(&bytes) {
+            std::borrow::Cow::Borrowed(_) => bytes,
+            std::borrow::Cow::Owned(quoted) => Bytes::from(quoted),
+        }))
     }
 
     /// Ranges of known bounds in one `get_ranges` call, without asking the
@@ -267,5 +300,41 @@ mod tests {
         assert!(storage.get_at_most(&missing, 99).await.unwrap().is_none());
         assert!(ObjectStorage::of(&storage).is_some());
         assert!(ObjectStorage::of(&storage.zarrs).is_none());
+    }
+
+    #[tokio::test]
+    async fn metadata_documents_are_bounded_and_their_non_finite_numbers_quoted() {
+        let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        let document = br#"{"fill_value": NaN, "attributes": {"x": -Infinity}}"#;
+        for key in ["a/zarr.json", "a/c/0"] {
+            memory
+                .put(&Path::from(key), PutPayload::from_static(document))
+                .await
+                .unwrap();
+        }
+        let storage = ObjectStorage::new(memory.clone());
+        let read = |key: &'static str| {
+            let storage = &storage;
+            async move { storage.get(&StoreKey::new(key).unwrap()).await }
+        };
+        let quoted = read("a/zarr.json").await.unwrap().unwrap();
+        assert_eq!(
+            &quoted[..],
+            br#"{"fill_value": "NaN", "attributes": {"x": "-Infinity"}}"#
+        );
+        // A chunk is bytes, whatever they spell.
+        assert_eq!(&read("a/c/0").await.unwrap().unwrap()[..], document);
+        let small = ObjectStorage::new(memory).with_max_metadata_size(10);
+        let err = small.get(&StoreKey::new("a/zarr.json").unwrap()).await.unwrap_err();
+        let StorageError::IOError(io) = &err else {
+            panic!("{err:?}")
+        };
+        let too_large = io.get_ref().and_then(|e| e.downcast_ref::<MetadataTooLarge>()).unwrap();
+        assert_eq!((too_large.size, too_large.limit), (document.len() as u64, 10));
+        assert!(err.to_string().contains("a/zarr.json"), "{err}");
+        assert_eq!(
+            &small.get(&StoreKey::new("a/c/0").unwrap()).await.unwrap().unwrap()[..],
+            document
+        );
     }
 }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use zarrs::array::{Array, ArrayCreateError};
 
 use super::store::{self, open_store};
-use super::{BoxedSource, ObjectStorage, ObjectStoreArray, ReadError};
+use super::{BoxedSource, MetadataTooLarge, ObjectStorage, ObjectStoreArray, ReadError};
 use crate::array::credentials::missing_credentials;
 
 /// Opens the zarr array (v3 `zarr.json` or v2 `.zarray`) at `url` with
@@ -19,7 +19,10 @@ use crate::array::credentials::missing_credentials;
 /// an array of a data type zarrs does not know, or of variable-size
 /// elements, gives [`ReadError::UnsupportedDataType`]; one of more than
 /// [`MAX_DIMENSIONS`](crate::limits::MAX_DIMENSIONS) dimensions, or with an
-/// axis longer than NumPy's (2**63 - 1), gives [`ReadError::InvalidMetadata`].
+/// axis longer than NumPy's (2**63 - 1), or metadata documents larger than
+/// the storage option `max_metadata_size` allows (see
+/// [`metadata_document`](super::metadata_document)), gives
+/// [`ReadError::InvalidMetadata`].
 /// The whole open takes at most the time of one request
 /// ([`store::request_budget`]), however many requests it makes.
 pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) -> Result<ObjectStoreArray, ReadError> {
@@ -36,7 +39,8 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
         let message = format!("{request} did not finish within {budget:?} (timeout and retries)");
         store_error(Box::new(std::io::Error::new(std::io::ErrorKind::TimedOut, message)))
     };
-    let storage = Arc::new(ObjectStorage::new(store.clone()));
+    let max_metadata_size = store::max_metadata_size(storage_options)?;
+    let storage = Arc::new(ObjectStorage::new(store.clone()).with_max_metadata_size(max_metadata_size));
     let open = tokio::time::timeout_at(deadline, Array::async_open(storage, "/"));
     let open_error = match open.await {
         Err(_) => return Err(late("GET of the array metadata (zarr.json, .zarray)")),
@@ -60,6 +64,12 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
                 source: e.into(),
             })
         }
+        Ok(Err(ArrayCreateError::StorageError(e))) if metadata_too_large(&e).is_some() => {
+            return Err(ReadError::InvalidMetadata {
+                field: "size".into(),
+                reason: metadata_too_large(&e).map(ToString::to_string).unwrap_or_default(),
+            })
+        }
         // The store's error names the request (method and URL), but not
         // what to do where there were no credentials to sign it.
         Ok(Err(zarrs::array::ArrayCreateError::StorageError(e))) => {
@@ -78,6 +88,14 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
             url: url.to_string(),
             source: Box::new(open_error),
         }),
+    }
+}
+
+/// The [`MetadataTooLarge`] that `e` (an error of [`ObjectStorage`]) is.
+fn metadata_too_large(e: &zarrs::storage::StorageError) -> Option<&MetadataTooLarge> {
+    match e {
+        zarrs::storage::StorageError::IOError(io) => io.get_ref()?.downcast_ref(),
+        _ => None,
     }
 }
 

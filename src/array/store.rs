@@ -32,16 +32,19 @@
 //! service, opening an array fails with a [`MissingCredentials`](crate::reader::MissingCredentials)
 //! that says how to give them (`skip_signature` reads a public bucket
 //! without any).
-//! Two keys belong to this crate: `max_retries` (default 3) and
-//! `retry_timeout` (default `60s`), which bound object_store's retries.
+//! Three keys belong to this crate: `max_retries` (default 3) and
+//! `retry_timeout` (default `60s`), which bound object_store's retries, and
+//! `max_metadata_size`, the most bytes a metadata document (`zarr.json`,
+//! `.zarray`, ...) may have (default
+//! [`DEFAULT_MAX_METADATA_SIZE`](super::DEFAULT_MAX_METADATA_SIZE)).
 //! Defaults: `timeout` 30 s, `connect_timeout` 5 s, so an unreachable or
 //! stalled server gives an error in bounded time.
 //!
 //! Durations (`timeout`, `connect_timeout`, `retry_timeout`, ...) are written
-//! `250ms`, `30s`, `2m`, `1h` or as plain seconds; longer than
-//! [`MAX_DURATION`] is taken as that, and `max_retries` above
-//! [`MAX_RETRIES`] as that. A duration, count or boolean that is not one is
-//! [`ReadError::Config`] naming the option.
+//! `250ms`, `30s`, `2m`, `1h` or as plain seconds, at most
+//! [`MAX_DURATION`]; `max_retries` is at most [`MAX_RETRIES`]. A duration,
+//! count or boolean that is not one, or is past its maximum, is
+//! [`ReadError::Config`] naming the option (and the range).
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -130,6 +133,12 @@ pub fn request_budget(options: &HashMap<String, String>) -> Result<Duration, Rea
         .sum();
     let all_attempts = timeout.saturating_mul(attempts).saturating_add(backoff);
     Ok(all_attempts.min(retry.retry_timeout.saturating_add(timeout)))
+}
+
+/// The bound on metadata documents' size in `options`
+/// (`max_metadata_size`), checked; the default where it is absent.
+pub fn max_metadata_size(options: &HashMap<String, String>) -> Result<u64, ReadError> {
+    store_options::max_metadata_size(&checked_options(options)?)
 }
 
 /// Whether an object_store boolean option is set (its own spellings of true).
@@ -264,6 +273,8 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
     }
     let parsed = Url::parse(url).map_err(|e| invalid(e.into()))?;
     let mut options = checked_options(options)?;
+    // For the metadata reads (open_array), not the store's client.
+    options.remove(store_options::MAX_METADATA_SIZE);
     match parsed.scheme() {
         "file" => Err(invalid(
             format!(
@@ -357,19 +368,17 @@ mod tests {
     }
 
     #[test]
-    fn huge_and_invalid_durations_and_counts_neither_panic_nor_spin() {
+    fn longest_durations_and_counts_neither_panic_nor_spin() {
         let opts = |pairs: &[(&str, &str)]| -> HashMap<String, String> {
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
         };
+        let week = MAX_DURATION.as_secs().to_string();
+        let most = MAX_RETRIES.to_string();
         for huge in [
-            opts(&[("timeout", "1e300")]),
-            opts(&[("timeout", "1e19"), ("max_retries", "0")]),
-            opts(&[("retry_timeout", "1e300")]),
-            opts(&[
-                ("timeout", "1e19"),
-                ("retry_timeout", "1e19"),
-                ("max_retries", "99999999999"),
-            ]),
+            opts(&[("timeout", &week)]),
+            opts(&[("timeout", &week), ("max_retries", "0")]),
+            opts(&[("retry_timeout", &week)]),
+            opts(&[("timeout", &week), ("retry_timeout", &week), ("max_retries", &most)]),
         ] {
             let started = std::time::Instant::now();
             let budget = request_budget(&huge).unwrap();
@@ -383,7 +392,14 @@ mod tests {
             assert!(budget <= MAX_DURATION * 2, "{huge:?}: {budget:?}");
             assert!(open_store("s3://bucket/a.zarr", &huge).is_ok(), "{huge:?}");
         }
-        for (key, bad) in [("timeout", "NaN"), ("retry_timeout", "-1"), ("max_retries", "-1")] {
+        for (key, bad) in [
+            ("timeout", "NaN"),
+            ("retry_timeout", "-1"),
+            ("max_retries", "-1"),
+            ("timeout", "1e300"),
+            ("retry_timeout", "1e19"),
+            ("max_retries", "99999999999"),
+        ] {
             let err = request_budget(&opts(&[(key, bad)])).unwrap_err();
             assert!(err.to_string().contains(key), "{err}");
             let err = open_store("s3://bucket/a.zarr", &opts(&[(key, bad)])).err().unwrap();

@@ -4,8 +4,8 @@
 //! selection straight into the output.
 
 use futures::{StreamExt, TryStreamExt};
-use zarrs::array::{Array, ArrayBytes};
-use zarrs::storage::AsyncReadableStorageTraits;
+use zarrs::array::{Array, ArrayBytes, ArrayError, CodecError};
+use zarrs::storage::{AsyncReadableStorageTraits, StorageError};
 
 use super::host::HostOutput;
 use super::plan::{BoxCopy, ChunkPlan};
@@ -32,7 +32,14 @@ pub(crate) async fn read_with_zarrs<S: ?Sized + AsyncReadableStorageTraits + 'st
             let bytes: ArrayBytes<'static> = array
                 .async_retrieve_chunk_subset(&chunk.indices, &chunk.local_box)
                 .await
-                .map_err(|e| failed(e.into()))?;
+                .map_err(|e| match store_error(e) {
+                    // A store's failure is the store's, as on the batched path.
+                    Ok(source) => ReadError::Fetch {
+                        key: chunk.key.clone(),
+                        source,
+                    },
+                    Err(e) => failed(e.into()),
+                })?;
             let bytes = bytes.into_fixed().map_err(|e| failed(e.into()))?;
             let expected = chunk.local_box.num_elements_usize() * elem;
             if bytes.len() != expected {
@@ -42,9 +49,21 @@ pub(crate) async fn read_with_zarrs<S: ?Sized + AsyncReadableStorageTraits + 'st
             }
             // SAFETY: chunk boxes are disjoint.
             unsafe { out.copy_from(&bytes, copy) };
+            // A local chunk is fetched and decoded without a pause: yielding
+            // after each lets the read's caller check for Ctrl-C between
+            // chunks (at most two decode per poll of the stream).
+            tokio::task::yield_now().await;
             Ok(())
         })
         .buffer_unordered(options.max_concurrent_requests.max(1))
         .try_collect::<()>()
         .await
+}
+
+/// The store's error that `e` is, or `e` itself where it is not one.
+fn store_error(e: ArrayError) -> Result<StorageError, ArrayError> {
+    match e {
+        ArrayError::StorageError(source) | ArrayError::CodecError(CodecError::StorageError(source)) => Ok(source),
+        e => Err(e),
+    }
 }

@@ -138,26 +138,41 @@ pub(super) fn failed(key: &str) -> impl Fn(std::io::Error) -> ReadError + '_ {
 /// The length of `chunk`'s file, `None` when there is none; a file longer
 /// than any encoding of the chunk is an error naming it, before it is read.
 fn file_len(dir: &Path, chunk: &ChunkPlan) -> Result<Option<usize>, ReadError> {
-    let len = match std::fs::metadata(dir.join(&chunk.key)) {
-        Ok(metadata) => metadata.len(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(failed(&chunk.key)(e)),
-    };
+    match std::fs::metadata(dir.join(&chunk.key)) {
+        Ok(metadata) => checked_len(chunk, metadata.len()).map(Some),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(failed(&chunk.key)(e)),
+    }
+}
+
+/// `len`, the length of `chunk`'s file, where it is not longer than any
+/// encoding of the chunk; else an error naming it.
+fn checked_len(chunk: &ChunkPlan, len: u64) -> Result<usize, ReadError> {
     if len > super::limits::max_encoded_len(chunk.decoded_len) {
         return Err(super::limits::stored_too_large(&chunk.key, len, chunk.decoded_len));
     }
     let too_long = || failed(&chunk.key)(std::io::Error::other(format!("a file of {len} bytes")));
-    usize::try_from(len).map(Some).map_err(|_| too_long())
+    usize::try_from(len).map_err(|_| too_long())
 }
 
-/// The first `len` bytes of `chunk`'s file, read into `slot` or, without
-/// one, into ordinary memory; `None` if the file is gone. A file shorter
-/// than `len` is an error naming the chunk.
+/// `chunk`'s file, read into `slot` (of `len` bytes, its length when the
+/// round began) or, without one, into ordinary memory; `None` if the file
+/// is gone. The length read is that of the file the handle opened: a
+/// writer that renames a new chunk over the path in between leaves the old
+/// file or the new one here, never a mix of their lengths. A file that
+/// ends before its own length is an error naming the chunk.
 fn read(dir: &Path, chunk: &ChunkPlan, len: usize, slot: Option<ArenaSlot>) -> Result<Option<Bytes>, ReadError> {
     let mut file = match File::open(dir.join(&chunk.key)) {
         Ok(file) => file,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
         Err(e) => return Err(failed(&chunk.key)(e)),
+    };
+    let opened_len = checked_len(chunk, file.metadata().map_err(failed(&chunk.key))?.len())?;
+    // A file replaced since its length was read no longer fits its slot.
+    let (len, slot) = if opened_len == len {
+        (len, slot)
+    } else {
+        (opened_len, None)
     };
     match slot {
         Some(mut slot) => {
