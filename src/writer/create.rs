@@ -18,10 +18,7 @@
 
 use std::collections::HashMap;
 
-use bytes::Bytes;
 use serde_json::{json, Map, Value};
-use zarrs::storage::{AsyncWritableStorageTraits, StoreKey};
-use zarrs_object_store::AsyncObjectStore;
 
 use super::{existing, file_store, probe, WriteError};
 use crate::array::store::{local_dir, open_store};
@@ -196,7 +193,9 @@ impl NewArray {
 /// All or nothing: the metadata is checked first (zarrs opens it, and one
 /// element goes through its codecs and back; an algorithm that only a GPU
 /// runs needs a usable GPU), and on any error nothing is written and the
-/// directories made for the array are removed again.
+/// directories made for the array are removed again. Of several creators
+/// of one new array, exactly one succeeds; the others get
+/// [`WriteError::Exists`] (see [`existing::put_metadata`]).
 pub async fn create_array(
     url: &str,
     new: &NewArray,
@@ -219,15 +218,8 @@ pub async fn create_array(
         }
         let objects = open_store(url, storage_options)?;
         existing::clear(&objects, url, new.overwrite).await?;
-        let store = AsyncObjectStore::new(objects);
         let text = serde_json::to_vec_pretty(&metadata).expect("metadata serialises");
-        store
-            .set(&StoreKey::new(key).expect("a valid key"), Bytes::from(text))
-            .await
-            .map_err(|e| WriteError::Store {
-                key: key.into(),
-                source: e.into(),
-            })?;
+        existing::put_metadata(&objects, url, key, text, new.overwrite).await?;
         Ok(open_array(url, storage_options).await?)
     }
     .await;

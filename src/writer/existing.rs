@@ -1,13 +1,14 @@
 //! What is already where a new array is created: an array or group there is
 //! an error unless the create overwrites, and an overwrite removes
 //! everything there first, so that no chunk of the old array is ever read as
-//! one of the new.
+//! one of the new. The new metadata document is then stored only where none
+//! is ([`put_metadata`]): of creators racing for one place, one wins.
 
 use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt};
+use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutPayload};
 
 use super::WriteError;
 
@@ -55,4 +56,42 @@ pub(super) async fn clear(store: &Arc<dyn ObjectStore>, url: &str, overwrite: bo
         .try_for_each(|_| async { Ok(()) })
         .await
         .map_err(failed("every object of the old array"))
+}
+
+/// Stores the metadata document `key` (`text`) of the array created at
+/// `url`: the create's commit point. Without `overwrite` it is stored only
+/// where there is none (object_store's `PutMode::Create`: a hard link on
+/// local files, `If-None-Match: *` on S3), so that of creators racing for
+/// one place exactly one wins and the others fail with
+/// [`WriteError::Exists`], the winner's metadata untouched. A store that
+/// cannot put conditionally is written plainly.
+pub(super) async fn put_metadata(
+    store: &Arc<dyn ObjectStore>,
+    url: &str,
+    key: &'static str,
+    text: Vec<u8>,
+    overwrite: bool,
+) -> Result<(), WriteError> {
+    let path = Path::from(key);
+    let payload = PutPayload::from(text);
+    let mode = if overwrite { PutMode::Overwrite } else { PutMode::Create };
+    let put = match store.put_opts(&path, payload.clone(), mode.into()).await {
+        Err(object_store::Error::NotImplemented { .. }) => store.put(&path, payload).await,
+        put => put,
+    };
+    match put {
+        Ok(_) => Ok(()),
+        Err(object_store::Error::AlreadyExists { .. }) => Err(WriteError::Exists {
+            url: url.to_string(),
+            node: NODE_KEYS.iter().find(|(k, _)| *k == key).map_or("array", |(_, node)| {
+                if *node == "node" {
+                    "array or group"
+                } else {
+                    node
+                }
+            }),
+            key,
+        }),
+        Err(e) => Err(failed(key)(e)),
+    }
 }
