@@ -115,6 +115,12 @@ pub(crate) fn layout(metadata: &ArrayMetadata, elem: usize) -> Result<ShardLayou
         return Err(format!("codec {:?}", codec.name()));
     }
     let config = sharding_config(codec)?;
+    // The classification below reads a sharded chain as its inner chunks'
+    // (as the reader decodes them): taken for the shard's inner chunks, it
+    // would store inner shards as bare compressed frames, with no index.
+    if config.codecs.iter().any(|c| c.name() == "sharding_indexed") {
+        return Err("nested sharding is written by zarrs".into());
+    }
     let mut inner = meta.clone();
     inner.codecs = config.codecs;
     let chain = match classify_chain(&ArrayMetadata::V3(inner), Some(elem)) {
@@ -343,6 +349,25 @@ mod tests {
         let blosc = metadata(json!({"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5,
             "shuffle": "noshuffle", "typesize": 2, "blocksize": 0}}));
         assert!(layout(&blosc, 2).unwrap_err().contains("inner chunks"));
+    }
+
+    #[test]
+    fn nested_shards_have_no_layout() {
+        let bytes = json!({"name": "bytes", "configuration": {"endian": "little"}});
+        let zstd = json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}});
+        let shard = |chunk_shape: [u64; 1], codecs: serde_json::Value| {
+            json!({"name": "sharding_indexed", "configuration": {
+                "chunk_shape": chunk_shape, "codecs": codecs, "index_codecs": [bytes]}})
+        };
+        let nested = json!({
+            "zarr_format": 3, "node_type": "array", "shape": [64], "data_type": "float32",
+            "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": [32]}},
+            "chunk_key_encoding": {"name": "default"}, "fill_value": 0,
+            "codecs": [shard([8], json!([shard([2], json!([bytes, zstd]))]))],
+        });
+        let nested = ArrayMetadata::V3(serde_json::from_value(nested).unwrap());
+        let err = layout(&nested, 4).unwrap_err();
+        assert!(err.contains("nested sharding"), "{err}");
     }
 
     #[test]
