@@ -15,6 +15,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import numcodecs
 import numpy as np
 import pytest
 from test_memory_bounds import MiB, run_child, sparse_array
@@ -73,6 +74,46 @@ def test_huge_sparse_chunk_file_is_refused_unread(tmp_path):
     assert out["peak_growth"] < 64 * MiB, out
     with pytest.raises(DecodeError, match="c/1"):
         zarrs_nvcomp.open_array(str(path)).read(device="cpu")
+
+
+UNBATCHED = {
+    "v3-uncompressed": (3, None, None, "c/1"),
+    "v2-uncompressed": (2, None, None, "1"),
+    "v2-bz2": (2, numcodecs.BZ2(level=1), None, "1"),
+    "v3-uncompressed-shard": (3, None, (5,), "c/1"),
+}
+
+
+@pytest.mark.parametrize("case", UNBATCHED)
+def test_huge_sparse_chunk_file_of_an_unbatched_chain_is_refused_unread(tmp_path, case):
+    # The fallback path (zarrs) read the whole file: an abort, allocating 20 GiB.
+    zarr_format, compressor, shards, key = UNBATCHED[case]
+    path = tmp_path / "a.zarr"
+    zarrs_nvcomp.create_array(
+        str(path),
+        shape=(10,),
+        chunks=(5,) if shards is None else (1,),
+        shards=shards,
+        dtype="float32",
+        compressors=compressor,
+        zarr_format=zarr_format,
+        data=np.arange(10, dtype="f4"),
+    )
+    with open(path / key, "r+b") as f:
+        f.truncate(20 << 30)
+    out = run_child(
+        f"""
+        path = {str(path)!r}
+        report(measure(lambda: zarrs_nvcomp.read_chunks_parallel(path, device="cpu")))
+        """,
+        address_space_extra=1 << 30,
+    )
+    assert "ZarrsNvcompError" in out["classes"], out
+    assert key in out["result"], out
+    assert out["peak_growth"] < 64 * MiB, out
+    # The other chunk reads as it was written.
+    first = zarrs_nvcomp.read_chunks_parallel(str(path), (slice(0, 5),), device="cpu")
+    np.testing.assert_array_equal(first, np.arange(5, dtype="f4"))
 
 
 def tiny_chunks_child(path: Path, n: int, body: str) -> dict:

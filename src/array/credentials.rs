@@ -27,17 +27,7 @@ pub struct MissingCredentials {
 /// The [`MissingCredentials`] that `e` (an error of [`ObjectStorage`](crate::reader::ObjectStorage))
 /// was caused by, if any.
 pub(crate) fn missing_credentials(e: &StorageError) -> Option<&MissingCredentials> {
-    let StorageError::IOError(io) = e else {
-        return None;
-    };
-    let mut cause: Option<&(dyn std::error::Error + 'static)> = io.get_ref().map(|e| e as _);
-    while let Some(err) = cause {
-        if let Some(missing) = err.downcast_ref::<MissingCredentials>() {
-            return Some(missing);
-        }
-        cause = err.source();
-    }
-    None
+    super::object_storage::cause(e)
 }
 
 #[cfg(feature = "s3")]

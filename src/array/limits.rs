@@ -2,6 +2,8 @@
 //! chunk's size in 64 bits, the number of dimensions and their lengths, the most bytes a
 //! stored chunk may take, and the compressed bytes of a CPU wave.
 
+use zarrs::metadata::v3::MetadataV3;
+
 use super::ReadError;
 
 /// Most compressed bytes of a CPU wave per thread of rayon's pool, whatever
@@ -79,9 +81,60 @@ pub(crate) fn stored_too_large(key: &str, stored: u64, decoded_len: usize) -> Re
     }
 }
 
+/// The most bytes one stored object of an array (a chunk, or a shard with
+/// its index) may take, for chunks of `shape` with elements of `elem`
+/// bytes and the v3 `codecs` (empty for v2): what the reads of the fallback
+/// path, through zarrs, are bounded by, so that a sparse file of gigabytes
+/// is refused before it is read. Looser than [`max_encoded_len`] of the
+/// chunk, since it holds for every chain: filters may widen elements
+/// (`astype`, up to 8 times), and a shard adds its index and each inner
+/// chunk its encoding's overhead (inner shards counted alike).
+pub(crate) fn max_stored_object_len(shape: &[u64], codecs: &[MetadataV3], elem: usize) -> u64 {
+    const WIDEST_FILTER: u64 = 8;
+    if let Some((inner_shape, inner_codecs)) = codecs.iter().find_map(sharding) {
+        let count = shape.iter().zip(&inner_shape).fold(1u64, |n, (outer, inner)| {
+            n.saturating_mul(outer.div_ceil((*inner).max(1)))
+        });
+        let inner = max_stored_object_len(&inner_shape, &inner_codecs, elem);
+        // Each inner chunk's index entry: an offset and a length of 8 bytes.
+        return count.saturating_mul(inner.saturating_add(16)).saturating_add(64 << 10);
+    }
+    let decoded = chunk_bytes(shape, elem).unwrap_or(u64::MAX);
+    usize::try_from(decoded.saturating_mul(WIDEST_FILTER)).map_or(u64::MAX, max_encoded_len)
+}
+
+/// The inner chunk shape and codecs of a `sharding_indexed` codec.
+fn sharding(codec: &MetadataV3) -> Option<(Vec<u64>, Vec<MetadataV3>)> {
+    if codec.name() != "sharding_indexed" {
+        return None;
+    }
+    let configuration = codec.configuration()?;
+    let shape = serde_json::from_value(configuration.get("chunk_shape")?.clone()).ok()?;
+    let codecs = serde_json::from_value(configuration.get("codecs")?.clone()).ok()?;
+    Some((shape, codecs))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stored_objects_are_bounded_by_their_decoded_size_and_inner_chunks() {
+        let plain = max_stored_object_len(&[100, 100], &[], 4);
+        assert_eq!(plain, max_encoded_len(8 * 40_000));
+        let codecs: Vec<MetadataV3> = serde_json::from_value(serde_json::json!([{
+            "name": "sharding_indexed", "configuration": {"chunk_shape": [10, 10], "index_codecs": [],
+                "codecs": [{"name": "sharding_indexed", "configuration": {
+                    "chunk_shape": [5, 5], "index_codecs": [], "codecs": [{"name": "bytes"}]}}]}}]))
+        .unwrap();
+        let inner = max_stored_object_len(&[5, 5], &[], 4);
+        let middle = 4 * (inner + 16) + (64 << 10);
+        assert_eq!(
+            max_stored_object_len(&[100, 100], &codecs, 4),
+            100 * (middle + 16) + (64 << 10)
+        );
+        assert_eq!(max_stored_object_len(&[u64::MAX, 2], &[], 8), u64::MAX);
+    }
 
     #[test]
     fn every_cpu_encoding_of_incompressible_bytes_is_within_the_stored_bound() {

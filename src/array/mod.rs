@@ -44,6 +44,7 @@ pub(crate) use file_keys::is_plain_key;
 pub(crate) use limits::{check_shape, chunk_bytes, cpu_wave_bytes};
 pub use metadata_document::{MetadataTooLarge, DEFAULT_MAX_METADATA_SIZE};
 pub(crate) use object_storage::ObjectStorage;
+pub use object_storage::ObjectTooLarge;
 pub(crate) use open::open_array;
 pub(crate) use plan::{ChunkPlan, Planner, PLAN_BATCH_CHUNKS};
 pub(crate) use runtime::runtime;

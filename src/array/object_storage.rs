@@ -35,6 +35,48 @@ pub struct ObjectStorage {
     zarrs: AsyncObjectStore<Arc<dyn ObjectStore>>,
     /// The most bytes a metadata document may have.
     max_metadata_size: u64,
+    /// The most bytes another object (a chunk, a shard), or a range of one,
+    /// may have ([`max_stored_object_len`](super::limits::max_stored_object_len)).
+    max_object_size: u64,
+}
+
+/// A stored object, or a range of one, larger than any chunk or shard of
+/// its array can be: an I/O error of kind `InvalidData` carries it through
+/// zarrs, and the fallback path reports it as
+/// [`ReadError::Corrupt`](super::ReadError::Corrupt) naming the key.
+#[derive(Debug, thiserror::Error)]
+#[error("{size} bytes stored at {key}: more than any chunk of the array takes ({limit} bytes), so not read")]
+pub struct ObjectTooLarge {
+    /// The object's store key.
+    pub key: String,
+    /// Its size (or the range's), as the store reports it.
+    pub size: u64,
+    /// The bound it is over.
+    pub limit: u64,
+}
+
+/// The error of type `T` that `e` (an error of [`ObjectStorage`]) carries
+/// or was caused by, if any: how the reader finds [`ObjectTooLarge`],
+/// [`MetadataTooLarge`] and [`MissingCredentials`] again behind zarrs'
+/// errors.
+pub(crate) fn cause<T: std::error::Error + 'static>(e: &StorageError) -> Option<&T> {
+    let StorageError::IOError(io) = e else {
+        return None;
+    };
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = io.get_ref().map(|e| e as _);
+    while let Some(err) = cause {
+        if let Some(found) = err.downcast_ref::<T>() {
+            return Some(found);
+        }
+        cause = err.source();
+    }
+    None
+}
+
+/// `error` as zarrs' storage error: an I/O error of kind `InvalidData`
+/// keeping it, for the reader to find again.
+fn invalid_data(error: impl std::error::Error + Send + Sync + 'static) -> StorageError {
+    StorageError::IOError(Arc::new(std::io::Error::new(std::io::ErrorKind::InvalidData, error)))
 }
 
 impl ObjectStorage {
@@ -45,7 +87,29 @@ impl ObjectStorage {
             zarrs: AsyncObjectStore::new(store.clone()),
             store,
             max_metadata_size: DEFAULT_MAX_METADATA_SIZE,
+            max_object_size: u64::MAX,
         }
+    }
+
+    /// This storage, reading objects other than metadata of at most `bytes`
+    /// bytes, and ranges of at most as many.
+    pub fn with_max_object_size(self, bytes: u64) -> Self {
+        Self {
+            max_object_size: bytes,
+            ..self
+        }
+    }
+
+    /// [`ObjectTooLarge`] where `size` bytes at `key` are over the bound.
+    fn check_size(&self, key: &StoreKey, size: u64) -> Result<(), StorageError> {
+        if size <= self.max_object_size {
+            return Ok(());
+        }
+        Err(invalid_data(ObjectTooLarge {
+            key: key.to_string(),
+            size,
+            limit: self.max_object_size,
+        }))
     }
 
     /// This storage, taking metadata documents of at most `bytes` bytes.
@@ -147,18 +211,15 @@ impl AsyncReadableStorageTraits for ObjectStorage {
             return Ok(None);
         };
         if !metadata_document::is_metadata_key(key.as_str()) {
+            self.check_size(key, result.meta.size)?;
             return result.bytes().await.map(Some).map_err(other);
         }
         if result.meta.size > self.max_metadata_size {
-            let too_large = MetadataTooLarge {
+            return Err(invalid_data(MetadataTooLarge {
                 key: key.to_string(),
                 size: result.meta.size,
                 limit: self.max_metadata_size,
-            };
-            return Err(StorageError::IOError(Arc::new(std::io::Error::new(
-                std::io::ErrorKind::InvalidData,
-                too_large,
-            ))));
+            }));
         }
         let bytes = result.bytes().await.map_err(other)?;
         Ok(Some(match metadata_document::quote_non_finite(&bytes) {
@@ -183,11 +244,20 @@ impl AsyncReadableStorageTraits for ObjectStorage {
             })
             .collect();
         let Some(ranges) = bounded else {
+            // Ranges to the end (or of the end): bounded by the object's size.
+            if self.max_object_size < u64::MAX {
+                if let Some(size) = self.size_key(key).await? {
+                    self.check_size(key, size)?;
+                }
+            }
             return self
                 .zarrs
                 .get_partial_many(key, Box::new(byte_ranges.into_iter()))
                 .await;
         };
+        for range in &ranges {
+            self.check_size(key, range.end - range.start)?;
+        }
         let Some(parts) = not_found_is_none(self.store.get_ranges(&path(key), &ranges).await)? else {
             return Ok(None);
         };
@@ -336,5 +406,41 @@ mod tests {
             &small.get(&StoreKey::new("a/c/0").unwrap()).await.unwrap().unwrap()[..],
             document
         );
+    }
+
+    #[tokio::test]
+    async fn chunks_and_ranges_over_the_object_bound_are_refused_unread() {
+        let memory: Arc<dyn ObjectStore> = Arc::new(InMemory::new());
+        memory
+            .put(&Path::from("c/0"), PutPayload::from(vec![7u8; 100]))
+            .await
+            .unwrap();
+        memory
+            .put(&Path::from("zarr.json"), PutPayload::from(vec![b' '; 100]))
+            .await
+            .unwrap();
+        let key = StoreKey::new("c/0").unwrap();
+        let bounded = ObjectStorage::new(memory.clone()).with_max_object_size(99);
+        let too_large = |err: StorageError| {
+            let StorageError::IOError(io) = &err else {
+                panic!("{err:?}")
+            };
+            let found = io.get_ref().and_then(|e| e.downcast_ref::<ObjectTooLarge>()).unwrap();
+            (found.size, found.limit)
+        };
+        assert_eq!(too_large(bounded.get(&key).await.unwrap_err()), (100, 99));
+        let ranged = bounded.get_partial(&key, ByteRange::FromStart(0, Some(100))).await;
+        assert_eq!(too_large(ranged.unwrap_err()), (100, 99));
+        let to_end = bounded.get_partial(&key, ByteRange::FromStart(10, None)).await;
+        assert_eq!(too_large(to_end.unwrap_err()), (100, 99));
+        let part = bounded
+            .get_partial(&key, ByteRange::FromStart(1, Some(99)))
+            .await
+            .unwrap();
+        assert_eq!(part.unwrap().len(), 99);
+        // Metadata has its own bound.
+        assert!(bounded.get(&StoreKey::new("zarr.json").unwrap()).await.is_ok());
+        let exact = ObjectStorage::new(memory).with_max_object_size(100);
+        assert_eq!(exact.get(&key).await.unwrap().unwrap().len(), 100);
     }
 }

@@ -56,7 +56,8 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
         }
         Ok(Ok(array)) => {
             super::limits::check_shape(array.shape())?;
-            return Ok(array);
+            let storage = bounded_storage(store, &array, max_metadata_size);
+            return Ok(array.with_storage(Arc::new(storage)));
         }
         Ok(Err(ArrayCreateError::DataTypeCreateError(e))) => {
             return Err(ReadError::UnsupportedDataType {
@@ -64,19 +65,19 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
                 source: e.into(),
             })
         }
-        Ok(Err(ArrayCreateError::StorageError(e))) if metadata_too_large(&e).is_some() => {
-            return Err(ReadError::InvalidMetadata {
-                field: "size".into(),
-                reason: metadata_too_large(&e).map(ToString::to_string).unwrap_or_default(),
-            })
-        }
-        // The store's error names the request (method and URL), but not
-        // what to do where there were no credentials to sign it.
-        Ok(Err(zarrs::array::ArrayCreateError::StorageError(e))) => {
+        Ok(Err(ArrayCreateError::StorageError(e))) => {
+            if let Some(too_large) = super::object_storage::cause::<MetadataTooLarge>(&e) {
+                return Err(ReadError::InvalidMetadata {
+                    field: "size".into(),
+                    reason: too_large.to_string(),
+                });
+            }
+            // The store's error names the request (method and URL), but not
+            // what to do where there were no credentials to sign it.
             return Err(match missing_credentials(&e) {
                 Some(missing) => store_error(Box::new(missing.clone())),
                 None => store_error(e.into()),
-            })
+            });
         }
         Ok(Err(e)) => e,
     };
@@ -91,14 +92,6 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
     }
 }
 
-/// The [`MetadataTooLarge`] that `e` (an error of [`ObjectStorage`]) is.
-fn metadata_too_large(e: &zarrs::storage::StorageError) -> Option<&MetadataTooLarge> {
-    match e {
-        zarrs::storage::StorageError::IOError(io) => io.get_ref()?.downcast_ref(),
-        _ => None,
-    }
-}
-
 /// `array`, opened from `url` with `storage_options`, over a new client of
 /// its store: for a forked child, where the client of the parent that opened
 /// it has connections and tasks of the parent's runtime, which the child does
@@ -109,5 +102,28 @@ pub fn reopen_store(
     storage_options: &HashMap<String, String>,
 ) -> Result<ObjectStoreArray, ReadError> {
     let store = open_store(url, storage_options)?;
-    Ok(array.with_storage(Arc::new(ObjectStorage::new(store))))
+    let max_metadata_size = store::max_metadata_size(storage_options)?;
+    Ok(array.with_storage(Arc::new(bounded_storage(store, array, max_metadata_size))))
+}
+
+/// The storage of `array` over `store`: metadata documents of at most
+/// `max_metadata_size` bytes, other objects (and ranges) of at most what
+/// a chunk or shard of `array` takes
+/// ([`max_stored_object_len`](super::limits::max_stored_object_len)).
+fn bounded_storage<S: ?Sized>(
+    store: Arc<dyn object_store::ObjectStore>,
+    array: &Array<S>,
+    max_metadata_size: u64,
+) -> ObjectStorage {
+    let storage = ObjectStorage::new(store).with_max_metadata_size(max_metadata_size);
+    let origin = vec![0; array.dimensionality()];
+    let (Some(elem), Ok(shape)) = (array.data_type().fixed_size(), array.chunk_shape(&origin)) else {
+        return storage;
+    };
+    let shape: Vec<u64> = shape.iter().map(|n| n.get()).collect();
+    let codecs = match array.metadata() {
+        zarrs::metadata::ArrayMetadata::V3(meta) => meta.codecs.as_slice(),
+        _ => &[],
+    };
+    storage.with_max_object_size(super::limits::max_stored_object_len(&shape, codecs, elem))
 }

@@ -9,7 +9,8 @@ use zarrs::storage::{AsyncReadableStorageTraits, StorageError};
 
 use super::host::HostOutput;
 use super::plan::{BoxCopy, ChunkPlan};
-use super::{BoxedSource, ReadError, ReadOptions};
+use super::{BoxedSource, ObjectTooLarge, ReadError, ReadOptions};
+use crate::array::object_storage::cause;
 
 /// Reads `chunks` through the ordinary zarrs pipeline, each chunk's part
 /// of the selection on its own (so errors name the chunk's key, and sharded
@@ -33,10 +34,16 @@ pub(crate) async fn read_with_zarrs<S: ?Sized + AsyncReadableStorageTraits + 'st
                 .async_retrieve_chunk_subset(&chunk.indices, &chunk.local_box)
                 .await
                 .map_err(|e| match store_error(e) {
-                    // A store's failure is the store's, as on the batched path.
-                    Ok(source) => ReadError::Fetch {
-                        key: chunk.key.clone(),
-                        source,
+                    Ok(source) => match cause::<ObjectTooLarge>(&source) {
+                        Some(too_large) => ReadError::Corrupt {
+                            key: chunk.key.clone(),
+                            reason: too_large.to_string(),
+                        },
+                        // A store's failure is the store's, as on the batched path.
+                        None => ReadError::Fetch {
+                            key: chunk.key.clone(),
+                            source,
+                        },
                     },
                     Err(e) => failed(e.into()),
                 })?;

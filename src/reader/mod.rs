@@ -134,7 +134,7 @@ pub use crate::array::open::{open_array, reopen_store};
 pub use crate::array::runtime::{block_on_checked, runtime};
 pub use crate::array::MissingCredentials;
 pub use crate::array::ObjectStoreArray;
-pub use crate::array::{MetadataTooLarge, DEFAULT_MAX_METADATA_SIZE};
+pub use crate::array::{MetadataTooLarge, ObjectTooLarge, DEFAULT_MAX_METADATA_SIZE};
 pub use blocking::{open_array_blocking, read_chunks_parallel_blocking};
 pub use data::ArrayData;
 pub use error::{BoxedSource, ReadError};
