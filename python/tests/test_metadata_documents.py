@@ -2,7 +2,9 @@
 bare ``NaN``/``Infinity`` (Python's ``json``) open as zarr-python opens them;
 documents larger than ``max_metadata_size`` are refused from their size,
 unread; a ``zarr.json`` that is ``/dev/zero`` or nested 100,000 levels deep
-is a package error, not ``MemoryError`` or ``RecursionError``."""
+is a package error, not ``MemoryError`` or ``RecursionError``; a codec chain
+that does not fit its array is refused when the array is opened, as
+zarr-python refuses it, not when a chunk is written."""
 
 from __future__ import annotations
 
@@ -142,4 +144,35 @@ def test_deeply_nested_zarr_json_is_a_package_error(tmp_path):
     )
     assert nested in (path / "zarr.json").read_text()
     with pytest.raises(ZarrsNvcompError):
+        zarrs_nvcomp.open_array(str(path))
+
+
+def test_transpose_of_another_dimensionality_is_refused_at_open(tmp_path):
+    path = tmp_path / "a.zarr"
+    path.mkdir()
+    metadata = v3_metadata(0)
+    metadata["codecs"] = [
+        {"name": "transpose", "configuration": {"order": [1, 0]}},
+        {"name": "bytes", "configuration": {"endian": "little"}},
+    ]
+    (path / "zarr.json").write_text(json.dumps(metadata, allow_nan=True))
+    with pytest.raises(InvalidArgumentError, match=r"codecs.*transpose"):
+        zarrs_nvcomp.open_array(str(path))
+
+
+def test_v2_delta_of_another_dtype_is_refused_at_open(tmp_path):
+    path = tmp_path / "a.zarr"
+    path.mkdir()
+    zarray = {
+        "zarr_format": 2,
+        "shape": [6],
+        "chunks": [3],
+        "dtype": "<f8",
+        "compressor": None,
+        "filters": [{"id": "delta", "dtype": "<i4"}],
+        "fill_value": 0,
+        "order": "C",
+    }
+    (path / ".zarray").write_text(json.dumps(zarray))
+    with pytest.raises(InvalidArgumentError, match=r"codecs.*delta"):
         zarrs_nvcomp.open_array(str(path))

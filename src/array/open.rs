@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use zarrs::array::{Array, ArrayCreateError};
+use zarrs::array::{Array, ArrayCreateError, ArrayToBytesCodecTraits};
 
 use super::store::{self, open_store};
 use super::{BoxedSource, MetadataTooLarge, ObjectStorage, ObjectStoreArray, ReadError};
@@ -21,7 +21,8 @@ use crate::array::credentials::missing_credentials;
 /// [`MAX_DIMENSIONS`](crate::limits::MAX_DIMENSIONS) dimensions, or with an
 /// axis longer than NumPy's (2**63 - 1), or metadata documents larger than
 /// the storage option `max_metadata_size` allows (see
-/// [`metadata_document`](super::metadata_document)), gives
+/// [`metadata_document`](super::metadata_document)), or a codec chain that
+/// does not fit the array (`check_codecs`), gives
 /// [`ReadError::InvalidMetadata`].
 /// The whole open takes at most the time of one request
 /// ([`store::request_budget`]), however many requests it makes.
@@ -56,6 +57,7 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
         }
         Ok(Ok(array)) => {
             super::limits::check_shape(array.shape())?;
+            check_codecs(&array)?;
             let storage = bounded_storage(store, &array, max_metadata_size);
             return Ok(array.with_storage(Arc::new(storage)));
         }
@@ -104,6 +106,25 @@ pub fn reopen_store(
     let store = open_store(url, storage_options)?;
     let max_metadata_size = store::max_metadata_size(storage_options)?;
     Ok(array.with_storage(Arc::new(bounded_storage(store, array, max_metadata_size))))
+}
+
+/// [`ReadError::InvalidMetadata`] where the codec chain does not fit the
+/// array (a `transpose` order of another dimensionality, a `delta` of
+/// another data type), naming the codec: zarrs finds out only when a chunk
+/// is encoded or decoded, zarr-python when the array is opened.
+fn check_codecs<S: ?Sized>(array: &Array<S>) -> Result<(), ReadError> {
+    let origin = vec![0; array.dimensionality()];
+    let Ok(shape) = array.chunk_shape(&origin) else {
+        return Ok(()); // no chunk to encode: nothing to check
+    };
+    array
+        .codecs()
+        .encoded_representation(&shape, array.data_type(), array.fill_value())
+        .map(|_| ())
+        .map_err(|e| ReadError::InvalidMetadata {
+            field: "codecs".into(),
+            reason: format!("the codec chain does not fit the array: {e}"),
+        })
 }
 
 /// The storage of `array` over `store`: metadata documents of at most
