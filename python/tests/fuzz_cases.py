@@ -23,7 +23,9 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+from fuzz_concurrent import ConcurrencyViolation, concurrent_cases, run_concurrent
 from fuzz_strategies import (
+    attributes,
     codec_kwargs,
     payloads,
     read_options,
@@ -77,6 +79,9 @@ def read_cases(draw) -> dict:
     return {
         "kind": "read",
         "metadata": meta if draw(st.integers(0, 19)) != 13 else draw(st.text(max_size=20)),
+        # How the metadata document is stored (see _write_metadata).
+        "form": draw(st.sampled_from(["plain"] * 7 + ["deep", "huge", "dev-zero"])),
+        "zattrs": draw(st.one_of(st.none(), attributes())),
         "chunk": draw(st.one_of(st.binary(max_size=64), st.just("exact"))),
         "url": draw(st.sampled_from(["path", "path", "file"])),
         "storage_options": draw(st.one_of(st.none(), st.none(), st.none(), storage_options())),
@@ -144,8 +149,9 @@ def codec_cases(draw) -> dict:
 
 
 def all_cases() -> st.SearchStrategy:
-    """Every kind of case: reads, creates and writes, and the codec."""
-    return st.one_of(read_cases(), create_cases(), codec_cases())
+    """Every kind of case: reads, creates and writes, the codec, and
+    concurrent writers and readers of one array."""
+    return st.one_of(read_cases(), create_cases(), codec_cases(), concurrent_cases())
 
 
 # --- running ----------------------------------------------------------------------
@@ -162,9 +168,16 @@ def run(case: dict, tmp: Path) -> str:
         resource.RLIMIT_AS, (cap if hard == resource.RLIM_INFINITY else min(cap, hard), hard)
     )
     try:
-        return {"read": _run_read, "create": _run_create, "codec": _run_codec}[case["kind"]](
-            case, tmp
-        )
+        runs = {
+            "read": _run_read,
+            "create": _run_create,
+            "codec": _run_codec,
+            "concurrent": run_concurrent,
+        }
+        try:
+            return runs[case["kind"]](case, tmp)
+        except ConcurrencyViolation as e:
+            raise Violation(str(e)) from e
     finally:
         resource.setrlimit(resource.RLIMIT_AS, (soft, hard))
         faulthandler.cancel_dump_traceback_later()
@@ -185,8 +198,10 @@ def declared_output(case: dict) -> int:
         if case["kind"] == "read" and isinstance(case["metadata"], dict)
         else None
     )
-    if case["kind"] == "create":
+    if case["kind"] in ("create", "concurrent"):
         shape = case["create"].get("shape")
+    if case["kind"] == "concurrent":
+        return 16 * math.prod(shape) * (len(case["writes"]) + 2)
     try:
         return 16 * math.prod(_expected_shape(shape, case["selection"]))
     except Exception:
@@ -215,8 +230,9 @@ def _run_read(case: dict, tmp: Path) -> str:
     path = tmp / "a.zarr"
     path.mkdir()
     name = "zarr.json" if isinstance(meta, dict) and meta.get("zarr_format") == 3 else ".zarray"
-    text = json.dumps(meta) if isinstance(meta, dict) else meta
-    (path / name).write_text(text)
+    _write_metadata(path / name, meta, case.get("form", "plain"))
+    if case.get("zattrs") is not None:
+        (path / ".zattrs").write_text(json.dumps(case["zattrs"]))
     _write_chunks(path, meta, case["chunk"])
     url = str(path) if case["url"] == "path" else path.as_uri()
     kind, array = outcome(zarrs_nvcomp.open_array, url, case["storage_options"])
@@ -227,6 +243,22 @@ def _run_read(case: dict, tmp: Path) -> str:
         return type(result).__name__
     _check_read(array, _host(result), case["selection"], "read")
     return "ok"
+
+
+def _write_metadata(path: Path, meta, form: str) -> None:
+    """The metadata document at ``path``: ``meta`` as Python's ``json`` writes
+    it (bare ``NaN``), nested 100,000 levels deeper (``deep``), padded to a
+    sparse 20 GiB (``huge``), or a link to ``/dev/zero``."""
+    if form == "dev-zero":
+        path.symlink_to("/dev/zero")
+        return
+    text = json.dumps(meta) if isinstance(meta, dict) else meta
+    if form == "deep" and text.endswith("}"):
+        text = text[:-1] + ', "deep": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    path.write_text(text)
+    if form == "huge":
+        with open(path, "r+b") as f:
+            f.truncate(20 << 30)
 
 
 def _write_chunks(path: Path, meta, chunk) -> None:

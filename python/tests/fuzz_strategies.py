@@ -141,8 +141,10 @@ def v3_metadata(draw) -> dict:
         )
     codecs += draw(st.lists(st.sampled_from(CODECS_V3_COMPRESSORS), max_size=2))
     chunks = draw(chunk_shapes(shape))
-    if draw(st.integers(0, 2)) == 2:
-        inner = [draw(st.integers(1, c)) for c in chunks]
+    # Sharded, sometimes twice over (shards of shards).
+    outer = chunks
+    for _ in range(draw(st.sampled_from([0, 0, 1, 2]))):
+        inner = [draw(st.integers(1, c)) for c in outer]
         codecs = [
             {
                 "name": "sharding_indexed",
@@ -157,6 +159,7 @@ def v3_metadata(draw) -> dict:
                 },
             }
         ]
+        outer = inner
     separator = draw(st.sampled_from(["/", "/", ".", "", "//", "x"]))
     meta = {
         "zarr_format": 3,
@@ -170,9 +173,20 @@ def v3_metadata(draw) -> dict:
         },
         "fill_value": draw(fill_values(dtype)),
         "codecs": codecs,
-        "attributes": {},
+        "attributes": draw(attributes()),
     }
     return draw(mutated(meta))
+
+
+def attributes() -> st.SearchStrategy:
+    """Attributes as zarr-python writes them: non-finite floats are bare
+    ``NaN``, ``Infinity`` and ``-Infinity`` once ``json.dumps`` writes them."""
+    non_finite = st.sampled_from([float("nan"), float("inf"), float("-inf")])
+    return st.one_of(
+        st.just({}),
+        st.dictionaries(st.sampled_from(["scale", "range", "x"]), non_finite, max_size=2),
+        st.fixed_dictionaries({"range": st.lists(non_finite, max_size=3)}),
+    )
 
 
 @st.composite
@@ -269,6 +283,7 @@ def mutated(draw, obj):
 
 #: object_store keys (and fsspec spellings the package translates).
 STORAGE_KEYS = [
+    "max_metadata_size",
     "timeout",
     "connect_timeout",
     "max_retries",

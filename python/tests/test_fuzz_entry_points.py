@@ -14,7 +14,7 @@ import os
 import tempfile
 from pathlib import Path
 
-from fuzz_cases import codec_cases, create_cases, read_cases, run
+from fuzz_cases import codec_cases, concurrent_cases, create_cases, read_cases, run
 from hypothesis import HealthCheck, given, settings
 
 FUZZ = settings(
@@ -46,4 +46,10 @@ def test_create_and_write_take_any_arguments_and_read_back_what_they_wrote(case)
 @FUZZ
 @given(codec_cases())
 def test_the_codec_takes_any_configuration_and_bytes(case):
+    check(case)
+
+
+@settings(FUZZ, max_examples=min(FUZZ.max_examples, 40))
+@given(concurrent_cases())
+def test_concurrent_writers_and_readers_of_one_array_see_only_written_values(case):
     check(case)
