@@ -20,8 +20,8 @@ use crate::array::credentials::missing_credentials;
 /// elements, gives [`ReadError::UnsupportedDataType`]; one of more than
 /// [`MAX_DIMENSIONS`](crate::limits::MAX_DIMENSIONS) dimensions, or with an
 /// axis longer than NumPy's (2**63 - 1), or metadata documents larger than
-/// the storage option `max_metadata_size` allows (see
-/// [`metadata_document`](super::metadata_document)), or a codec chain that
+/// the storage option `max_metadata_size` allows
+/// ([`MetadataTooLarge`](crate::reader::MetadataTooLarge)), or a codec chain that
 /// does not fit the array (`check_codecs`), gives
 /// [`ReadError::InvalidMetadata`].
 /// The whole open takes at most the time of one request

@@ -195,7 +195,8 @@ impl NewArray {
 /// runs needs a usable GPU), and on any error nothing is written and the
 /// directories made for the array are removed again. Of several creators
 /// of one new array, exactly one succeeds; the others get
-/// [`WriteError::Exists`] (see [`existing::put_metadata`]).
+/// [`WriteError::Exists`]: the metadata document is stored only where none
+/// is (a hard link on local files, `If-None-Match: *` on S3).
 pub async fn create_array(
     url: &str,
     new: &NewArray,
