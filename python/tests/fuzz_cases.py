@@ -43,6 +43,10 @@ import zarrs_nvcomp
 CASE_TIMEOUT = 60.0
 #: Bytes a case may allocate beyond its declared output.
 OVERHEAD = 1 << 30
+#: Most elements a create case writes: a scalar written to billions of
+#: elements is done piece by piece (whole chunks at a time), correctly but
+#: for longer than :data:`CASE_TIMEOUT`; its pieces are tested on their own.
+MAX_WRITE_ELEMENTS = 1 << 24
 
 
 #: Data types the create cases make arrays of.
@@ -306,6 +310,12 @@ def _run_create(case: dict, tmp: Path) -> str:
     if list(array.shape) != ([shape] if isinstance(shape, int) else list(shape)):
         raise Violation(f"create_array made shape {array.shape}, asked {create['shape']}")
     sel, value = case["selection"], case["value"]
+    try:
+        elements = math.prod(_expected_shape(array.shape, sel))
+    except Exception:
+        elements = 0  # a selection NumPy rejects: the write's error is the finding
+    if elements > MAX_WRITE_ELEMENTS:
+        return "too large to write in a case's time"
     if case["via"] == "setitem":
         kind, err = outcome(array.__setitem__, sel, value)
     else:

@@ -18,13 +18,18 @@
 //! 3. the reads are made, in parallel, and their inner chunks pushed into
 //!    the wave in order, as slices of the read's bytes.
 //!
-//! No file is held open between the phases. A missing shard is a shard of
-//! missing inner chunks; a shard that shrinks or goes away between its
-//! index and its chunks is an error naming it, as through a store.
+//! Each shard's file is opened once: its index and its inner chunks are
+//! read through the same handle (positioned reads, from any thread), so
+//! that a writer renaming a new shard over the path in between leaves this
+//! read the old shard whole, never the old index over the new chunks (which
+//! decoded as corrupt chunks, or as the wrong elements). A round holds the
+//! files of its shards open, a few per thread. A missing shard is a shard
+//! of missing inner chunks; a shard cut short is an error naming it.
 
 use std::fs::File;
-use std::io::{Read, Seek, SeekFrom};
+use std::os::unix::fs::FileExt;
 use std::path::Path;
+use std::sync::Arc;
 
 use bytes::Bytes;
 use rayon::prelude::*;
@@ -71,22 +76,25 @@ pub(crate) fn fetch_shard_file_waves(
         if tx.is_closed() {
             return Ok(()); // the read was dropped (cancelled)
         }
-        let planned: Vec<Vec<RangeRead<'_>>> = crate::fork::in_pool(|| {
+        let planned: Vec<(Option<Arc<File>>, Vec<RangeRead<'_>>)> = crate::fork::in_pool(|| {
             crate::par::collect_in_order(part.par_iter().map(|shard| index_reads(dir, (grid, plan), shard)))
         })?;
-        let mut reads = planned.into_iter().flatten().peekable();
+        let mut reads = planned
+            .into_iter()
+            .flat_map(|(file, reads)| reads.into_iter().map(move |read| (file.clone(), read)))
+            .peekable();
         while reads.peek().is_some() {
             // The reads up to the one whose inner chunks fill the wave.
             let mut bytes = wave.compressed_bytes;
             let mut taken = Vec::new();
-            for read in reads.by_ref() {
+            for (file, read) in reads.by_ref() {
                 bytes += read.member_bytes() as usize;
                 let arena = arena.get_or_insert_with(|| arenas.and_then(|take| take(capacity)));
                 let slot = match (&read.range, arena) {
                     (Some(r), Some(arena)) => arena.slot((r.end - r.start) as usize),
                     _ => None,
                 };
-                taken.push((read, slot));
+                taken.push((file, read, slot));
                 if bytes >= wave_bytes {
                     break;
                 }
@@ -95,7 +103,7 @@ pub(crate) fn fetch_shard_file_waves(
                 crate::par::collect_in_order(
                     taken
                         .into_par_iter()
-                        .map(|(read, slot)| read_range(dir, plan, read, slot)),
+                        .map(|(file, read, slot)| read_range(file.as_deref(), plan, read, slot)),
                 )
             })?;
             for (items, other_bytes) in fetched {
@@ -141,12 +149,12 @@ fn open(dir: &Path, shard: &ShardRequest) -> Result<Option<File>, ReadError> {
 }
 
 /// Up to `buf.len()` bytes of `file` from `offset` into `buf`: fewer only
-/// where the file ends first; returns how many.
-fn read_at(file: &mut File, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
-    file.seek(SeekFrom::Start(offset))?;
+/// where the file ends first; returns how many. A positioned read: the
+/// threads reading one shard's ranges share its handle.
+fn read_at(file: &File, offset: u64, buf: &mut [u8]) -> std::io::Result<usize> {
     let mut filled = 0;
     while filled < buf.len() {
-        match file.read(&mut buf[filled..]) {
+        match file.read_at(&mut buf[filled..], offset + filled as u64) {
             Ok(0) => break,
             Ok(n) => filled += n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
@@ -156,44 +164,50 @@ fn read_at(file: &mut File, offset: u64, buf: &mut [u8]) -> std::io::Result<usiz
     Ok(filled)
 }
 
-/// Reads the size and index of `shard`'s file and plans the reads of its
-/// needed inner chunks.
+/// Opens `shard`'s file, reads its size and index and plans the reads of
+/// its needed inner chunks, which are to be made through the file returned.
 fn index_reads<'a>(
     dir: &Path,
     (grid, plan): (&ShardGrid, &Plan),
     shard: &'a ShardRequest,
-) -> Result<Vec<RangeRead<'a>>, ReadError> {
+) -> Result<(Option<Arc<File>>, Vec<RangeRead<'a>>), ReadError> {
     let key = shard.key.as_str();
-    let Some(mut file) = open(dir, shard)? else {
-        return Ok(shard_fetch::missing(shard));
+    let Some(file) = open(dir, shard)? else {
+        return Ok((None, shard_fetch::missing(shard)));
     };
     let shard_len = file.metadata().map_err(failed(key))?.len();
     let at = grid.index.index_range(shard_len).map_err(|e| index_error(key, e))?;
     let mut index = vec![0; (at.end - at.start) as usize];
-    if read_at(&mut file, at.start, &mut index).map_err(failed(key))? < index.len() {
+    if read_at(&file, at.start, &mut index).map_err(failed(key))? < index.len() {
         return Err(index_error(key, "the shard shrank while its index was read"));
     }
-    shard_fetch::plan_reads((grid, plan), shard, &index, shard_len)
+    let reads = shard_fetch::plan_reads((grid, plan), shard, &index, shard_len)?;
+    Ok((Some(Arc::new(file)), reads))
 }
 
-/// Makes `read`, into `slot` or, without one, into ordinary memory; returns
-/// its inner chunks and the other bytes read for it.
-fn read_range(dir: &Path, plan: &Plan, read: RangeRead<'_>, slot: Option<ArenaSlot>) -> Result<Fetched, ReadError> {
+/// Makes `read` through `file` (the shard's, whose index planned it), into
+/// `slot` or, without one, into ordinary memory; returns its inner chunks
+/// and the other bytes read for it.
+fn read_range(
+    file: Option<&File>,
+    plan: &Plan,
+    read: RangeRead<'_>,
+    slot: Option<ArenaSlot>,
+) -> Result<Fetched, ReadError> {
     let Some(range) = read.range.clone() else {
         return shard_fetch::read_members(plan, read, Bytes::new());
     };
     let key = read.shard.key.as_str();
-    let file = open(dir, read.shard)?;
-    let mut file = file.ok_or_else(|| index_error(key, "the shard disappeared while it was read"))?;
+    let file = file.ok_or_else(|| index_error(key, "a read planned without its shard's file"))?;
     let len = (range.end - range.start) as usize;
     let bytes = match slot {
         Some(mut slot) => {
-            let filled = read_at(&mut file, range.start, slot.as_mut_slice()).map_err(failed(key))?;
+            let filled = read_at(file, range.start, slot.as_mut_slice()).map_err(failed(key))?;
             slot.into_bytes().slice(..filled)
         }
         None => {
             let mut bytes = vec![0; len];
-            let filled = read_at(&mut file, range.start, &mut bytes).map_err(failed(key))?;
+            let filled = read_at(file, range.start, &mut bytes).map_err(failed(key))?;
             bytes.truncate(filled);
             Bytes::from(bytes)
         }
