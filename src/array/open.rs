@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use zarrs::array::{Array, ArrayCreateError, ArrayToBytesCodecTraits};
+use zarrs::array::{Array, ArrayCreateError};
 
 use super::store::{self, open_store};
 use super::{BoxedSource, MetadataTooLarge, ObjectStorage, ObjectStoreArray, ReadError};
@@ -112,19 +112,27 @@ pub fn reopen_store(
 /// array (a `transpose` order of another dimensionality, a `delta` of
 /// another data type), naming the codec: zarrs finds out only when a chunk
 /// is encoded or decoded, zarr-python when the array is opened.
+///
+/// Only the array-to-array codecs are asked: they permute or convert, while
+/// the array-to-bytes codecs compute sizes, unchecked (a chunk shape whose
+/// bytes overflow, refused later, would overflow there).
 fn check_codecs<S: ?Sized>(array: &Array<S>) -> Result<(), ReadError> {
     let origin = vec![0; array.dimensionality()];
-    let Ok(shape) = array.chunk_shape(&origin) else {
+    let Ok(mut shape) = array.chunk_shape(&origin) else {
         return Ok(()); // no chunk to encode: nothing to check
     };
-    array
-        .codecs()
-        .encoded_representation(&shape, array.data_type(), array.fill_value())
-        .map(|_| ())
-        .map_err(|e| ReadError::InvalidMetadata {
-            field: "codecs".into(),
-            reason: format!("the codec chain does not fit the array: {e}"),
-        })
+    let invalid = |e: zarrs::array::CodecError| ReadError::InvalidMetadata {
+        field: "codecs".into(),
+        reason: format!("the codec chain does not fit the array: {e}"),
+    };
+    let mut data_type = array.data_type().clone();
+    let mut fill_value = array.fill_value().clone();
+    for codec in array.codecs().array_to_array_codecs() {
+        shape = codec.encoded_shape(&shape).map_err(invalid)?;
+        fill_value = codec.encoded_fill_value(&data_type, &fill_value).map_err(invalid)?;
+        data_type = codec.encoded_data_type(&data_type).map_err(invalid)?;
+    }
+    Ok(())
 }
 
 /// The storage of `array` over `store`: metadata documents of at most
