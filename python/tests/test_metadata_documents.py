@@ -57,20 +57,24 @@ def test_v3_bare_non_finite_fill_value_and_attributes_open_as_in_zarr_python(tmp
     np.testing.assert_array_equal(ours, [0, 1, 2, fill, fill, fill])
 
 
-def test_v2_bare_nan_fill_value_and_attributes_open_as_in_zarr_python(tmp_path):
-    path = tmp_path / "a.zarr"
-    path.mkdir()
-    zarray = {
+def v2_metadata(**fields) -> dict:
+    """A ``.zarray`` of six float64 elements in chunks of three, with ``fields``."""
+    return {
         "zarr_format": 2,
         "shape": [6],
         "chunks": [3],
         "dtype": "<f8",
         "compressor": None,
         "filters": None,
-        "fill_value": float("nan"),
+        "fill_value": 0,
         "order": "C",
-    }
-    write_with_bare_non_finite(path, ".zarray", zarray)
+    } | fields
+
+
+def test_v2_bare_nan_fill_value_and_attributes_open_as_in_zarr_python(tmp_path):
+    path = tmp_path / "a.zarr"
+    path.mkdir()
+    write_with_bare_non_finite(path, ".zarray", v2_metadata(fill_value=float("nan")))
     write_with_bare_non_finite(path, ".zattrs", {"scale": float("nan"), "top": float("inf")})
     (path / "0").write_bytes(np.arange(3, dtype="<f8").tobytes())
     ours = zarrs_nvcomp.open_array(str(path)).read(device="cpu")
@@ -163,16 +167,7 @@ def test_transpose_of_another_dimensionality_is_refused_at_open(tmp_path):
 def test_v2_delta_of_another_dtype_is_refused_at_open(tmp_path):
     path = tmp_path / "a.zarr"
     path.mkdir()
-    zarray = {
-        "zarr_format": 2,
-        "shape": [6],
-        "chunks": [3],
-        "dtype": "<f8",
-        "compressor": None,
-        "filters": [{"id": "delta", "dtype": "<i4"}],
-        "fill_value": 0,
-        "order": "C",
-    }
+    zarray = v2_metadata(filters=[{"id": "delta", "dtype": "<i4"}])
     (path / ".zarray").write_text(json.dumps(zarray))
     with pytest.raises(InvalidArgumentError, match=r"codecs.*delta"):
         zarrs_nvcomp.open_array(str(path))
