@@ -1,7 +1,7 @@
 //! Concurrent, bounded fetching of encoded chunks, grouped into waves of
 //! bounded compressed size.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -11,6 +11,7 @@ use tokio::sync::mpsc;
 use zarrs::array::Array;
 use zarrs::storage::AsyncReadableStorageTraits;
 
+use super::chunk_dirs::ChunkDirs;
 use super::plan::{ChunkPlan, Plan};
 use super::store::StoreIo;
 use super::wave::ArenaSource;
@@ -93,6 +94,8 @@ pub(crate) struct WaveRequests<'a> {
     pub timeout: Option<Duration>,
     /// Where the decoder wants the chunks read into, for [`StoreIo::Files`].
     pub arenas: Option<ArenaSource>,
+    /// The read's listings of chunk directories, for [`StoreIo::Files`].
+    pub dirs: Arc<Mutex<ChunkDirs>>,
 }
 
 /// Fetches every chunk of the plan and sends them on `tx` in waves of at
@@ -113,12 +116,16 @@ pub(crate) async fn fetch_waves<S: ?Sized + AsyncReadableStorageTraits + 'static
         wave_bytes,
         timeout,
         arenas,
+        dirs: chunk_dirs,
     } = requests;
     match io {
         StoreIo::Files(dir) if plan.chunks.iter().all(|c| crate::array::is_plain_key(&c.key)) => {
             let (dir, plan) = (dir.clone(), plan.clone());
             return on_blocking_pool(move || {
-                file_fetch::fetch_file_waves(&dir, &plan.chunks, wave_bytes, arenas.as_ref(), &tx)
+                // One batch is fetched at a time: the lock is never contended.
+                let mut chunk_dirs = chunk_dirs.lock().unwrap_or_else(PoisonError::into_inner);
+                let waves = (wave_bytes, arenas.as_ref());
+                file_fetch::fetch_file_waves(&dir, &plan.chunks, waves, &mut chunk_dirs, &tx)
             })
             .await;
         }

@@ -5,7 +5,8 @@
 //! Chunks are fetched in rounds of a few per rayon thread, in plan order:
 //!
 //! 1. the lengths of each round's files are read, in parallel (a missing
-//!    file is a missing chunk); no file is held open between the phases, so
+//!    file is a missing chunk, found without asking for it where its
+//!    directory was listed, [`ChunkDirs`]); no file is held open between the phases, so
 //!    a round of many chunks needs no more descriptors than threads;
 //! 2. in order, each file is given its bytes: a slot of its wave's
 //!    [`FetchArena`] where the decoder gives arenas, ordinary memory where it
@@ -30,6 +31,7 @@ use rayon::prelude::*;
 use tokio::sync::mpsc;
 use zarrs::storage::StorageError;
 
+use super::chunk_dirs::ChunkDirs;
 use super::fetch::Wave;
 use super::plan::ChunkPlan;
 use super::wave::ArenaSource;
@@ -38,15 +40,18 @@ use crate::cuda::{ArenaSlot, FetchArena};
 
 /// Fetches the files of `chunks` under `dir` and sends them on `tx` in waves
 /// of at least `wave_bytes` compressed bytes (the last may be smaller), each
-/// wave's bytes in an arena of `arenas` where one can be had. Stops at the
-/// first error, or when the receiver is gone.
+/// wave's bytes in an arena of `arenas` where one can be had; `dirs` holds
+/// the read's listings of `dir`'s directories, and takes those of
+/// `chunks`. Stops at the first error, or when the receiver is gone.
 pub(crate) fn fetch_file_waves(
     dir: &Path,
     chunks: &[ChunkPlan],
-    wave_bytes: usize,
-    arenas: Option<&ArenaSource>,
+    (wave_bytes, arenas): (usize, Option<&ArenaSource>),
+    dirs: &mut ChunkDirs,
     tx: &mpsc::Sender<Wave>,
 ) -> Result<(), ReadError> {
+    dirs.list_for(dir, chunks.iter().map(|c| c.key.as_str()));
+    let dirs = &*dirs;
     let largest = chunks.iter().map(|c| c.decoded_len).max().unwrap_or(0);
     let decoded = chunks.iter().map(|c| c.decoded_len).fold(0, usize::saturating_add);
     let round = round_len(largest);
@@ -60,8 +65,9 @@ pub(crate) fn fetch_file_waves(
             return Ok(()); // the read was dropped (cancelled)
         }
         let part = &chunks[next..chunks.len().min(next + round)];
-        let lens: Vec<Option<usize>> =
-            crate::fork::in_pool(|| crate::par::collect_in_order(part.par_iter().map(|chunk| file_len(dir, chunk))))?;
+        let lens: Vec<Option<usize>> = crate::fork::in_pool(|| {
+            crate::par::collect_in_order(part.par_iter().map(|chunk| file_len(dir, chunk, dirs)))
+        })?;
         // The round ends with the chunk that fills the wave.
         let mut bytes = wave.compressed_bytes;
         let mut taken = Vec::with_capacity(lens.len());
@@ -135,9 +141,13 @@ pub(super) fn failed(key: &str) -> impl Fn(std::io::Error) -> ReadError + '_ {
     }
 }
 
-/// The length of `chunk`'s file, `None` when there is none; a file longer
-/// than any encoding of the chunk is an error naming it, before it is read.
-fn file_len(dir: &Path, chunk: &ChunkPlan) -> Result<Option<usize>, ReadError> {
+/// The length of `chunk`'s file, `None` when there is none (or `dirs` shows
+/// none); a file longer than any encoding of the chunk is an error naming
+/// it, before it is read.
+fn file_len(dir: &Path, chunk: &ChunkPlan, dirs: &ChunkDirs) -> Result<Option<usize>, ReadError> {
+    if dirs.is_missing(&chunk.key) {
+        return Ok(None);
+    }
     match std::fs::metadata(dir.join(&chunk.key)) {
         Ok(metadata) => checked_len(chunk, metadata.len()).map(Some),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),

@@ -60,7 +60,8 @@
 //!    of about [`ReadOptions::wave_bytes`] compressed bytes (on the CPU, at
 //!    most [`CPU_WAVE_BYTES_PER_THREAD`] per decoding thread); fetching the
 //!    next wave overlaps decoding the current one. Missing chunks read as the
-//!    fill value; a stored chunk larger than any encoding of its decoded
+//!    fill value (with [`StoreIo::Files`], a directory that holds many chunks
+//!    of a batch is listed once instead of a failed open per chunk); a stored chunk larger than any encoding of its decoded
 //!    size (twice it, and 64 KiB) is [`ReadError::Corrupt`], refused before
 //!    its bytes are read where the store tells its size first.
 //! 3. Each wave is decoded and each chunk's part of the subset copied into
@@ -102,6 +103,7 @@
 
 mod blocking;
 mod blosc;
+mod chunk_dirs;
 mod data;
 mod device;
 mod fallback;

@@ -3,12 +3,13 @@
 //! them to the wave loop with the decoder of the resolved backend (or to the
 //! zarrs pipeline for other chains), into new memory or the caller's.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use zarrs::array::{Array, ArraySubset};
 use zarrs::storage::AsyncReadableStorageTraits;
 
 use super::chain::{self, Chain, Framing};
+use super::chunk_dirs::ChunkDirs;
 use super::device::DeviceWaves;
 use super::host::{HostOutput, HostWaves};
 use super::output::{Lease, LeaseEnd, Leased, ReadInto, Target};
@@ -227,6 +228,7 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Batches<'_, S> {
     async fn read<D: WaveDecoder>(&self, options: &ReadOptions, mut decoder: D) -> Result<D, ReadError> {
         let mut tracker = Tracker::start(options.progress.clone(), self.parts.out_len() as u64);
         let (elem, stored_size) = self.sizes;
+        let dirs = Arc::new(Mutex::new(ChunkDirs::default()));
         for plan in self.parts.batches() {
             let mut plan = plan?;
             plan.chunks
@@ -236,6 +238,7 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Batches<'_, S> {
             let source = Source {
                 array: self.array,
                 sharded: self.sharded.map(|s| s.grid.clone()).zip(shards),
+                dirs: dirs.clone(),
             };
             decoder = source
                 .read(Arc::new(plan), self.framing, options, (decoder, &mut tracker))
@@ -250,6 +253,8 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Batches<'_, S> {
 struct Source<'a, S: ?Sized> {
     array: &'a Array<S>,
     sharded: Option<(ShardGrid, Vec<shard_fetch::ShardRequest>)>,
+    /// The read's listings of chunk directories, taken once per read.
+    dirs: Arc<Mutex<ChunkDirs>>,
 }
 
 impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
@@ -271,6 +276,7 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
                         wave_bytes,
                         timeout: options.request_timeout,
                         arenas,
+                        dirs: self.dirs,
                     };
                     fetch::fetch_waves(self.array, &chunks, waves, tx).await
                 };
