@@ -48,6 +48,7 @@ lint: setup
 	MYPYPATH=python $(PY) -m mypy --strict --follow-imports=silent python/typing/user_script.py
 	bash scripts/check-msrv.sh
 	bash scripts/check-features.sh
+	bash scripts/regenerate-ptx.sh --check
 	$(PY) -m mkdocs build --strict --quiet
 
 # The documentation site in site/, the Rust API (cargo doc) in site/rust-api/.

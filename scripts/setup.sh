@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs what the build and the tests need, where it is missing:
-# Debian packages (a C compiler, python3-venv), a Rust toolchain,
+# Debian packages (a C compiler, python3-venv, clang-16, strace), a Rust toolchain,
 # the Python virtual environment $1 (dev requirements) and the zarr 2
 # environment $2 (zarr 2.18, numcodecs < 0.16), each from its lock file in
 # python/locks/ (every package pinned and hashed; `make lock` renews them).
@@ -12,10 +12,15 @@ need_apt=()
 # c-blosc's Snappy (through zarrs' blosc) is C++: a C++ compiler too.
 { command -v cc && command -v c++; } >/dev/null || need_apt+=(build-essential)
 python3 -c 'import venv, ensurepip' 2>/dev/null || need_apt+=(python3-venv)
+# The committed PTX is checked against its CUDA C sources with the clang
+# that wrote it (scripts/regenerate-ptx.sh --check, in make lint).
+command -v clang-16 >/dev/null || need_apt+=(clang-16)
+# test_missing_chunks counts a read's stat calls with strace.
+command -v strace >/dev/null || need_apt+=(strace)
 if ((${#need_apt[@]})); then
   sudo=; [[ $(id -u) == 0 ]] || sudo=sudo
   $sudo apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need_apt[@]}"
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${need_apt[@]}"
 fi
 
 if ! command -v cargo >/dev/null; then

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -110,10 +111,11 @@ def moto_endpoint():
     if server is None:
         pytest.skip("moto_server is not installed")
     port = _free_port()
+    log = tempfile.TemporaryFile()
     proc = subprocess.Popen(
         [server, "-H", "127.0.0.1", "-p", str(port)],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
     )
     endpoint = f"http://127.0.0.1:{port}"
     try:
@@ -122,7 +124,12 @@ def moto_endpoint():
             with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), 0.2):
                 break
             if time.monotonic() > deadline or proc.poll() is not None:
-                pytest.skip("moto_server did not start")
+                # Installed but not serving is a broken environment, not a
+                # reason to skip the S3 tests.
+                log.seek(0)
+                output = log.read().decode(errors="replace")[-2000:]
+                status = proc.poll()
+                pytest.fail(f"moto_server is installed but did not start ({status=}):\n{output}")
             time.sleep(0.1)
         client = boto3.client(
             "s3",
@@ -136,6 +143,7 @@ def moto_endpoint():
     finally:
         proc.terminate()
         proc.wait(10)
+        log.close()
 
 
 def upload(client, local: Path, bucket: str, prefix: str) -> None:

@@ -279,9 +279,7 @@ mod tests {
     /// serial walk's.
     #[test]
     fn walks_that_never_meet_give_the_serial_verdict() {
-        let Some((_dir, lib)) = host_build("huffman.cu") else {
-            return;
-        };
+        let (_dir, lib) = host_build("huffman.cu");
         // SAFETY: the entry's C signature.
         let entry: libloading::Symbol<Entry> = unsafe { lib.get(b"huffman_streams") }.unwrap();
         let mut next = xorshift(0x51ED);
@@ -338,9 +336,7 @@ mod tests {
 
     #[test]
     fn the_kernel_decides_as_the_host_decoder_does() {
-        let Some((_dir, lib)) = host_build("huffman.cu") else {
-            return;
-        };
+        let (_dir, lib) = host_build("huffman.cu");
         // SAFETY: the entry's C signature.
         let entry: libloading::Symbol<Entry> = unsafe { lib.get(b"huffman_streams") }.unwrap();
         let mut next = xorshift(0x9E37);
