@@ -1,9 +1,11 @@
 //! The reader's chain classifier for the Python package: the zarr codec
-//! pipeline and the numcodecs path batch exactly the chains it batches.
+//! pipeline and the numcodecs path batch exactly the chains it batches, and
+//! hand its verdict ([`StoredChain`]) back to decode and encode stored
+//! chunks (`pipeline`).
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use zarrs_nvcomp::reader::{classify_metadata, BatchedCodec};
+use zarrs_nvcomp::reader::{classify_metadata, BatchedCodec, ChainClass};
 
 use crate::config::to_python;
 use crate::errors::invalid_argument;
@@ -14,7 +16,9 @@ use crate::errors::invalid_argument;
 /// `fallback_reason`, `config` (the engine configuration of an algorithm,
 /// None for blosc), `framing` (`crc32c`, `strip_front`, `strip_back`,
 /// `adler32`), `filters` (`swap`, `delta`, `scale_offset`, `order`),
-/// `sharded` and `compressor` (its name in the metadata).
+/// `sharded`, `compressor` (its name in the metadata), `decodes_stored` and
+/// `encodes_stored` (whether whole stored chunks decode and encode in
+/// batches here) and `chain`, the verdict as a [`StoredChain`].
 /// `InvalidArgumentError` where the metadata is not an array's zarrs opens.
 #[pyfunction]
 fn classify_chain<'py>(py: Python<'py>, metadata_json: &str) -> PyResult<Bound<'py, PyDict>> {
@@ -40,10 +44,47 @@ fn classify_chain<'py>(py: Python<'py>, metadata_json: &str) -> PyResult<Bound<'
     filters.set_item("order", class.filters.order.clone())?;
     dict.set_item("filters", filters)?;
     dict.set_item("sharded", class.sharded)?;
-    dict.set_item("compressor", class.compressor)?;
+    dict.set_item("compressor", class.compressor.clone())?;
+    dict.set_item("decodes_stored", class.decodes_stored())?;
+    dict.set_item("encodes_stored", class.encodes_stored())?;
+    let metadata_json = metadata_json.to_owned();
+    dict.set_item("chain", StoredChain { class, metadata_json })?;
     Ok(dict)
 }
 
+/// The reader's verdict on a chain, held for the calls that decode and
+/// encode its stored chunks: Python never takes a stored chunk apart.
+/// Pickled as its metadata, classified again where it is unpickled (zarr
+/// pickles arrays with their codec pipeline).
+#[pyclass(frozen, module = "zarrs_nvcomp._zarrs_nvcomp")]
+pub(crate) struct StoredChain {
+    class: ChainClass,
+    metadata_json: String,
+}
+
+impl StoredChain {
+    /// The classification.
+    pub(crate) fn class(&self) -> &ChainClass {
+        &self.class
+    }
+}
+
+#[pymethods]
+impl StoredChain {
+    /// The verdict on the chain of the array whose metadata is
+    /// `metadata_json` (as [`classify_chain`]).
+    #[new]
+    fn new(metadata_json: String) -> PyResult<Self> {
+        let class = classify_metadata(&metadata_json).map_err(|e| invalid_argument(e.to_string()))?;
+        Ok(Self { class, metadata_json })
+    }
+
+    fn __getnewargs__(&self) -> (String,) {
+        (self.metadata_json.clone(),)
+    }
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<StoredChain>()?;
     m.add_function(wrap_pyfunction!(classify_chain, m)?)
 }

@@ -27,11 +27,6 @@ pub(crate) struct Engine {
 }
 
 impl Engine {
-    /// The codec this engine runs.
-    pub(crate) fn codec(&self) -> &BatchCodec {
-        &self.codec
-    }
-
     /// The codec's CUDA engine; an error for a codec on the CPU backend.
     pub(crate) fn cuda(&self) -> PyResult<&Arc<CudaEngine>> {
         self.codec

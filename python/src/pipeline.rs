@@ -1,70 +1,35 @@
-//! Decoding for zarr's codec pipeline (`zarrs_nvcomp.pipeline`): chunks that
-//! zarr's stores fetched into host memory, decoded by the GPU straight into
-//! one device allocation, and blosc chunks decoded in one batch by the
-//! reader's blosc decoder.
+//! The zarr codec pipeline's batch calls (`zarrs_nvcomp._engine_batch`):
+//! stored chunks that zarr's stores fetched into host memory, decoded in one
+//! batch as a read decodes them (the chain's framing checked and removed,
+//! each chunk's size checked), and chunks encoded and framed as stored.
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 
-use zarrs_nvcomp::batch::check_batch_length;
-use zarrs_nvcomp::reader::{decode_blosc_chunks_into, ReadOptions, StoredChunk};
+use zarrs_nvcomp::reader::{decode_stored_chunks_into, ReadOptions, StoredChunk};
+use zarrs_nvcomp::writer::encode_stored_chunks;
 
-use crate::device_batch::DeviceBatch;
-use crate::engine::Engine;
+use crate::chain::StoredChain;
 use crate::errors::{engine_error, invalid_argument, parse_device, read_error};
 use crate::host_inputs::HostInputs;
 use crate::reader::lent_output;
 
-/// Decompresses host buffers on the engine's GPU into one device allocation
-/// (one pinned staging copy, one upload), without a round trip through host
-/// memory for the results. Untrusted input is decoded by the worker process,
-/// as for every other GPU decode of the engine. With `adler32` (one per
-/// input: the trailers of zlib streams whose raw DEFLATE streams are the
-/// inputs), each decoded buffer's Adler-32 is checked on the device, and a
-/// mismatch is a `DecodeError` naming the buffer.
+/// Decodes the stored chunks `inputs` (host buffers, as stored: framing
+/// and checksums included) of `chain` in one batch on `device` (`"cpu"` or
+/// `"cuda:N"`), chunk `i` into bytes `offsets[i]..offsets[i] + sizes[i]` of
+/// `host_out` (a writable, C-contiguous `uint8` buffer, decoded on the CPU)
+/// or `device_out` (`(address, length)` of device memory of `device`, which
+/// the caller keeps allocated and untouched, the producer's stream already
+/// waited for). Errors name chunk `i` by `keys[i]`. The GIL is released
+/// meanwhile.
 #[pyfunction]
-#[pyo3(signature = (engine, inputs, adler32=None))]
-fn decode_host_to_device(
-    py: Python<'_>,
-    engine: PyRef<'_, Engine>,
-    inputs: Vec<PyBuffer<u8>>,
-    adler32: Option<Vec<u32>>,
-) -> PyResult<DeviceBatch> {
-    let cuda = engine.cuda()?.clone();
-    let algorithm = *engine.codec().algorithm();
-    let options = engine.codec().device_decode_options();
-    let host = HostInputs::new(&inputs, "input")?;
-    let batch = py
-        .detach(|| {
-            // SAFETY: `inputs` holds the buffers for the whole call.
-            let slices = unsafe { host.slices() };
-            if let Some(stored) = &adler32 {
-                check_batch_length(slices.len(), stored.len())?;
-            }
-            let batch = cuda.decode_batch_to_device(&algorithm, &slices, options)?;
-            if let Some(stored) = &adler32 {
-                cuda.check_adler32(&batch, stored)?;
-            }
-            Ok(batch)
-        })
-        .map_err(engine_error)?;
-    drop(inputs);
-    Ok(DeviceBatch::new(batch, cuda.device()))
-}
-
-/// Decodes the blosc chunks `inputs` (host buffers, any checksum removed)
-/// in one batch on `device` (`"cpu"` or `"cuda:N"`), chunk `i` into bytes
-/// `offsets[i]..offsets[i] + sizes[i]` of `host_out` (a writable,
-/// C-contiguous `uint8` buffer, decoded on the CPU) or `device_out`
-/// (`(address, length)` of device memory of `device`, which the caller keeps
-/// allocated and untouched, the producer's stream already waited for).
-/// Errors name chunk `i` by `keys[i]`. The GIL is released meanwhile.
-#[pyfunction]
-#[pyo3(signature = (inputs, keys, offsets, sizes, device, host_out=None, device_out=None))]
+#[pyo3(signature = (chain, inputs, keys, offsets, sizes, device, host_out=None, device_out=None))]
 // One parameter per Python argument.
 #[allow(clippy::too_many_arguments)]
-fn decode_blosc_into(
+fn decode_stored_into(
     py: Python<'_>,
+    chain: PyRef<'_, StoredChain>,
     inputs: Vec<PyBuffer<u8>>,
     keys: Vec<String>,
     offsets: Vec<usize>,
@@ -88,6 +53,7 @@ fn decode_blosc_into(
     // while this call runs (documented above).
     let out = unsafe { lent_output(host_out.as_ref(), device_out)? }
         .ok_or_else(|| invalid_argument("give host_out or device_out"))?;
+    let class = chain.class();
     py.detach(|| {
         // SAFETY: `inputs` holds the buffers for the whole call.
         let slices = unsafe { host.slices() };
@@ -99,12 +65,33 @@ fn decode_blosc_into(
                 decoded_len: sizes[i],
             })
             .collect();
-        decode_blosc_chunks_into(&chunks, &options, out)
+        decode_stored_chunks_into(class, &chunks, &options, out)
     })
     .map_err(read_error)
 }
 
+/// Encodes the host buffers `inputs` (each a chunk's bytes in its stored
+/// order) of `chain` in one batch on the CPU, in parallel, each framed as
+/// stored. The GIL is released meanwhile.
+#[pyfunction]
+fn encode_stored<'py>(
+    py: Python<'py>,
+    chain: PyRef<'_, StoredChain>,
+    inputs: Vec<PyBuffer<u8>>,
+) -> PyResult<Vec<Bound<'py, PyBytes>>> {
+    let host = HostInputs::new(&inputs, "input")?;
+    let class = chain.class();
+    let encoded = py
+        .detach(|| {
+            // SAFETY: `inputs` holds the buffers for the whole call.
+            let slices = unsafe { host.slices() };
+            encode_stored_chunks(class, &slices)
+        })
+        .map_err(engine_error)?;
+    Ok(encoded.iter().map(|chunk| PyBytes::new(py, chunk)).collect())
+}
+
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(decode_host_to_device, m)?)?;
-    m.add_function(wrap_pyfunction!(decode_blosc_into, m)?)
+    m.add_function(wrap_pyfunction!(decode_stored_into, m)?)?;
+    m.add_function(wrap_pyfunction!(encode_stored, m)?)
 }

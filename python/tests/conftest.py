@@ -179,9 +179,9 @@ def paths(monkeypatch):
     decode, encode = _engine_batch.engine_decode, _engine_batch.engine_encode
     read_with_reader = NvcompCodecPipeline._read_with_reader
 
-    def counting_decode(chain, bodies, keys, on_device, sizes, adler32=None):
-        calls.append(("engine", len(bodies)))
-        return decode(chain, bodies, keys, on_device, sizes, adler32)
+    def counting_decode(chain, stored, keys, on_device, sizes):
+        calls.append(("engine", len(stored)))
+        return decode(chain, stored, keys, on_device, sizes)
 
     def recording_reader(self, request, out, codec):
         done = read_with_reader(self, request, out, codec)

@@ -4,6 +4,8 @@ batched chains are decoded in one engine call per read."""
 
 from __future__ import annotations
 
+import pickle
+import re
 import subprocess
 import sys
 from contextlib import nullcontext
@@ -520,27 +522,48 @@ def test_gpu_values_write_through_the_batched_encoder(tmp_path, store, paths):
     assert [p for p in paths if p[0] == "encode"] == [("encode", 6), ("encode", 2)]
 
 
+#: A stored chunk's framing damaged: chain, byte flipped, the error's words.
+FRAMING_DAMAGE = {
+    "zlib Adler-32": ("numcodecs.zlib", -1, "zlib Adler-32 mismatch"),
+    "zlib header": ("numcodecs.zlib", 1, "not a zlib stream"),
+    "crc32c": ("zstd+crc32c", -1, "crc32c mismatch"),
+}
+
+
 @pytest.mark.parametrize("gpu", [False, pytest.param(True, marks=pytest.mark.gpu)])
 @pytest.mark.parametrize("store", ["local", "memory"])
-def test_a_wrong_zlib_adler32_is_an_error(tmp_path, store, gpu, paths):
-    # The reader (local) and the engine path (memory) both check the
-    # trailer, on the host and on the GPU; the engine path in the same
-    # words on both (on the GPU, the engine checks the decoded bytes where
-    # they are).
-    partly_written(tmp_path / "a", "numcodecs.zlib", np.s_[:], fill_value=0, seed=9)
+@pytest.mark.parametrize("damage", list(FRAMING_DAMAGE))
+def test_damaged_framing_is_an_error_in_the_readers_words(tmp_path, damage, store, gpu, paths):
+    # The reader (local) and the stored-chunk path (memory) share one
+    # framing check in Rust, on the host and on the GPU (which checks the
+    # Adler-32 of the decoded bytes where they are).
+    chain, at, words = FRAMING_DAMAGE[damage]
+    partly_written(tmp_path / "a", chain, np.s_[:], fill_value=0, seed=9)
     chunk = tmp_path / "a" / "c" / "1" / "0"
     raw = bytearray(chunk.read_bytes())
-    raw[-1] ^= 0x01
+    raw[at] ^= 0x01
     chunk.write_bytes(bytes(raw))
     source = in_store(tmp_path / "a", store)
     if gpu:
         cupy_or_skip()
     with zarr.config.set(PIPELINE), zarr.config.enable_gpu() if gpu else nullcontext():
         array = zarr.open_array(source, mode="r")
-        message = "c/1/0"
-        if store == "memory":
-            message = r"chunk c/1/0 \(numcodecs.zlib\) .*zlib Adler-32 mismatch"
-        with pytest.raises(zarrs_nvcomp.DecodeError, match=message):
+        codec = re.escape(f" ({chain.split('+')[0]})") if store == "memory" else ""
+        with pytest.raises(zarrs_nvcomp.DecodeError, match=rf"chunk c/1/0{codec} .*{words}"):
             array[...]
     if store == "memory":
         assert any(p[0] == "engine" for p in paths), paths
+
+
+@pytest.mark.parametrize("store", ["local", "memory"])
+def test_arrays_read_through_the_pipeline_pickle_with_its_verdicts(tmp_path, store, paths):
+    # zarr pickles an array with its codec pipeline, whose cached chain
+    # verdicts hold the Rust classification: pickled as the metadata.
+    reference = partly_written(tmp_path / "a", "zstd+crc32c", np.s_[:30], fill_value=0, seed=4)
+    with zarr.config.set(PIPELINE):
+        array = zarr.open_array(in_store(tmp_path / "a", store), mode="r")
+        np.testing.assert_array_equal(array[...], reference)
+        again = pickle.loads(pickle.dumps(array))
+        np.testing.assert_array_equal(again[...], reference)
+    if store == "memory":
+        assert [p for p in paths if p[0] == "engine"] == [("engine", 6)] * 2, paths

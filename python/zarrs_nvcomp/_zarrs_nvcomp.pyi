@@ -122,9 +122,18 @@ def classify_chain(metadata_json: str) -> dict[str, Any]:
     ``zarr.json`` or v2 ``.zarray`` document) is ``metadata_json``:
     ``batched`` (the codec's name, None where zarrs' pipeline decodes them),
     ``fallback_reason``, ``config`` (the engine configuration of an
-    algorithm, None for blosc), ``framing``, ``filters``, ``sharded`` and
-    ``compressor``. :class:`InvalidArgumentError` where the metadata is not
-    an array's zarrs opens."""
+    algorithm, None for blosc), ``framing``, ``filters``, ``sharded``,
+    ``compressor``, ``decodes_stored``, ``encodes_stored`` and ``chain``
+    (the verdict, a :class:`StoredChain`). :class:`InvalidArgumentError`
+    where the metadata is not an array's zarrs opens."""
+
+@final
+class StoredChain:
+    """The reader's verdict on a chain, for :func:`decode_stored_into` and
+    :func:`encode_stored`; pickled as its metadata."""
+
+    def __new__(cls, metadata_json: str) -> StoredChain: ...
+    def __getnewargs__(self) -> tuple[str]: ...
 
 def _set_gpu_worker_command(command: Sequence[str]) -> None:
     """Sets the command that starts the GPU decoding worker process."""
@@ -238,14 +247,8 @@ class Engine:
     def decode_device_into(self, inputs: DeviceRegions, outputs: DeviceRegions) -> None:
         """Decompresses device buffers into as many disjoint device buffers."""
 
-def decode_host_to_device(
-    engine: Engine, inputs: Sequence[Buffer], adler32: Sequence[int] | None = None
-) -> DeviceBatch:
-    """Decompresses host buffers on the engine's GPU into one device
-    allocation; with ``adler32`` (one per input: zlib trailers), checks each
-    decoded buffer's Adler-32 on the device."""
-
-def decode_blosc_into(
+def decode_stored_into(
+    chain: StoredChain,
     inputs: Sequence[Buffer],
     keys: Sequence[str],
     offsets: Sequence[int],
@@ -254,8 +257,14 @@ def decode_blosc_into(
     host_out: Buffer | None = None,
     device_out: tuple[int, int] | None = None,
 ) -> None:
-    """Decodes blosc chunks in one batch, chunk ``i`` into bytes
-    ``offsets[i]:offsets[i] + sizes[i]`` of ``host_out`` or ``device_out``."""
+    """Decodes stored chunks of ``chain`` (framing and checksums included) in
+    one batch as the reader does, chunk ``i`` into bytes
+    ``offsets[i]:offsets[i] + sizes[i]`` of ``host_out`` or ``device_out``;
+    errors name chunk ``i`` by ``keys[i]``."""
+
+def encode_stored(chain: StoredChain, inputs: Sequence[Buffer]) -> list[bytes]:
+    """Encodes chunks of ``chain`` (each in its stored order) in one batch on
+    the CPU, each framed as stored."""
 
 @final
 class ReaderArray:

@@ -197,7 +197,9 @@ class NvcompCodecPipeline(CodecPipeline):
     ) -> None:
         items = list(batch_info)
         chain = self.chain_for(items[0][1])[0] if items else None
-        dtype = chain.chunk_dtype(items[0][1]) if chain is not None and chain.encodes else None
+        dtype = (
+            chain.chunk_dtype(items[0][1]) if chain is not None and chain.encodes_stored else None
+        )
         if dtype is None:
             await self.fallback.write(items, value, drop_axes)
             return
@@ -225,7 +227,7 @@ class NvcompCodecPipeline(CodecPipeline):
                 self._read_with_reader, request, target, chain.codec
             ):
                 return get_results([True] * len(items))
-        dtype = chain.chunk_dtype(items[0][1]) if chain.engine_decodes else None
+        dtype = chain.chunk_dtype(items[0][1]) if chain.decodes_stored else None
         if dtype is None:
             # Filters only the reader undoes, or chunks it cannot reach: zarr's
             # pipeline (inside a shard, batched shard by shard).

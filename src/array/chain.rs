@@ -53,68 +53,11 @@ use zarrs::metadata::ArrayMetadata;
 
 use crate::algorithm::{Algorithm, DataType};
 use crate::format::blosc::BloscCodec;
-use crate::format::deflate;
 use crate::format::filters::ElementFilters;
 use crate::format::scale_offset::ScaleOffset;
 
+use super::framing::{Framing, ZLIB};
 use super::{byteswap, delta, scale_offset, transpose};
-
-/// How to get the compressed stream out of one stored chunk.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-#[non_exhaustive]
-pub struct Framing {
-    /// A CRC-32C (Castagnoli) of the rest follows, 4 bytes little endian.
-    pub crc32c: bool,
-    /// Bytes of header before the compressed stream.
-    pub strip_front: usize,
-    /// Bytes of trailer after the compressed stream (inside any CRC-32C).
-    pub strip_back: usize,
-    /// The trailer is the Adler-32 (big endian) of the decoded data (zlib).
-    pub adler32: bool,
-}
-
-impl Framing {
-    /// The compressed stream inside `chunk`, after verifying any CRC-32C.
-    pub(crate) fn apply<'a>(&self, chunk: &'a [u8]) -> Result<&'a [u8], String> {
-        let mut body = chunk;
-        if self.crc32c {
-            let (rest, tail) = body
-                .split_last_chunk::<4>()
-                .ok_or_else(|| format!("{} bytes is shorter than the 4-byte crc32c checksum", chunk.len()))?;
-            let (stored, computed) = (u32::from_le_bytes(*tail), crc32c::crc32c(rest));
-            if stored != computed {
-                return Err(format!(
-                    "crc32c mismatch: stored {stored:#010x}, computed {computed:#010x}"
-                ));
-            }
-            body = rest;
-        }
-        let framing = self.strip_front + self.strip_back;
-        if body.len() < framing {
-            return Err(format!(
-                "{} bytes is shorter than the {framing} bytes of stream framing",
-                body.len()
-            ));
-        }
-        if self.adler32 {
-            deflate::check_zlib_header(body)?;
-        }
-        Ok(&body[self.strip_front..body.len() - self.strip_back])
-    }
-
-    /// The Adler-32 trailer `chunk` declares, where the framing has one.
-    pub(crate) fn adler32_of(&self, chunk: &[u8]) -> Option<u32> {
-        if !self.adler32 {
-            return None;
-        }
-        let body = if self.crc32c {
-            chunk.get(..chunk.len().checked_sub(4)?)?
-        } else {
-            chunk
-        };
-        deflate::zlib_adler32(body)
-    }
-}
 
 /// What a chain asks of each decoded chunk besides its compressor: element
 /// filters undone in place, integers widened into floats, and the order its
@@ -213,13 +156,6 @@ fn fast(algorithm: Algorithm) -> Chain {
         filters: Filters::default(),
     })
 }
-
-const ZLIB: Framing = Framing {
-    crc32c: false,
-    strip_front: deflate::ZLIB_HEADER_LEN,
-    strip_back: deflate::ZLIB_TRAILER_LEN,
-    adler32: true,
-};
 
 /// The compressor of a v2 `compressor` or v3 bytes-to-bytes codec, by name and configuration.
 fn compressor(name: &str, configuration: &serde_json::Map<String, serde_json::Value>) -> Chain {

@@ -10,7 +10,8 @@ use zarrs::metadata::v3::MetadataV3;
 use zarrs::metadata::ArrayMetadata;
 use zarrs::storage::store::MemoryStore;
 
-use super::chain::{self, Chain, Framing};
+use super::chain::{self, Chain};
+use super::framing::Framing;
 use super::shard::Sharded;
 use crate::format::blosc::BloscCodec;
 
@@ -30,6 +31,29 @@ pub struct ChainClass {
     /// The compressor as the metadata names it (a v2 `compressor` id, the
     /// v3 bytes-to-bytes codec, inside any shard), for messages.
     pub compressor: Option<String>,
+}
+
+impl ChainClass {
+    /// Whether whole stored chunks of this chain, fetched by the caller,
+    /// decode in batches ([`decode_stored_chunks_into`](crate::reader::decode_stored_chunks_into)): a batched chain,
+    /// not sharded, whose only filter is the order of its dimensions (which
+    /// the caller applies as a view of the decoded bytes).
+    pub fn decodes_stored(&self) -> bool {
+        let ChainFilters {
+            swap,
+            delta,
+            scale_offset,
+            order: _,
+        } = &self.filters;
+        self.codec.is_ok() && !self.sharded && *swap == 1 && !delta && !scale_offset
+    }
+
+    /// Whether chunks of this chain encode in batches
+    /// ([`encode_stored_chunks`](crate::writer::encode_stored_chunks)): those
+    /// [`Self::decodes_stored`] decodes, but blosc.
+    pub fn encodes_stored(&self) -> bool {
+        self.decodes_stored() && matches!(self.codec, Ok(BatchedCodec::Algorithm(_)))
+    }
 }
 
 /// The filters of a batched chain, undone after decoding.

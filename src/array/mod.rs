@@ -20,6 +20,7 @@ pub(crate) mod delta;
 pub(crate) mod device_array;
 pub(crate) mod error;
 pub(crate) mod file_keys;
+pub(crate) mod framing;
 pub(crate) mod limits;
 pub(crate) mod metadata_document;
 pub(crate) mod object_storage;

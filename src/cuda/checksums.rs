@@ -17,7 +17,6 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{result, CudaContext};
 
-use super::device_batch::DeviceBatch;
 use super::engine::CudaEngine;
 use super::kernel_cache::Kernel;
 use super::memory::{cuda_err, ensure_device, upload_regions, DeviceBuffer, RegionTable};
@@ -188,25 +187,4 @@ pub(super) unsafe fn verify_adler32(engine: &CudaEngine, checks: &[Adler32Check]
         Some((&actual, c)) => Err(ContentCheck::ZlibAdler32(c.stored).mismatch(c.index, actual)),
         None => Ok(()),
     }
-}
-
-/// [`CudaEngine::check_adler32`]'s work.
-pub(super) fn check_adler32(engine: &CudaEngine, batch: &DeviceBatch, stored: &[u32]) -> Result<()> {
-    crate::batch::check_batch_length(batch.len(), stored.len())?;
-    assert!(
-        Arc::ptr_eq(&batch.stream, &engine.stream),
-        "the batch was decoded by another engine"
-    );
-    let checks: Vec<Adler32Check> = stored
-        .iter()
-        .enumerate()
-        .map(|(index, &stored)| Adler32Check {
-            index,
-            buffer: batch.region(index),
-            stored,
-        })
-        .collect();
-    // SAFETY: the regions lie in `batch`'s allocation, memory of this
-    // engine's device, borrowed for the whole call.
-    unsafe { verify_adler32(engine, &checks) }
 }

@@ -4,7 +4,7 @@
 //! This is one of the engine's two façades (with [`super::encode`]): every
 //! public decode entry point of [`CudaEngine`] is here, the batched
 //! decodes that end in kernels too ([`CudaEngine::decode_blosc`],
-//! [`CudaEngine::decode_scatter`], [`CudaEngine::check_adler32`]), each
+//! [`CudaEngine::decode_scatter`]), each
 //! handing its work to the module of its kernel family, so that no family
 //! adds methods to the engine.
 //!
@@ -24,7 +24,6 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::blosc::{self, BloscBatch};
-use super::checksums;
 use super::decode_pass::decode_pass;
 use super::device_batch::DeviceBatch;
 use super::engine::{CudaEngine, Scratch};
@@ -240,20 +239,6 @@ impl CudaEngine {
     ) -> Result<()> {
         // SAFETY: the caller's.
         unsafe { scatter::decode_scatter(self, (algorithm, inputs), scatter, dst, options) }
-    }
-
-    /// Checks that buffer `i` of `batch`, a batch this engine decoded from
-    /// the raw DEFLATE streams of zlib streams, has the Adler-32 `stored[i]`
-    /// of its stream's trailer: nvCOMP's decoder does not read the trailer,
-    /// and the CPU path checks it. The error ([`Error::Corrupt`]) names the
-    /// first buffer that differs, as the reader's GPU path words it;
-    /// [`Error::BatchLength`] where `stored` is not one per buffer. Waits
-    /// for the engine's stream.
-    ///
-    /// # Panics
-    /// Where another engine (another device) decoded `batch`.
-    pub fn check_adler32(&self, batch: &DeviceBatch, stored: &[u32]) -> Result<()> {
-        checksums::check_adler32(self, batch, stored)
     }
 }
 

@@ -28,6 +28,10 @@ use flate2::{Decompress, FlushDecompress, Status};
 /// Bytes of a zlib header (CMF, FLG).
 pub(crate) const ZLIB_HEADER_LEN: usize = 2;
 
+/// The zlib header written in front of raw DEFLATE streams: deflate, 32
+/// KiB window, no dictionary, "fastest" level (the level is informational).
+pub(crate) const ZLIB_HEADER: [u8; ZLIB_HEADER_LEN] = [0x78, 0x01];
+
 /// Bytes of a zlib trailer (Adler-32).
 pub(crate) const ZLIB_TRAILER_LEN: usize = 4;
 

@@ -221,7 +221,7 @@ impl HostWaves {
             if stored != computed {
                 return Err(ReadError::Corrupt {
                     key: item.key.to_string(),
-                    reason: format!("adler32 mismatch: stored {stored:#010x}, computed {computed:#010x}"),
+                    reason: format!("zlib Adler-32 mismatch: stored {stored:#010x}, decoded data has {computed:#010x}"),
                 });
             }
         }
@@ -393,7 +393,9 @@ mod tests {
             ..wave[0]
         };
         match decoder.decode_wave(&[checked]) {
-            Err(ReadError::Corrupt { key, reason }) => assert!(key == "c/0" && reason.contains("adler32"), "{reason}"),
+            Err(ReadError::Corrupt { key, reason }) => {
+                assert!(key == "c/0" && reason.contains("zlib Adler-32 mismatch"), "{reason}");
+            }
             other => panic!("{other:?}"),
         }
     }

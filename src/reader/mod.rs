@@ -26,8 +26,9 @@
 //!
 //! [`read_chunks_parallel_into`] reads into memory the caller lends for the
 //! call ([`ReadInto`]: host memory, or device memory of the read's GPU)
-//! instead of allocating the output. [`decode_blosc_chunks_into`] decodes
-//! blosc chunks the caller fetched itself, in one batch, into such memory.
+//! instead of allocating the output. [`decode_stored_chunks_into`] decodes
+//! stored chunks the caller fetched itself, in one batch, into such memory,
+//! with the read's framing and size checks.
 //!
 //! Blocking code (no async runtime of its own) uses
 //! [`open_array_blocking`] and [`read_chunks_parallel_blocking`], which run on
@@ -126,11 +127,11 @@ mod wave_loop;
 pub use crate::array::store;
 use crate::array::{chain, error, object_storage, plan, selection, shard};
 
-pub use crate::array::chain::Framing;
 pub use crate::array::chain_class::{
     batched_algorithm, classify_array, classify_metadata, BatchedCodec, ChainClass, ChainClassError, ChainFilters,
 };
 pub use crate::array::device_array::DeviceArray;
+pub use crate::array::framing::Framing;
 pub use crate::array::limits::CPU_WAVE_BYTES_PER_THREAD;
 pub use crate::array::open::{open_array, reopen_store};
 pub use crate::array::runtime::{block_on_checked, runtime};
@@ -149,4 +150,4 @@ pub use read::{read_chunks_parallel, read_chunks_parallel_into};
 pub(crate) use read::read_boxes;
 pub use selection::{Selection, StridedRange};
 pub use store::{open_store, StoreIo};
-pub use stored::{decode_blosc_chunks_into, StoredChunk};
+pub use stored::{decode_stored_chunks_into, StoredChunk};

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use zarrs::array::{Array, ArraySubset};
 use zarrs::storage::AsyncReadableStorageTraits;
 
-use super::chain::{self, Chain, Framing};
+use super::chain::{self, Chain};
 use super::chunk_dirs::ChunkDirs;
 use super::device::DeviceWaves;
 use super::host::{HostOutput, HostWaves};
@@ -21,6 +21,7 @@ use super::store::StoreIo;
 use super::wave::{ArenaSource, WaveCodec, WaveDecoder};
 use super::{fallback, fetch, limits, shard_fetch, shard_files, wave_loop};
 use super::{ArrayData, ReadError, ReadOptions, Selection};
+use crate::array::framing::Framing;
 use crate::cuda::DecodeOptions;
 
 /// Reads `selection` of `array`: a [`zarrs::array::ArraySubset`] (a box) or a

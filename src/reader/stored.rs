@@ -1,24 +1,29 @@
-//! [`decode_blosc_chunks_into`]: whole blosc chunks that the caller fetched
-//! itself (zarr-python's codec pipeline, for stores the reader cannot open
-//! and for the inner chunks of shards) decoded in one batch by the reader's
+//! [`decode_stored_chunks_into`]: whole stored chunks of a chain the reader
+//! batches, which the caller fetched itself (zarr-python's codec pipeline,
+//! for stores the reader cannot open and for the inner chunks of shards),
+//! decoded in one batch exactly as a read decodes them: the chain's framing
+//! checked and removed ([`Framing`]: CRC-32C, the zlib header, the Adler-32
+//! of the decoded bytes), each chunk's decoded size checked, by the reader's
 //! wave decoders, each chunk into its own byte range of memory the caller
-//! lends: on the GPU with one nvCOMP batch per algorithm and one unshuffle
-//! launch ([`super::blosc`]), on the CPU in parallel.
+//! lends: on the GPU with one nvCOMP batch (blosc: one per algorithm and one
+//! unshuffle launch, [`super::blosc`]), on the CPU in parallel.
+
+use rayon::prelude::*;
 
 use super::device::DeviceWaves;
 use super::host::{HostOutput, HostWaves};
 use super::output::Target;
 use super::plan::BoxCopy;
 use super::wave::{WaveCodec, WaveDecoder, WaveItem};
-use super::{limits, ReadError, ReadInto, ReadOptions};
+use super::{limits, BatchedCodec, ChainClass, ReadError, ReadInto, ReadOptions};
 use crate::cuda::DecodeOptions;
 
-/// One stored chunk for [`decode_blosc_chunks_into`].
+/// One stored chunk for [`decode_stored_chunks_into`].
 #[derive(Debug, Clone, Copy)]
 pub struct StoredChunk<'a> {
     /// Names the chunk in errors: its store key.
     pub key: &'a str,
-    /// The blosc chunk, any checksum around it verified and removed.
+    /// The chunk as stored, framing and checksums included.
     pub bytes: &'a [u8],
     /// Offset in the output of its decoded bytes.
     pub offset: usize,
@@ -26,23 +31,33 @@ pub struct StoredChunk<'a> {
     pub decoded_len: usize,
 }
 
-/// Decodes every chunk of `chunks` into `out[offset..offset + decoded_len]`
-/// and returns when they are all there; bytes of `out` outside those ranges
-/// are left as they are. Of `options`, the read's device, `trusted_input`
-/// and `max_decoded_size` apply. Host memory is written by the CPU, device
-/// memory by its GPU, as in
+/// Decodes every chunk of `chunks`, stored by the chain `chain` classifies
+/// ([`classify_metadata`](super::classify_metadata)), into
+/// `out[offset..offset + decoded_len]` and returns when they are all there;
+/// bytes of `out` outside those ranges are left as they are. Of `options`,
+/// the read's device, `trusted_input` and `max_decoded_size` apply. Host
+/// memory is written by the CPU, device memory by its GPU, as in
 /// [`read_chunks_parallel_into`](super::read_chunks_parallel_into).
 ///
-/// Errors: [`ReadError::InvalidOutput`] where a chunk's range lies outside
-/// `out` or overlaps another's, before anything is decoded;
-/// [`ReadError::Corrupt`], [`ReadError::ChunkSize`] (a chunk whose header
-/// declares another size: `Corrupt` on the CPU) and
+/// Errors: [`ReadError::InvalidMetadata`] where the chain's stored chunks
+/// do not decode in batches ([`ChainClass::decodes_stored`]); [`ReadError::InvalidOutput`] where a chunk's range lies
+/// outside `out` or overlaps another's, before anything is decoded;
+/// [`ReadError::Corrupt`] (a checksum or framing that does not hold, or an
+/// undecodable stream), [`ReadError::ChunkSize`] (a chunk whose header
+/// declares another size may be `Corrupt` on the CPU) and
 /// [`ReadError::ChunkTooLarge`] naming the chunk at fault.
-pub fn decode_blosc_chunks_into(
+pub fn decode_stored_chunks_into(
+    chain: &ChainClass,
     chunks: &[StoredChunk<'_>],
     options: &ReadOptions,
     out: ReadInto<'_>,
 ) -> Result<(), ReadError> {
+    let codec = match &chain.codec {
+        Ok(BatchedCodec::Algorithm(algorithm)) if chain.decodes_stored() => WaveCodec::Algorithm(*algorithm),
+        Ok(BatchedCodec::Blosc(_)) if chain.decodes_stored() => WaveCodec::Blosc,
+        Ok(_) => return Err(not_stored("its filters or shards are undone by the reader alone")),
+        Err(reason) => return Err(not_stored(reason)),
+    };
     let (target, len) = match out {
         ReadInto::Host(bytes) => {
             let len = bytes.len();
@@ -72,28 +87,19 @@ pub fn decode_blosc_chunks_into(
             outer: Vec::new(),
         })
         .collect();
-    let wave: Vec<WaveItem<'_>> = chunks
-        .iter()
-        .zip(&places)
-        .map(|(c, place)| WaveItem {
-            key: c.key,
-            stream: Some(c.bytes),
-            decoded_len: c.decoded_len,
-            place,
-            adler32: None,
-        })
-        .collect();
+    // Checked in parallel: CRC-32C sums read every byte.
+    let wave: Vec<WaveItem<'_>> = crate::par::collect_in_order(
+        chunks
+            .par_iter()
+            .zip(&places)
+            .map(|(c, place)| WaveItem::stored(c.key, Some(c.bytes), chain.framing, c.decoded_len, place)),
+    )?;
     // Every item is present: no fill value is ever written.
     let no_fill = Vec::new();
     let shape = [len as u64];
     match engine {
         None => {
-            let decoder = HostWaves::new(
-                WaveCodec::Blosc,
-                max_decoded_size,
-                target.into_host(&shape, len)?,
-                no_fill,
-            )?;
+            let decoder = HostWaves::new(codec, max_decoded_size, target.into_host(&shape, len)?, no_fill)?;
             crate::fork::in_pool(|| decoder.decode_wave(&wave))
         }
         Some(engine) => {
@@ -102,8 +108,16 @@ pub fn decode_blosc_chunks_into(
                 trusted: options.trusted_input,
             };
             let out = target.into_device(engine, &shape, len)?;
-            DeviceWaves::new(WaveCodec::Blosc, decode, out, no_fill).decode_wave(&wave)
+            DeviceWaves::new(codec, decode, out, no_fill).decode_wave(&wave)
         }
+    }
+}
+
+/// The error for a chain whose stored chunks do not decode here, and why.
+fn not_stored(reason: &str) -> ReadError {
+    ReadError::InvalidMetadata {
+        field: "codecs".to_string(),
+        reason: format!("stored chunks of this chain are not decoded in batches: {reason}"),
     }
 }
 
@@ -150,6 +164,23 @@ mod tests {
         blosc_compress_bytes(data, level, BloscShuffleMode::Shuffle, typesize, compressor, 0, 1).unwrap()
     }
 
+    /// The class of a v3 chain: `codecs` (each after a comma) after `bytes`.
+    fn chain(codecs: &str) -> ChainClass {
+        let metadata = format!(
+            r#"{{"zarr_format": 3, "node_type": "array", "shape": [100], "data_type": "uint8",
+            "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": [100]}}}},
+            "chunk_key_encoding": {{"name": "default"}}, "fill_value": 0,
+            "codecs": [{{"name": "bytes"}}{codecs}]}}"#
+        );
+        super::super::classify_metadata(&metadata).unwrap()
+    }
+
+    fn blosc_chain() -> ChainClass {
+        chain(
+            r#", {"name": "blosc", "configuration": {"cname": "lz4", "clevel": 5, "shuffle": "shuffle", "typesize": 1, "blocksize": 0}}"#,
+        )
+    }
+
     fn cpu() -> ReadOptions {
         ReadOptions {
             device: Backend::Cpu,
@@ -177,7 +208,7 @@ mod tests {
                 decoded_len: a.len(),
             },
         ];
-        decode_blosc_chunks_into(&chunks, &cpu(), ReadInto::Host(&mut out)).unwrap();
+        decode_stored_chunks_into(&blosc_chain(), &chunks, &cpu(), ReadInto::Host(&mut out)).unwrap();
         assert_eq!(&out[..a.len()], &a[..]);
         assert!(out[a.len()..16_640].iter().all(|x| *x == 0xEE));
         assert_eq!(&out[16_640..16_640 + b.len()], &b[..]);
@@ -196,7 +227,7 @@ mod tests {
         };
         let mut out = vec![0u8; 150];
         let run = |chunks: &[StoredChunk<'_>], out: &mut [u8]| {
-            decode_blosc_chunks_into(chunks, &cpu(), ReadInto::Host(out)).unwrap_err()
+            decode_stored_chunks_into(&blosc_chain(), chunks, &cpu(), ReadInto::Host(out)).unwrap_err()
         };
         match run(&[chunk("c/0", 0, 100), chunk("c/1", 99, 100)], &mut out) {
             ReadError::InvalidOutput { reason } => assert!(reason.contains("c/1"), "{reason}"),
@@ -225,12 +256,69 @@ mod tests {
             max_decoded_size: Some(64),
             ..cpu()
         };
-        match decode_blosc_chunks_into(&[chunk("c/4", 0, 100)], &small, ReadInto::Host(&mut out)) {
+        match decode_stored_chunks_into(
+            &blosc_chain(),
+            &[chunk("c/4", 0, 100)],
+            &small,
+            ReadInto::Host(&mut out),
+        ) {
             Err(ReadError::ChunkTooLarge {
                 key,
                 size: 100,
                 limit: 64,
             }) => assert_eq!(key, "c/4"),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    /// Framed chains are checked as a read checks them: the CRC-32C and
+    /// the zlib header and Adler-32, each mismatch `Corrupt` naming the chunk.
+    #[test]
+    fn framing_is_checked_and_removed_as_in_a_read() {
+        let data: Vec<u8> = (0..100u8).map(|i| i / 3).collect();
+        let decode = |chain: &ChainClass, stored: &[u8]| {
+            let mut out = vec![0u8; 100];
+            let chunk = StoredChunk {
+                key: "c/0",
+                bytes: stored,
+                offset: 0,
+                decoded_len: 100,
+            };
+            decode_stored_chunks_into(chain, &[chunk], &cpu(), ReadInto::Host(&mut out)).map(|()| out)
+        };
+        let corrupt = |result: Result<Vec<u8>, ReadError>, what: &str| match result {
+            Err(ReadError::Corrupt { key, reason }) => {
+                assert_eq!(key, "c/0");
+                assert!(reason.contains(what), "{reason}");
+            }
+            other => panic!("{other:?}"),
+        };
+        let zstd = chain(r#", {"name": "zstd", "configuration": {"level": 1, "checksum": false}}, {"name": "crc32c"}"#);
+        let mut stored = ::zstd::bulk::compress(&data, 1).unwrap();
+        stored.extend(crc32c::crc32c(&stored).to_le_bytes());
+        assert_eq!(decode(&zstd, &stored).unwrap(), data);
+        let mut flipped = stored.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        corrupt(decode(&zstd, &flipped), "crc32c mismatch");
+        corrupt(decode(&zstd, &stored[..3]), "shorter than the 4-byte crc32c");
+
+        let zlib = chain(r#", {"name": "numcodecs.zlib", "configuration": {"level": 1}}"#);
+        let mut stored = vec![0x78, 0x01];
+        stored.extend(miniz_oxide::deflate::compress_to_vec(&data, 1));
+        stored.extend(simd_adler32::adler32(&data.as_slice()).to_be_bytes());
+        assert_eq!(decode(&zlib, &stored).unwrap(), data);
+        let mut wrong_sum = stored.clone();
+        *wrong_sum.last_mut().unwrap() ^= 1;
+        corrupt(decode(&zlib, &wrong_sum), "zlib Adler-32 mismatch");
+        let mut wrong_header = stored.clone();
+        wrong_header[1] ^= 1;
+        corrupt(decode(&zlib, &wrong_header), "zlib");
+
+        match decode(&chain(""), &data) {
+            Err(ReadError::InvalidMetadata { field, reason }) => {
+                assert_eq!(field, "codecs");
+                assert!(reason.contains("not decoded in batches"), "{reason}");
+            }
             other => panic!("{other:?}"),
         }
     }

@@ -25,6 +25,7 @@
 use super::plan::BoxCopy;
 use super::ReadError;
 use crate::algorithm::Algorithm;
+use crate::array::framing::Framing;
 use crate::cuda::FetchArena;
 use crate::error::Error;
 
@@ -53,11 +54,39 @@ pub(crate) struct WaveItem<'a> {
     /// Where the decoded bytes go in the output.
     pub place: &'a BoxCopy,
     /// The Adler-32 the decoded bytes must have (a zlib trailer), checked
-    /// where they pass through host memory: the device decoder cannot.
+    /// by either decoder after decoding.
     pub adler32: Option<u32>,
 }
 
-impl WaveItem<'_> {
+impl<'a> WaveItem<'a> {
+    /// The item of a stored chunk (`None`: missing) inside `framing`: its
+    /// compressed stream, checksums verified, and any Adler-32 its decoded
+    /// bytes must have. A framing that does not fit is
+    /// [`ReadError::Corrupt`] naming the chunk by `key`.
+    pub(super) fn stored(
+        key: &'a str,
+        stored: Option<&'a [u8]>,
+        framing: Framing,
+        decoded_len: usize,
+        place: &'a BoxCopy,
+    ) -> Result<Self, ReadError> {
+        let stream = stored
+            .map(|bytes| {
+                framing.apply(bytes).map_err(|reason| ReadError::Corrupt {
+                    key: key.to_string(),
+                    reason,
+                })
+            })
+            .transpose()?;
+        Ok(Self {
+            key,
+            stream,
+            decoded_len,
+            place,
+            adler32: stored.and_then(|bytes| framing.adler32_of(bytes)),
+        })
+    }
+
     /// Whether the decoded bytes are, whole, one run of the output: then they
     /// can be decoded in place.
     pub(super) fn is_whole_run(&self) -> bool {

@@ -11,12 +11,12 @@ use std::time::Instant;
 use rayon::prelude::*;
 use tokio::sync::mpsc;
 
-use super::chain::Framing;
 use super::fetch::Wave;
 use super::plan::Plan;
 use super::progress::Tracker;
 use super::wave::{ArenaSource, WaveDecoder, WaveItem};
 use super::{ReadError, ReadOptions};
+use crate::array::framing::Framing;
 
 /// Reads every chunk of `plan`, stored with `framing` around its compressed
 /// stream, into `decoder`'s output, the waves fetched by
@@ -92,21 +92,6 @@ async fn consume_waves<D: WaveDecoder>(
 fn wave_items<'a>(plan: &'a Plan, framing: Framing, wave: &'a Wave) -> Result<Vec<WaveItem<'a>>, ReadError> {
     crate::par::collect_in_order(wave.items.par_iter().map(|(i, bytes)| {
         let chunk = &plan.chunks[*i];
-        let stream = bytes
-            .as_deref()
-            .map(|bytes| {
-                framing.apply(bytes).map_err(|reason| ReadError::Corrupt {
-                    key: chunk.key.clone(),
-                    reason,
-                })
-            })
-            .transpose()?;
-        Ok(WaveItem {
-            key: &chunk.key,
-            stream,
-            decoded_len: chunk.decoded_len,
-            place: &chunk.copy,
-            adler32: bytes.as_deref().and_then(|bytes| framing.adler32_of(bytes)),
-        })
+        WaveItem::stored(&chunk.key, bytes.as_deref(), framing, chunk.decoded_len, &chunk.copy)
     }))
 }

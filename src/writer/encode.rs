@@ -23,13 +23,10 @@ use rayon::prelude::*;
 
 use super::gather::{device_fill_chunks, is_fill};
 use super::WriteError;
+use crate::array::chain_class::{BatchedCodec, ChainClass};
 use crate::array::FastChain;
 use crate::cuda::{CudaEngine, DeviceRegion};
 use crate::{Backend, BatchCodec};
-
-/// The zlib header the writer puts in front of raw DEFLATE streams: deflate,
-/// 32 KiB window, no dictionary, "fastest" level (the level is informational).
-const ZLIB_HEADER: [u8; 2] = [0x78, 0x01];
 
 /// Encodes chunks with one chain on one backend.
 #[derive(Debug, Clone)]
@@ -143,24 +140,38 @@ impl ChunkEncoder {
             .enumerate()
             .map(|(i, s)| match s {
                 Stored::Fill => Stored::Fill,
-                Stored::Put(payload) => {
-                    let mut out = Vec::with_capacity(payload.len() + 10);
-                    if framing.adler32 {
-                        out.extend_from_slice(&ZLIB_HEADER);
-                    }
-                    out.extend_from_slice(&payload);
-                    if framing.adler32 {
-                        out.extend_from_slice(&simd_adler32::adler32(&decoded(i)).to_be_bytes());
-                    }
-                    if framing.crc32c {
-                        let crc = crc32c::crc32c(&out);
-                        out.extend_from_slice(&crc.to_le_bytes());
-                    }
-                    Stored::Put(Bytes::from(out))
-                }
+                Stored::Put(payload) => Stored::Put(Bytes::from(framing.frame(&payload, decoded(i)))),
             })
             .collect()
     }
+}
+
+/// Encodes `chunks` (each a chunk's bytes in its stored order) of the chain
+/// `chain` classifies ([`classify_metadata`](crate::reader::classify_metadata)) in one batch on the CPU, in
+/// parallel, each framed as the chain stores it: the chunks
+/// [`decode_stored_chunks_into`](crate::reader::decode_stored_chunks_into) decodes. The levels as in
+/// the module doc. [`Error::InvalidConfig`](crate::Error::InvalidConfig) where the chain does not
+/// encode in batches ([`ChainClass::encodes_stored`]).
+pub fn encode_stored_chunks(chain: &ChainClass, chunks: &[&[u8]]) -> crate::Result<Vec<Vec<u8>>> {
+    let algorithm = match &chain.codec {
+        Ok(BatchedCodec::Algorithm(algorithm)) if chain.encodes_stored() => *algorithm,
+        Ok(codec) => {
+            return Err(crate::Error::InvalidConfig(format!(
+                "chunks of a {} chain with filters, shards or blosc are not encoded in batches",
+                codec.name()
+            )))
+        }
+        Err(reason) => {
+            return Err(crate::Error::InvalidConfig(format!(
+                "chunks of this chain are not encoded in batches: {reason}"
+            )))
+        }
+    };
+    let encoded = BatchCodec::new(algorithm, Backend::Cpu)?.encode_batch(chunks)?;
+    Ok((0..chunks.len())
+        .into_par_iter()
+        .map(|i| chain.framing.frame(encoded.get(i), chunks[i]))
+        .collect())
 }
 
 /// What becomes of each chunk: `Fill` where `keep` is false, else the next

@@ -78,6 +78,7 @@ use zarrs::array::{Array, ArrayMetadata, ArraySubset};
 use zarrs::storage::AsyncReadableWritableStorageTraits;
 
 pub use create::{create_array, create_array_blocking, NewArray};
+pub use encode::encode_stored_chunks;
 pub use options::WriteOptions;
 pub use store::WriteSummary;
 

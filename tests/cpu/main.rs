@@ -17,5 +17,6 @@ mod reader_local;
 mod reader_s3;
 mod reader_sharded;
 mod sizes;
+mod stored_chunks;
 mod writer_local;
 mod zarrs_codec;
