@@ -5,6 +5,7 @@ turns. Prints GB/s of each and the ratio pipeline / reader (target: 0.8 or
 more).
 
     python benches/pipeline_read.py [--small] [--size-mb 256] [--dir DIR] [--repeats 5]
+                                    [--store local|memory]
 
 With a usable GPU and CuPy, both read into GPU memory: the pipeline under
 ``zarr.config.enable_gpu()``, the reader with ``device="cuda"``; without
@@ -12,7 +13,11 @@ one, both on the CPU. ``--small`` writes 4 MiB arrays (a check that the
 script runs). Times are the median of --repeats after a warm-up; the arrays
 (float32, or int32 for delta, 1 MiB chunks; the sharded one 64 KiB inner
 chunks in 4 MiB shards) are written once by zarr into DIR (a temporary
-directory by default).
+directory by default). With ``--store memory`` the pipeline reads a copy of
+each array in a ``zarr.storage.MemoryStore``, which the reader cannot open:
+the chunks zarr's store API fetches are decoded as stored
+(``decode_stored_chunks_into``) where the chain allows it, by zarr's own
+pipeline otherwise; the reader still reads the local array.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ import numpy as np
 import zarr
 import zarr.codecs as zc
 import zarrs_nvcomp
+from zarr.core.buffer import cpu
 from zarrs_nvcomp._buffers import cupy_module
 
 PIPELINE = {"codec_pipeline.path": "zarrs_nvcomp.NvcompCodecPipeline"}
@@ -90,6 +96,17 @@ def write(path: Path, chain: str, size_mb: int) -> np.ndarray:
     return data
 
 
+def in_memory(path: Path) -> zarr.storage.MemoryStore:
+    """The array at ``path`` copied into a MemoryStore."""
+    return zarr.storage.MemoryStore(
+        {
+            f.relative_to(path).as_posix(): cpu.Buffer.from_bytes(f.read_bytes())
+            for f in path.rglob("*")
+            if f.is_file()
+        }
+    )
+
+
 def timed(read, repeats: int) -> float:
     read()  # warm-up: engines, kernels, open arrays
     times = []
@@ -108,6 +125,7 @@ def main() -> None:
     parser.add_argument("--size-mb", type=int, default=256)
     parser.add_argument("--dir", type=Path, default=None)
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--store", choices=["local", "memory"], default="local")
     args = parser.parse_args()
     size_mb = 4 if args.small else args.size_mb
     gpu = zarrs_nvcomp.gpu_unavailable_reason() is None
@@ -115,19 +133,21 @@ def main() -> None:
     device = "cuda" if gpu else "cpu"
     root = args.dir or Path(tempfile.mkdtemp(prefix="pipeline_read_"))
     print(
-        f"{size_mb} MiB arrays on the {'GPU' if gpu else 'CPU'}; median of {args.repeats}"
+        f"{size_mb} MiB arrays on the {'GPU' if gpu else 'CPU'}, the pipeline from a "
+        f"{args.store} store; median of {args.repeats}"
     )
     print(f"{'chain':<18}{'pipeline GB/s':>15}{'reader GB/s':>13}{'ratio':>8}")
     for chain in CHAINS:
         path = root / f"{chain}.zarr"
         data = write(path, chain, size_mb)
+        source = path if args.store == "local" else in_memory(path)
 
-        def by_pipeline(path=path):
+        def by_pipeline(source=source):
             with (
                 zarr.config.set(PIPELINE),
                 zarr.config.enable_gpu() if gpu else zarr.config.set({}),
             ):
-                got = zarr.open_array(path, mode="r")[...]
+                got = zarr.open_array(source, mode="r")[...]
             if cp is not None:
                 cp.cuda.Device().synchronize()
             return got
