@@ -155,7 +155,11 @@ def main() -> None:
         def by_reader(path=path):
             return zarrs_nvcomp.read_chunks_parallel(str(path), device=device)
 
-        got = by_pipeline()
+        try:
+            got = by_pipeline()
+        except (ValueError, TypeError) as e:  # zarr's own pipeline, on GPU buffers
+            print(f"{chain:<18}{type(e).__name__}: {str(e).splitlines()[0][:60]}")
+            continue
         np.testing.assert_array_equal(cp.asnumpy(got) if cp is not None else got, data)
         pipeline_s, reader_s = (
             timed(by_pipeline, args.repeats),

@@ -91,15 +91,15 @@ def test_v2_filters_with_zstd_read_through_the_reader(tmp_path, v2_filter, dtype
 
 @pytest.mark.parametrize("case_id", ["v3-transpose", "v2-order-F-delta", "v3-delta"])
 def test_chains_zarrs_store_api_fetches_read_as_zarr_reads_them(tmp_path, case_id, paths):
-    # Out of the reader's reach: the engine decodes transposed chunks; the
-    # delta is left to zarr's pipeline.
+    # Out of the reader's reach: the stored-chunk path decodes them, the
+    # delta undone in Rust and the transpose applied as a view.
     data, _ = CASES[case_id]
     source = in_store(write_case(tmp_path, case_id), "memory")
     expected, got = read_both(source, (Ellipsis,))
     np.testing.assert_array_equal(got, expected)
     np.testing.assert_array_equal(got, data)
     kinds = {kind for kind, _ in paths}
-    assert kinds == ({"engine"} if case_id == "v3-transpose" else set())
+    assert kinds == {"engine"}
 
 
 @pytest.mark.gpu

@@ -3,12 +3,11 @@
 Which chains decode in batches is decided once, in Rust, by the reader's
 classifier (``classify_chain``, over ``src/array/chain.rs``): the codec
 pipeline batches exactly the chains :func:`zarrs_nvcomp.read_chunks_parallel`
-batches. Chains with filters (``delta``, ``fixedscaleoffset``, a big-endian
-``bytes`` codec) and sharded arrays are read by the reader, which undoes
-them; the chunks zarr's store API fetches are decoded in batches by the
-reader's stored-chunk decoder (framing, checksums and sizes checked in Rust)
-where the chain has at most a ``transpose`` (or a v2 ``order: "F"``)
-besides its compressor, and by zarr's pipeline otherwise.
+batches. Local arrays are read by the reader itself. The chunks zarr's
+store API fetches are decoded in batches by the reader's stored-chunk
+decoder (framing, checksums, sizes, the byte swap and ``delta`` handled in
+Rust, the order of dimensions applied here as a view) unless the array is
+sharded or has a ``fixedscaleoffset``; zarr's pipeline decodes those.
 """
 
 from __future__ import annotations
@@ -34,10 +33,10 @@ class BatchedChain:
     #: (framing and checksums included) in Rust.
     verdict: StoredChain = field(compare=False)
     #: Whether stored chunks fetched through zarr's store API decode here
-    #: in batches (the chain has no filter but the order of its dimensions,
-    #: and no shards); otherwise only the reader batches the chain.
+    #: in batches (``ChainClass::decodes_stored``); otherwise only the
+    #: reader batches the chain.
     decodes_stored: bool = False
-    #: Whether chunks encode here in batches: those, but blosc.
+    #: Whether chunks encode here in batches (``ChainClass::encodes_stored``).
     encodes_stored: bool = False
     #: The chunk's dimensions in stored order; None for C order.
     order: tuple[int, ...] | None = None

@@ -14,6 +14,7 @@ use super::chain::{self, Chain};
 use super::framing::Framing;
 use super::shard::Sharded;
 use crate::format::blosc::BloscCodec;
+use crate::format::filters::ElementFilters;
 
 /// How the reader decodes the chunks of an array ([`classify_array`]).
 #[derive(Debug, Clone, PartialEq)]
@@ -31,28 +32,26 @@ pub struct ChainClass {
     /// The compressor as the metadata names it (a v2 `compressor` id, the
     /// v3 bytes-to-bytes codec, inside any shard), for messages.
     pub compressor: Option<String>,
+    /// The byte swap and running sum undone on each decoded chunk.
+    pub(crate) elements: ElementFilters,
 }
 
 impl ChainClass {
     /// Whether whole stored chunks of this chain, fetched by the caller,
     /// decode in batches ([`decode_stored_chunks_into`](crate::reader::decode_stored_chunks_into)): a batched chain,
-    /// not sharded, whose only filter is the order of its dimensions (which
-    /// the caller applies as a view of the decoded bytes).
+    /// not sharded, without `fixedscaleoffset` (which widens the chunk).
+    /// The byte swap and `delta` are undone in the decoded bytes; the order
+    /// of the dimensions is the caller's to apply, as a view.
     pub fn decodes_stored(&self) -> bool {
-        let ChainFilters {
-            swap,
-            delta,
-            scale_offset,
-            order: _,
-        } = &self.filters;
-        self.codec.is_ok() && !self.sharded && *swap == 1 && !delta && !scale_offset
+        self.codec.is_ok() && !self.sharded && !self.filters.scale_offset
     }
 
     /// Whether chunks of this chain encode in batches
     /// ([`encode_stored_chunks`](crate::writer::encode_stored_chunks)): those
-    /// [`Self::decodes_stored`] decodes, but blosc.
+    /// [`Self::decodes_stored`] decodes, but blosc and chains with a byte
+    /// swap or `delta` (which the encoder does not apply).
     pub fn encodes_stored(&self) -> bool {
-        self.decodes_stored() && matches!(self.codec, Ok(BatchedCodec::Algorithm(_)))
+        self.decodes_stored() && self.elements.is_none() && matches!(self.codec, Ok(BatchedCodec::Algorithm(_)))
     }
 }
 
@@ -112,6 +111,7 @@ pub fn classify_array<S: ?Sized>(array: &Array<S>) -> ChainClass {
         Chain::Blosc(blosc) => (Ok(BatchedCodec::Blosc(blosc.cname)), blosc.framing()),
         Chain::Fallback(reason) => (Err(reason.clone()), Framing::default()),
     };
+    let elements = chain.filters().map_or_else(ElementFilters::default, |f| f.elements);
     let filters = chain.filters().map_or_else(ChainFilters::default, |f| ChainFilters {
         swap: f.elements.swap,
         delta: f.elements.delta.is_some(),
@@ -124,6 +124,7 @@ pub fn classify_array<S: ?Sized>(array: &Array<S>) -> ChainClass {
         framing,
         filters,
         compressor: compressor_name(array.metadata()),
+        elements,
     }
 }
 

@@ -16,6 +16,7 @@ use super::output::Target;
 use super::plan::BoxCopy;
 use super::wave::{WaveCodec, WaveDecoder, WaveItem};
 use super::{limits, BatchedCodec, ChainClass, ReadError, ReadInto, ReadOptions};
+use crate::array::chain::Filters;
 use crate::cuda::DecodeOptions;
 
 /// One stored chunk for [`decode_stored_chunks_into`].
@@ -39,6 +40,10 @@ pub struct StoredChunk<'a> {
 /// memory is written by the CPU, device memory by its GPU, as in
 /// [`read_chunks_parallel_into`](super::read_chunks_parallel_into).
 ///
+/// The chain's byte swap and `delta` are undone in each chunk's decoded
+/// bytes; the order of its dimensions is not (the caller views the bytes
+/// through it).
+///
 /// Errors: [`ReadError::InvalidMetadata`] where the chain's stored chunks
 /// do not decode in batches ([`ChainClass::decodes_stored`]); [`ReadError::InvalidOutput`] where a chunk's range lies
 /// outside `out` or overlaps another's, before anything is decoded;
@@ -55,7 +60,7 @@ pub fn decode_stored_chunks_into(
     let codec = match &chain.codec {
         Ok(BatchedCodec::Algorithm(algorithm)) if chain.decodes_stored() => WaveCodec::Algorithm(*algorithm),
         Ok(BatchedCodec::Blosc(_)) if chain.decodes_stored() => WaveCodec::Blosc,
-        Ok(_) => return Err(not_stored("its filters or shards are undone by the reader alone")),
+        Ok(_) => return Err(not_stored("shards and fixedscaleoffset are read by the reader alone")),
         Err(reason) => return Err(not_stored(reason)),
     };
     let (target, len) = match out {
@@ -96,10 +101,17 @@ pub fn decode_stored_chunks_into(
     )?;
     // Every item is present: no fill value is ever written.
     let no_fill = Vec::new();
+    // The order of the dimensions is the caller's view: only the element
+    // filters are undone here.
+    let filters = Filters {
+        elements: chain.elements,
+        ..Filters::default()
+    };
     let shape = [len as u64];
     match engine {
         None => {
-            let decoder = HostWaves::new(codec, max_decoded_size, target.into_host(&shape, len)?, no_fill)?;
+            let decoder =
+                HostWaves::new(codec, max_decoded_size, target.into_host(&shape, len)?, no_fill)?.with_filters(filters);
             crate::fork::in_pool(|| decoder.decode_wave(&wave))
         }
         Some(engine) => {
@@ -108,7 +120,9 @@ pub fn decode_stored_chunks_into(
                 trusted: options.trusted_input,
             };
             let out = target.into_device(engine, &shape, len)?;
-            DeviceWaves::new(codec, decode, out, no_fill).decode_wave(&wave)
+            DeviceWaves::new(codec, decode, out, no_fill)
+                .with_filters(filters)
+                .decode_wave(&wave)
         }
     }
 }

@@ -15,11 +15,20 @@ fn chain(codecs: &str) -> ChainClass {
 
 /// The class of a v3 `uint8` chain of `codecs`.
 fn chain_of(codecs: &str) -> ChainClass {
+    class_of("uint8", 100, codecs)
+}
+
+/// The class of a v3 `uint16` chain of `codecs`.
+fn chain_of_u16(codecs: &str) -> ChainClass {
+    class_of("uint16", 50, codecs)
+}
+
+/// The class of a v3 array of `len` elements of `data_type` in one chunk, of `codecs`.
+fn class_of(data_type: &str, len: usize, codecs: &str) -> ChainClass {
     let metadata = format!(
-        r#"{{"zarr_format": 3, "node_type": "array", "shape": [100], "data_type": "uint8",
-        "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": [100]}}}},
-        "chunk_key_encoding": {{"name": "default"}}, "fill_value": 0,
-        "codecs": [{codecs}]}}"#
+        r#"{{"zarr_format": 3, "node_type": "array", "shape": [{len}], "data_type": "{data_type}",
+        "chunk_grid": {{"name": "regular", "configuration": {{"chunk_shape": [{len}]}}}},
+        "chunk_key_encoding": {{"name": "default"}}, "fill_value": 0, "codecs": [{codecs}]}}"#
     );
     classify_metadata(&metadata).unwrap()
 }
@@ -71,8 +80,48 @@ fn chains_that_do_not_encode_stored_chunks_are_refused_by_name() {
         r#"{"name": "numcodecs.delta", "configuration": {"dtype": "u1"}}, {"name": "bytes"},
         {"name": "zstd", "configuration": {"level": 1, "checksum": false}}"#,
     );
-    // The reader batches it, undoing the delta itself; stored chunks do not.
-    assert!(delta.codec.is_ok() && delta.filters.delta, "{delta:?}");
-    assert!(!delta.decodes_stored() && !delta.encodes_stored());
+    // Stored chunks of it decode (the delta undone), but do not encode.
+    assert!(delta.decodes_stored() && !delta.encodes_stored(), "{delta:?}");
     assert!(encode_stored_chunks(&delta, &[&[1, 2, 3]]).is_err());
+}
+
+/// The byte swap and `delta` of a chain are undone in the decoded bytes, as
+/// a read undoes them.
+#[test]
+fn stored_chunks_have_their_element_filters_undone() {
+    let values: Vec<u16> = (0..50u16).map(|i| i * i).collect();
+    let zstd = r#"{"name": "zstd", "configuration": {"level": 1, "checksum": false}}"#;
+    let big_endian = chain_of_u16(&format!(
+        r#"{{"name": "bytes", "configuration": {{"endian": "big"}}}}, {zstd}"#
+    ));
+    let stored_be: Vec<u8> = values.iter().flat_map(|v| v.to_be_bytes()).collect();
+    let delta = chain_of_u16(&format!(
+        r#"{{"name": "numcodecs.delta", "configuration": {{"dtype": "<u2"}}}},
+        {{"name": "bytes", "configuration": {{"endian": "little"}}}}, {zstd}"#
+    ));
+    let differences: Vec<u8> = (0..values.len())
+        .map(|i| {
+            if i == 0 {
+                values[0]
+            } else {
+                values[i].wrapping_sub(values[i - 1])
+            }
+        })
+        .flat_map(u16::to_le_bytes)
+        .collect();
+    let expected: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let cpu = ReadOptions::default().with_device(Backend::Cpu);
+    for (chain, stored) in [(big_endian, stored_be), (delta, differences)] {
+        assert!(chain.decodes_stored(), "{chain:?}");
+        let compressed = ::zstd::bulk::compress(&stored, 1).unwrap();
+        let chunk = StoredChunk {
+            key: "c/0",
+            bytes: &compressed,
+            offset: 0,
+            decoded_len: expected.len(),
+        };
+        let mut out = vec![0u8; expected.len()];
+        decode_stored_chunks_into(&chain, &[chunk], &cpu, ReadInto::Host(&mut out)).unwrap();
+        assert_eq!(out, expected, "{chain:?}");
+    }
 }
