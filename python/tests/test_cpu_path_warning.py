@@ -4,6 +4,8 @@ code; other reads never warn."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import warnings
 
 import numpy as np
@@ -88,22 +90,52 @@ def test_auto_fallback_with_cupy_and_no_gpu_warns_once_per_process(
     got = reads(first, 3)
     assert len(got) == 1, got
     assert batched in got[0] and "read on the CPU, not the GPU" in got[0]
-    assert no_gpu in got[0] and 'device="cpu"' in got[0]
+    # The engine's reason, its own advice to use the CPU given once.
+    assert no_gpu.removesuffix(', or use device="cpu"') in got[0]
+    assert got[0].count('device="cpu"') == 1, got[0]
     # Once per process: a second array stays quiet, and so does the first.
     assert reads(open_array(transposed), 2) == []
     assert reads(first, 1) == []
 
 
+def index_the_array(array):
+    return array[0, 0]  # the line the warning names
+
+
+def read_in_parallel(path):
+    return zarrs_nvcomp.read_chunks_parallel(path)  # the line the warning names
+
+
 def test_the_warning_points_at_the_callers_line(no_gpu, transposed, monkeypatch):
     monkeypatch.setattr(_cpu_path, "cupy_module", lambda: object())
     array = open_array(transposed)
-    for read in (lambda: array[0, 0], lambda: zarrs_nvcomp.read_chunks_parallel(transposed)):
+    for read, argument in ((index_the_array, array), (read_in_parallel, transposed)):
         monkeypatch.setattr(_cpu_path, "_warned", False)
         with warnings.catch_warnings(record=True) as record:
             warnings.simplefilter("always")
-            read()
+            read(argument)
         (warning,) = [w for w in record if issubclass(w.category, CpuPathWarning)]
         assert warning.filename == __file__, warning.filename
+        # The line that read, not its caller's.
+        assert warning.lineno == read.__code__.co_firstlineno + 1, (read, warning.lineno)
+
+
+def test_the_warning_at_a_scripts_top_level_names_its_line(tmp_path, transposed):
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import warnings\n"
+        "import zarrs_nvcomp\n"
+        "from zarrs_nvcomp import _cpu_path\n"
+        "_cpu_path.cupy_module = lambda: object()\n"
+        "_cpu_path.gpu_unavailable_reason = lambda _: 'no GPU here'\n"
+        "warnings.simplefilter('always')\n"
+        f"zarrs_nvcomp.open_array({str(transposed)!r})[0, 0]\n"
+    )
+    result = subprocess.run(
+        [sys.executable, str(script)], capture_output=True, text=True, check=True
+    )
+    assert f"{script}:7: CpuPathWarning" in result.stderr, result.stderr
+    assert result.stderr.count('device="cpu"') == 1, result.stderr
 
 
 def test_without_cupy_the_warning_names_the_extras_drivers(no_gpu, transposed, monkeypatch):

@@ -46,7 +46,8 @@ def warn_cpu_path(url: str, requested: str | None, device: str, fallback: str | 
 def _user_stacklevel() -> int:
     """The stacklevel of the first frame outside this package (warnings.warn's
     ``skip_file_prefixes`` is Python 3.12's)."""
-    frame, level = sys._getframe(1), 2
+    # Level 1 is the function that calls warnings.warn: this one's caller.
+    frame, level = sys._getframe(1), 1
     while frame is not None and os.path.dirname(frame.f_code.co_filename) == _PACKAGE_DIR:
         frame, level = frame.f_back, level + 1
     return level
@@ -65,4 +66,10 @@ def _reason(requested: str | None, device: str, fallback: str | None) -> str | N
         return None
     if not has_cupy:
         gpu_reason = f"CuPy is not installed ({INSTALL_HINT})"
-    return f'read on the CPU, not the GPU: {gpu_reason}; pass device="cpu" to avoid this warning'
+    # The engine's reason ends with advice for an error; the warning's own
+    # sentence gives it once.
+    gpu_reason = gpu_reason.removesuffix(', or use device="cpu"')
+    return (
+        f"read on the CPU, not the GPU, because {gpu_reason}; "
+        'pass device="cpu" to read on the CPU without this warning'
+    )
