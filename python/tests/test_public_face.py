@@ -88,6 +88,28 @@ def test_to_dask_without_dask_names_the_extra(tmp_path):
 
 
 @pytest.mark.parametrize(
+    "use",
+    [
+        "zarrs_nvcomp.NvcompCodecPipeline",
+        "zarrs_nvcomp.NvCompBatchZarrCodec",
+        "zarrs_nvcomp.set_zarr_batch_size()",
+    ],
+)
+def test_zarr_parts_without_zarr_name_the_extra(use):
+    done = _run_without_optional(
+        f"""
+        import zarrs_nvcomp
+        try:
+            {use}
+        except ImportError as e:
+            print(type(e).__name__, e)
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert "ImportError" in done.stdout and "zarrs-nvcomp[zarr]" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize(
     ("nbytes", "text"),
     [(0, "0 B"), (512, "512 B"), (1536, "1.5 KiB"), (1 << 30, "1.0 GiB"), (5 << 40, "5.0 TiB")],
 )

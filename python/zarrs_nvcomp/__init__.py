@@ -22,6 +22,7 @@ array already where ``create_array`` is to make one) a ``ValueError``;
 """
 
 import contextlib
+import importlib
 import importlib.metadata
 import sys
 from typing import TYPE_CHECKING
@@ -135,21 +136,30 @@ def set_zarr_batch_size(batch_size: int | None = None):
 
     zarr reads the setting when an array is opened, so set it before opening.
     """
-    from zarrs_nvcomp.zarr3 import set_batch_size
+    return _zarr_part("zarr3", "set_batch_size")(batch_size)
 
-    return set_batch_size(batch_size)
+
+def _zarr_part(module: str, name: str):
+    """``name`` of the module ``zarrs_nvcomp.<module>``, which needs zarr:
+    without it, an ImportError naming the extra that installs it."""
+    try:
+        loaded = importlib.import_module(f"zarrs_nvcomp.{module}")
+    except ImportError as e:
+        if e.name == "zarr" or (e.name or "").startswith("zarr."):
+            raise ImportError(
+                f"zarrs_nvcomp.{name} needs zarr-python 3: pip install 'zarrs-nvcomp[zarr]'",
+                name=e.name,
+            ) from e
+        raise
+    return getattr(loaded, name)
 
 
 def __getattr__(name: str):
     # zarr and Dask are optional: their modules load on first use.
     if name == "NvcompCodecPipeline":
-        from zarrs_nvcomp.pipeline import NvcompCodecPipeline as NvcompCodecPipeline
-
-        return NvcompCodecPipeline
+        return _zarr_part("pipeline", name)
     if name == "NvCompBatchZarrCodec":
-        from zarrs_nvcomp.zarr3 import NvCompBatchZarrCodec as NvCompBatchZarrCodec
-
-        return NvCompBatchZarrCodec
+        return _zarr_part("zarr3", name)
     if name == "to_dask":
         from zarrs_nvcomp.dask import to_dask
 
