@@ -27,13 +27,24 @@ def test_a_group_path_names_the_groups_arrays(tmp_path, zarr_format):
     group = zarr.open_group(str(tmp_path / "g.zarr"), mode="w", zarr_format=zarr_format)
     for name in ("temperature", "pressure"):
         group.create_array(name, shape=(4,), dtype="f4")
-    group.create_group("nested")
+    group.create_group("nested").create_group("deeper").create_array("wind", shape=(2,), dtype="f4")
+    group.create_group("empty")
     with pytest.raises(
-        StoreError, match=r"is a group, not an array; its arrays: pressure, temperature$"
+        StoreError,
+        match=r"is a group, not an array; its arrays: nested/deeper/wind, pressure, temperature$",
     ):
         zarrs_nvcomp.open_array(str(tmp_path / "g.zarr"))
     # The arrays it names open.
     assert zarrs_nvcomp.open_array(str(tmp_path / "g.zarr" / "pressure")).shape == (4,)
+    assert zarrs_nvcomp.open_array(str(tmp_path / "g.zarr" / "nested/deeper/wind")).shape == (2,)
+
+
+def test_a_group_of_many_arrays_names_twenty_and_counts_the_rest(tmp_path):
+    group = zarr.open_group(str(tmp_path / "g.zarr"), mode="w")
+    for i in range(25):
+        group.create_array(f"a{i:02}", shape=(1,), dtype="u1")
+    with pytest.raises(StoreError, match=r"its arrays: a00, a01, .*, a19 and 5 more$"):
+        zarrs_nvcomp.open_array(str(tmp_path / "g.zarr"))
 
 
 def test_a_leading_tilde_is_the_home_directory(tmp_path, monkeypatch):

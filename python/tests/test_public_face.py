@@ -10,6 +10,7 @@ import importlib.metadata
 import subprocess
 import sys
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -141,3 +142,16 @@ def test_zarrs_own_create_array_takes_the_top_level_zarr_codec(tmp_path, as_list
     np.testing.assert_array_equal(back[:], data)
     assert back.metadata.to_dict()["codecs"][-1]["name"] == "nvcomp_batch"
     np.testing.assert_array_equal(zarrs_nvcomp.open_array(path)[...], data)
+
+
+def test_every_exported_error_and_warning_is_on_the_api_page():
+    page = (Path(__file__).parents[2] / "docs" / "api.md").read_text()
+    documented = {line.rsplit(".", 1)[-1] for line in page.splitlines() if line.startswith(":::")}
+    errors = {
+        name
+        for name in zarrs_nvcomp.__all__
+        if isinstance(getattr(zarrs_nvcomp, name), type)
+        and issubclass(getattr(zarrs_nvcomp, name), (Exception, Warning))
+    }
+    assert "ContainsArrayError" in errors
+    assert errors <= documented, errors - documented

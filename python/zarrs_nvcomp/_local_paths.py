@@ -41,9 +41,30 @@ def check_array_path(url: str) -> None:
     if not os.path.exists(path):
         raise StoreNotFoundError(errno.ENOENT, "no zarr array: nothing at this path", path)
     if _is_group(Path(path)):
-        arrays = sorted(p.name for p in Path(path).iterdir() if _is_array(p))
-        listed = ", ".join(arrays) if arrays else "none"
+        arrays = _arrays_below(Path(path))
+        listed = ", ".join(arrays[:_ARRAYS_LISTED]) if arrays else "none"
+        if len(arrays) > _ARRAYS_LISTED:
+            listed += f" and {len(arrays) - _ARRAYS_LISTED} more"
         raise StoreError(f"{path} is a group, not an array; its arrays: {listed}")
+
+
+#: Arrays a group's error names at most.
+_ARRAYS_LISTED = 20
+
+
+def _arrays_below(group: Path) -> list[str]:
+    """The paths, relative to ``group``, of the arrays in it and in the
+    groups below it, sorted; arrays' own directories are not entered."""
+    arrays, groups = [], [group]
+    while groups:
+        for child in groups.pop().iterdir():
+            if not child.is_dir():
+                continue
+            if _is_array(child):
+                arrays.append(child.relative_to(group).as_posix())
+            elif _is_group(child):
+                groups.append(child)
+    return sorted(arrays)
 
 
 # The reader's default bound on a metadata document (DEFAULT_MAX_METADATA_SIZE):
