@@ -34,6 +34,8 @@ def write_into(
 ) -> tuple[int, int]:
     """:func:`zarrs_nvcomp.write_chunks_parallel` into ``array``, an opened
     :class:`zarrs_nvcomp.Array`, its keyword arguments checked already."""
+    if array.read_only:
+        raise InvalidArgumentError(f"{array.url} was opened with mode='r': it cannot be written")
     strided, flips, out_shape = normalize(selection, array.shape)
     if flips or any(step != 1 for _, _, step in strided):
         raise SelectionError("writes take selections with steps of 1")

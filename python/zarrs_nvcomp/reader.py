@@ -80,15 +80,28 @@ class Array:
     ``device=None``, :meth:`read` takes a device. Pickles as its URL and
     storage options, and opens the array again when unpickled."""
 
-    __slots__ = ("_inner", "_metadata", "_storage_options")
+    __slots__ = ("_inner", "_metadata", "_read_only", "_storage_options")
 
-    def __init__(self, inner: ReaderArray, storage_options: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        inner: ReaderArray,
+        storage_options: dict[str, str] | None = None,
+        *,
+        read_only: bool = False,
+    ) -> None:
         self._inner = inner
         self._storage_options = dict(storage_options or {})
         self._metadata: dict[str, Any] = inner.metadata()
+        self._read_only = read_only
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (open_array, (self.url, self._storage_options))
+        mode = "r" if self._read_only else "r+"
+        return (_reopen, (self.url, self._storage_options, mode))
+
+    @property
+    def read_only(self) -> bool:
+        """Whether the array was opened with ``mode="r"``: writes are refused."""
+        return self._read_only
 
     @property
     def url(self) -> str:
@@ -279,7 +292,14 @@ class Array:
         return f"<zarrs_nvcomp.Array {self.url!r} shape={self.shape} dtype={self._inner.data_type}>"
 
 
-def open_array(store: Any, storage_options: StorageOptions | None = None) -> Array:
+#: open_array's modes, as zarr's: "r" reads only; "r+" and "a" (an existing
+#: array: creating one needs create_array) read and write.
+_MODES = ("r", "r+", "a")
+
+
+def open_array(
+    store: Any, storage_options: StorageOptions | None = None, *, mode: str = "r+"
+) -> Array:
     """Opens the zarr array (v2 or v3) at ``store``: a local path, ``file://``,
     ``s3://bucket/prefix`` or ``http(s)://`` URL; a zarr store
     (``zarr.storage.LocalStore``, ``FsspecStore`` over S3 or local files,
@@ -296,14 +316,30 @@ def open_array(store: Any, storage_options: StorageOptions | None = None) -> Arr
     does not exist; naming its arrays for a group) when the store cannot be
     read or holds no array there, :class:`ValueError` for an invalid URL or
     options (naming an unknown key), :class:`TypeError` for a store the reader
-    cannot open (an in-memory store)."""
+    cannot open (an in-memory store).
+
+    ``mode`` is zarr's: ``"r"`` opens it read-only (a write is an
+    :class:`InvalidArgumentError`), ``"r+"`` (the default) and ``"a"`` for
+    reading and writing. zarr's creating modes (``"w"``, ``"w-"``) are
+    :func:`zarrs_nvcomp.create_array`'s job: an :class:`InvalidArgumentError`
+    here, as is any other mode."""
+    if mode not in _MODES:
+        hint = "; create arrays with zarrs_nvcomp.create_array" if mode in ("w", "w-") else ""
+        raise InvalidArgumentError(f"mode {mode!r}: open_array takes {', '.join(_MODES)}{hint}")
     if isinstance(store, Array):
         if storage_options:
             raise InvalidArgumentError("storage_options apply to a URL, not to an opened array")
+        if mode == "r" and not store.read_only:
+            return Array(store._inner, store._storage_options, read_only=True)
         return store
     url, options = location(store, storage_options)
     check_array_path(url)
-    return Array(ReaderArray.open(url, options), options)
+    return Array(ReaderArray.open(url, options), options, read_only=mode == "r")
+
+
+def _reopen(url: str, storage_options: dict[str, str], mode: str) -> Array:
+    """An unpickled :class:`Array`: opened again, in the mode it was."""
+    return open_array(url, storage_options, mode=mode)
 
 
 def read_chunks_parallel(
