@@ -64,6 +64,10 @@ def create_array(
     not given. ``chunks``: the chunk shape (an integer for every side), or
     ``"auto"`` (the default): the array's shape with its longest side halved
     until a chunk holds at most 4 MiB (so 2 to 4 MiB for larger arrays).
+    That is deliberately not zarr's ``"auto"``, which aims at chunks of
+    128 KiB to about 1 MiB (a 1000 x 1000 float32 array: zarr (250, 500),
+    here one chunk): nvCOMP's batches and object stores pay per chunk, and
+    run best on chunks of megabytes. Give ``chunks`` for zarr's layout.
     With ``shards`` (the shard shape, a multiple of ``chunks``; zarr v3
     only), ``chunks`` is the inner chunk shape and must be given.
     ``compressors`` (zarr 3's name; ``compressor`` is the same): one
