@@ -143,3 +143,16 @@ def test_bad_arguments_raise_the_packages_errors_naming_them(tmp_path, kwargs, e
     with pytest.raises(error, match=match):
         zarrs_nvcomp.create_array(str(path), **args)
     assert not path.exists()
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_compressors_auto_is_the_default_compressor(tmp_path, zarr_format):
+    data = np.arange(100, dtype="f4")
+    auto = zarrs_nvcomp.create_array(
+        str(tmp_path / "auto.zarr"), data=data, compressors="auto", zarr_format=zarr_format
+    )
+    default = zarrs_nvcomp.create_array(
+        str(tmp_path / "default.zarr"), data=data, zarr_format=zarr_format
+    )
+    assert auto.codecs == default.codecs and "zstd" in str(auto.codecs), auto.codecs
+    np.testing.assert_array_equal(zarr.open_array(str(tmp_path / "auto.zarr"))[...], data)

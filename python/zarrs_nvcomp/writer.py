@@ -42,6 +42,10 @@ __all__ = ["create_array", "write_chunks_parallel"]
 _UNSET: Any = object()
 
 
+def _is_auto(compressors: Any) -> bool:
+    return isinstance(compressors, str) and compressors == "auto"
+
+
 def create_array(
     store: str,
     *,
@@ -71,7 +75,8 @@ def create_array(
     With ``shards`` (the shard shape, a multiple of ``chunks``; zarr v3
     only), ``chunks`` is the inner chunk shape and must be given.
     ``compressors`` (zarr 3's name; ``compressor`` is the same): one
-    compressor or a list of at most one: ``"zstd"`` (level 1, the default),
+    compressor or a list of at most one: ``"zstd"`` (level 1, the default;
+    zarr's ``"auto"`` means it too),
     ``"gzip"``, ``"lz4"``, ``"zlib"``, ``"blosc"`` (zarr's: zstd level 5,
     shuffled), a zarr codec (``zarr.codecs.ZstdCodec(level=3)``,
     ``BloscCodec``), a numcodecs codec or config (``NvCompBatchCodec("lz4")``,
@@ -104,7 +109,8 @@ def create_array(
         dtype=dtype,
         chunks=chunks,
         shards=shards,
-        compressor="zstd" if chosen is _UNSET else chosen,
+        # zarr's "auto" is its default for the format: here, the default.
+        compressor="zstd" if chosen is _UNSET or _is_auto(chosen) else chosen,
         zarr_format=zarr_format,
         fill_value=fill_value,
         data=data,
