@@ -20,7 +20,8 @@ from typing import Any
 import numpy as np
 
 from zarrs_nvcomp._buffers import cupy_module
-from zarrs_nvcomp.reader import Array, _resolve_device, open_array
+from zarrs_nvcomp._read_out import resolve_device
+from zarrs_nvcomp.reader import Array, open_array
 from zarrs_nvcomp.types import StorageOptions
 
 __all__ = ["DEFAULT_BLOCK_BYTES", "to_dask"]
@@ -59,7 +60,7 @@ def to_dask(
 
     array = open_array(store, storage_options)
     dtype = array.dtype
-    device = _resolve_device(device, dtype)
+    device = resolve_device(device, dtype)
     if chunks is None:
         chunks = default_chunks(array.shape, array.chunks, dtype.itemsize)
     blocks = _BlockReader(array, device)
