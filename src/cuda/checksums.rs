@@ -12,15 +12,16 @@
 //! The kernel is committed as PTX (`kernels/checksums.ptx`, written by
 //! `scripts/regenerate-ptx.sh` from the CUDA C beside it).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{result, CudaContext};
 
 use super::engine::CudaEngine;
-use super::kernel_cache::Kernel;
-use super::memory::{cuda_err, ensure_device, upload_regions, DeviceBuffer, RegionTable};
-use super::ptx::{grid_dim, PtxKernel};
+use super::kernel_cache::{KernelFamily, LoadedKernel, Table};
+use super::memory::{cuda_err, ensure_device, upload_regions, RegionTable};
+use super::ptx::grid_dim;
 use super::DeviceRegion;
 use crate::error::{Error, Result};
 
@@ -78,25 +79,20 @@ impl ContentCheck {
     }
 }
 
-/// The loaded checksum kernel and the device table it reads buffer
-/// addresses and lengths from, when they come from the host.
+/// The checksum kernel (`kernels/checksums.cu`); its table holds buffer
+/// addresses and lengths, when they come from the host.
 #[derive(Debug)]
-pub(crate) struct ChecksumKernel {
-    kernel: PtxKernel,
-    table: Option<DeviceBuffer>,
-}
+pub(super) enum ChecksumKernel {}
 
-impl Kernel for ChecksumKernel {
-    /// Compiles and loads the kernel into `ctx`.
-    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
-        Ok(Self {
-            kernel: PtxKernel::load(ctx, PTX, "checksums")?,
-            table: None,
-        })
+impl KernelFamily for ChecksumKernel {
+    const ENTRY: &'static str = "checksums";
+    type Memory = Table;
+    fn ptx() -> Cow<'static, str> {
+        Cow::Borrowed(PTX)
     }
 }
 
-impl ChecksumKernel {
+impl LoadedKernel<ChecksumKernel> {
     /// Enqueues the checksums `kind` (see [`ContentCheck::kernel_kind`]) of
     /// the buffers of the device table `table`; buffer `k`'s to word `k` of
     /// `sums`.
@@ -142,7 +138,7 @@ impl ChecksumKernel {
             return Ok(());
         }
         // SAFETY: the caller's.
-        let table = unsafe { upload_regions(ctx, &mut self.table, buffers, stream)? };
+        let table = unsafe { upload_regions(ctx, &mut self.memory, buffers, stream)? };
         // SAFETY: the caller vouches for the buffers.
         unsafe { self.enqueue(table, kind, sums, stream) }
     }

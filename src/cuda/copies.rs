@@ -10,14 +10,15 @@
 //! The kernel is PTX text, compiled by the driver at first use, so the crate
 //! needs neither nvcc nor NVRTC.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::CudaContext;
 
-use super::kernel_cache::{Kernel, Kernels};
-use super::memory::{upload_table, DeviceBuffer};
-use super::ptx::{grid_dim, PtxKernel};
+use super::kernel_cache::{KernelFamily, Kernels, LoadedKernel, Table};
+use super::memory::upload_table;
+use super::ptx::grid_dim;
 use super::CudaEngine;
 use crate::error::Result;
 
@@ -171,25 +172,19 @@ const BYTES_PER_BLOCK: usize = 16 << 10;
 const MAX_PARTS: usize = 65_535;
 const TABLE_ARRAYS: usize = 7;
 
-/// The loaded kernel of one context, with the device memory its table of
-/// copies goes through.
+/// The row-copy kernel; its table holds the copies of a launch.
 #[derive(Debug)]
-pub(crate) struct CopyKernel {
-    kernel: PtxKernel,
-    table: Option<DeviceBuffer>,
-}
+pub(super) enum CopyKernel {}
 
-impl Kernel for CopyKernel {
-    /// Compiles and loads the kernel into `ctx`.
-    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
-        Ok(Self {
-            kernel: PtxKernel::load(ctx, &ptx(), "copy_rows")?,
-            table: None,
-        })
+impl KernelFamily for CopyKernel {
+    const ENTRY: &'static str = "copy_rows";
+    type Memory = Table;
+    fn ptx() -> Cow<'static, str> {
+        Cow::Owned(ptx())
     }
 }
 
-impl CopyKernel {
+impl LoadedKernel<CopyKernel> {
     /// Enqueues every strided copy on `stream` as one launch.
     ///
     /// # Safety
@@ -217,7 +212,7 @@ impl CopyKernel {
             }
         }
         // SAFETY: the table is only used on the engine's stream.
-        let table = unsafe { upload_table(ctx, &mut self.table, &words, stream)? };
+        let table = unsafe { upload_table(ctx, &mut self.memory, &words, stream)? };
         let average = copies.iter().map(|c| c.width * c.rows).sum::<usize>() / n;
         let parts = average.div_ceil(BYTES_PER_BLOCK).clamp(1, MAX_PARTS) as u32;
         let blocks = grid_dim(n)?;
@@ -232,7 +227,7 @@ impl CopyKernel {
 /// (the engine's, which its caller has locked), loaded at first use.
 ///
 /// # Safety
-/// As [`CopyKernel::copy_rows`].
+/// As [`LoadedKernel::<CopyKernel>::copy_rows`].
 pub(super) unsafe fn copy_all<R: Into<Rows>>(
     engine: &CudaEngine,
     kernels: &mut Kernels,

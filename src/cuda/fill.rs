@@ -4,13 +4,13 @@
 //! to the host. The kernel is committed as PTX (`kernels/fill.ptx`, written
 //! by `scripts/regenerate-ptx.sh` from the CUDA C beside it).
 
-use std::sync::Arc;
+use std::borrow::Cow;
 
-use cudarc::driver::{result, CudaContext};
+use cudarc::driver::result;
 
-use super::kernel_cache::Kernel;
-use super::memory::{cuda_err, ensure_device, upload_regions, DeviceBuffer};
-use super::ptx::{grid_dim, PtxKernel};
+use super::kernel_cache::{KernelFamily, Table};
+use super::memory::{cuda_err, ensure_device, upload_regions};
+use super::ptx::grid_dim;
 use super::{CudaEngine, DeviceRegion};
 use crate::error::Result;
 
@@ -24,21 +24,16 @@ const MAX_ROWS: usize = 65_535;
 /// The kernel's pattern: the fill element repeated to this many bytes.
 const PATTERN_BYTES: usize = 16;
 
-/// The loaded kernel of one context, with the device memory its table of
-/// buffers goes through.
+/// The fill-compare kernel (`kernels/fill.cu`); its table holds the
+/// buffers of a launch.
 #[derive(Debug)]
-pub(super) struct FillKernel {
-    kernel: PtxKernel,
-    table: Option<DeviceBuffer>,
-}
+pub(super) enum FillKernel {}
 
-impl Kernel for FillKernel {
-    /// Compiles and loads the kernel into `ctx`.
-    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
-        Ok(Self {
-            kernel: PtxKernel::load(ctx, PTX, "fill_differs")?,
-            table: None,
-        })
+impl KernelFamily for FillKernel {
+    const ENTRY: &'static str = "fill_differs";
+    type Memory = Table;
+    fn ptx() -> Cow<'static, str> {
+        Cow::Borrowed(PTX)
     }
 }
 
@@ -74,7 +69,7 @@ pub(crate) unsafe fn fill_only(
     // engine's stream.
     let table = unsafe {
         result::memset_d8_async(differs, 0, 4 * n, stream).map_err(cuda_err("cuMemsetD8Async"))?;
-        upload_regions(&engine.ctx, &mut filler.table, buffers, stream)?
+        upload_regions(&engine.ctx, &mut filler.memory, buffers, stream)?
     };
     let rows = longest.div_ceil(THREADS as usize * BYTES_PER_THREAD).clamp(1, MAX_ROWS) as u32;
     let blocks = grid_dim(n)?;

@@ -2,14 +2,15 @@
 //! `delta`) undone in place on every decoded chunk of a wave, in one launch
 //! of the CUDA C kernel `kernels/filters.cu`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::CudaContext;
 
-use super::kernel_cache::Kernel;
-use super::memory::{upload_regions, DeviceBuffer};
-use super::ptx::{grid_dim, PtxKernel};
+use super::kernel_cache::{KernelFamily, LoadedKernel, Table};
+use super::memory::upload_regions;
+use super::ptx::grid_dim;
 use super::{CudaEngine, DeviceRegion};
 use crate::error::Result;
 use crate::format::filters::{DeltaType, ElementFilters};
@@ -31,24 +32,20 @@ fn delta_code(delta: Option<DeltaType>) -> u64 {
     }
 }
 
-/// The loaded kernel of one context, with the device memory its table of
-/// chunks goes through.
+/// The filter kernel (`kernels/filters.cu`); its table holds the chunks
+/// of a launch.
 #[derive(Debug)]
-pub(super) struct FilterKernel {
-    kernel: PtxKernel,
-    table: Option<DeviceBuffer>,
-}
+pub(super) enum FilterKernel {}
 
-impl Kernel for FilterKernel {
-    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
-        Ok(Self {
-            kernel: PtxKernel::load(ctx, PTX, "filter_elements")?,
-            table: None,
-        })
+impl KernelFamily for FilterKernel {
+    const ENTRY: &'static str = "filter_elements";
+    type Memory = Table;
+    fn ptx() -> Cow<'static, str> {
+        Cow::Borrowed(PTX)
     }
 }
 
-impl FilterKernel {
+impl LoadedKernel<FilterKernel> {
     /// Enqueues `filters` over every chunk on `stream` as one launch.
     ///
     /// # Safety
@@ -68,7 +65,7 @@ impl FilterKernel {
         filters.assert_valid();
         let n = chunks.len();
         // SAFETY: the table is only used on the engine's stream.
-        let table = unsafe { upload_regions(ctx, &mut self.table, &chunks, stream)? };
+        let table = unsafe { upload_regions(ctx, &mut self.memory, &chunks, stream)? };
         // A running sum takes one thread per chunk: more blocks would idle.
         let parts = match filters.delta {
             Some(_) => 1,

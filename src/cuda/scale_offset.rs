@@ -3,14 +3,15 @@
 //! `scale_offset` entry of the CUDA C kernel `kernels/filters.cu` (the
 //! host's twin is [`ScaleOffset::apply`]).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::{result, CudaContext};
 
-use super::kernel_cache::Kernel;
-use super::memory::{cuda_err, ensure_device, DeviceBuffer};
-use super::ptx::{grid_dim, PtxKernel};
+use super::kernel_cache::{KernelFamily, LoadedKernel, Table};
+use super::memory::{cuda_err, ensure_device};
+use super::ptx::grid_dim;
 use super::{CudaEngine, DeviceRegion};
 use crate::error::Result;
 use crate::format::scale_offset::ScaleOffset;
@@ -33,24 +34,20 @@ pub struct Widen {
     pub dst: u64,
 }
 
-/// The loaded kernel of one context, with the device memory its table of
-/// chunks goes through.
+/// The scale-offset kernel (`kernels/filters.cu`); its table holds
+/// the chunks of a launch.
 #[derive(Debug)]
-pub(super) struct ScaleOffsetKernel {
-    kernel: PtxKernel,
-    table: Option<DeviceBuffer>,
-}
+pub(super) enum ScaleOffsetKernel {}
 
-impl Kernel for ScaleOffsetKernel {
-    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
-        Ok(Self {
-            kernel: PtxKernel::load(ctx, PTX, "scale_offset")?,
-            table: None,
-        })
+impl KernelFamily for ScaleOffsetKernel {
+    const ENTRY: &'static str = "scale_offset";
+    type Memory = Table;
+    fn ptx() -> Cow<'static, str> {
+        Cow::Borrowed(PTX)
     }
 }
 
-impl ScaleOffsetKernel {
+impl LoadedKernel<ScaleOffsetKernel> {
     /// Enqueues the widening of every chunk on `stream` as one launch.
     ///
     /// # Safety
@@ -74,7 +71,7 @@ impl ScaleOffsetKernel {
         let mut words: Vec<u64> = chunks.iter().map(|(c, _)| c.src.ptr).collect();
         words.extend(chunks.iter().map(|(c, _)| c.dst));
         words.extend(chunks.iter().map(|(_, count)| *count));
-        let table = ensure_device(ctx, &mut self.table, 8 * words.len())?.ptr();
+        let table = ensure_device(ctx, &mut self.memory, 8 * words.len())?.ptr();
         // From pageable memory the driver copies `words` out before it
         // returns; stream order keeps an earlier launch's table intact until
         // it ran.

@@ -2,14 +2,15 @@
 //! batch, from its decoded (shuffled) bytes to its destination, in one
 //! launch of the CUDA C kernel `kernels/unshuffle.cu`.
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::CudaContext;
 
-use super::kernel_cache::Kernel;
-use super::memory::{upload_table, DeviceBuffer};
-use super::ptx::{grid_dim, PtxKernel};
+use super::kernel_cache::{KernelFamily, LoadedKernel, Table};
+use super::memory::upload_table;
+use super::ptx::grid_dim;
 use super::CudaEngine;
 use crate::error::Result;
 use crate::format::blosc::Shuffle;
@@ -53,25 +54,20 @@ impl BlockUnshuffle {
     }
 }
 
-/// The loaded kernel of one context, with the device memory its table of
-/// blocks goes through.
+/// The unshuffle kernel (`kernels/unshuffle.cu`); its table holds the
+/// blocks of a launch.
 #[derive(Debug)]
-pub(super) struct UnshuffleKernel {
-    kernel: PtxKernel,
-    table: Option<DeviceBuffer>,
-}
+pub(super) enum UnshuffleKernel {}
 
-impl Kernel for UnshuffleKernel {
-    /// Compiles and loads the kernel into `ctx`.
-    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
-        Ok(Self {
-            kernel: PtxKernel::load(ctx, PTX, "unshuffle")?,
-            table: None,
-        })
+impl KernelFamily for UnshuffleKernel {
+    const ENTRY: &'static str = "unshuffle";
+    type Memory = Table;
+    fn ptx() -> Cow<'static, str> {
+        Cow::Borrowed(PTX)
     }
 }
 
-impl UnshuffleKernel {
+impl LoadedKernel<UnshuffleKernel> {
     /// Enqueues every block on `stream` as one launch.
     ///
     /// # Safety
@@ -99,7 +95,7 @@ impl UnshuffleKernel {
             }
         }
         // SAFETY: the table is only used on the engine's stream.
-        let table = unsafe { upload_table(ctx, &mut self.table, &words, stream)? };
+        let table = unsafe { upload_table(ctx, &mut self.memory, &words, stream)? };
         let average = blocks.iter().map(|b| b.len).sum::<usize>() / n;
         let parts = average.div_ceil(BYTES_PER_BLOCK).clamp(1, MAX_PARTS) as u32;
         let grid = grid_dim(n)?;

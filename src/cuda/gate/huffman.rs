@@ -13,6 +13,7 @@
 //! The kernel is committed as PTX (`kernels/huffman.ptx`, written by
 //! `scripts/regenerate-ptx.sh` from the CUDA C beside it).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
@@ -20,9 +21,9 @@ use cudarc::driver::CudaContext;
 
 use crate::cuda::chunking::{self, DecodePiece, LiteralStreams};
 use crate::cuda::engine::{CudaEngine, Scratch};
-use crate::cuda::kernel_cache::Kernel;
-use crate::cuda::memory::{ensure_device, upload_table, DeviceBuffer};
-use crate::cuda::ptx::{grid_dim, PtxKernel};
+use crate::cuda::kernel_cache::{KernelFamily, LoadedKernel, TableAndVerdicts};
+use crate::cuda::memory::{ensure_device, upload_table};
+use crate::cuda::ptx::grid_dim;
 use crate::error::{Error, Result};
 use crate::format::zstd::{DecodeHere, HuffmanStreams, StreamCheck, StreamEnd, MAX_TABLE_LOG};
 use crate::profile::Profile;
@@ -63,27 +64,20 @@ fn verdict(byte: u8) -> Option<StreamEnd> {
     }
 }
 
-/// The loaded kernel of one context, with the device memory of its
-/// sections and verdicts.
+/// The Huffman-stream kernel (`kernels/huffman.cu`); its table holds the
+/// sections of a launch, its verdicts a byte per stream.
 #[derive(Debug)]
-pub(in crate::cuda) struct HuffmanKernel {
-    kernel: PtxKernel,
-    sections: Option<DeviceBuffer>,
-    verdicts: Option<DeviceBuffer>,
-}
+pub(in crate::cuda) enum HuffmanKernel {}
 
-impl Kernel for HuffmanKernel {
-    /// Compiles and loads the kernel into `ctx`.
-    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
-        Ok(Self {
-            kernel: PtxKernel::load(ctx, PTX, "huffman_streams")?,
-            sections: None,
-            verdicts: None,
-        })
+impl KernelFamily for HuffmanKernel {
+    const ENTRY: &'static str = "huffman_streams";
+    type Memory = TableAndVerdicts;
+    fn ptx() -> Cow<'static, str> {
+        Cow::Borrowed(PTX)
     }
 }
 
-impl HuffmanKernel {
+impl LoadedKernel<HuffmanKernel> {
     /// Enqueues the check of `words` (whole sections) on `stream`; returns
     /// the device address of the verdicts, 4 bytes per section, one per
     /// stream, once the stream has run it.
@@ -97,8 +91,8 @@ impl HuffmanKernel {
     unsafe fn enqueue(&mut self, ctx: &Arc<CudaContext>, words: &[u64], stream: CUstream) -> Result<u64> {
         let n = words.len() / SECTION_WORDS;
         // SAFETY: the section buffer is used on `stream` only.
-        let sections = unsafe { upload_table(ctx, &mut self.sections, words, stream)? };
-        let verdicts = ensure_device(ctx, &mut self.verdicts, MAX_STREAMS * n)?.ptr();
+        let sections = unsafe { upload_table(ctx, &mut self.memory.table, words, stream)? };
+        let verdicts = ensure_device(ctx, &mut self.memory.verdicts, MAX_STREAMS * n)?.ptr();
         let grid = grid_dim(n.div_ceil(SECTIONS_PER_BLOCK))?;
         let count = n as u64;
         let launch = self.kernel.launch_on(stream).arg(&sections).arg(&count).arg(&verdicts);

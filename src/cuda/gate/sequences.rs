@@ -16,6 +16,7 @@
 //! The kernel is committed as PTX (`kernels/sequences.ptx`, written by
 //! `scripts/regenerate-ptx.sh` from the CUDA C beside it).
 
+use std::borrow::Cow;
 use std::sync::Arc;
 
 use cudarc::driver::sys::CUstream;
@@ -24,9 +25,9 @@ use cudarc::driver::CudaContext;
 use crate::cuda::chunking::{self, DecodePiece, FrameSequences};
 use crate::cuda::engine::{CudaEngine, Scratch};
 use crate::cuda::gate::huffman::{piece_starts, staged_address};
-use crate::cuda::kernel_cache::Kernel;
-use crate::cuda::memory::{ensure_device, upload_table, DeviceBuffer};
-use crate::cuda::ptx::{grid_dim, PtxKernel};
+use crate::cuda::kernel_cache::{KernelFamily, LoadedKernel, TableAndVerdicts};
+use crate::cuda::memory::{ensure_device, upload_table};
+use crate::cuda::ptx::grid_dim;
 use crate::error::{Error, Result};
 use crate::format::zstd::{self, TableSource};
 use crate::profile::Profile;
@@ -103,27 +104,20 @@ fn kernel_words(frames: &[(&FrameSequences, Vec<u64>)]) -> (Vec<u64>, usize, usi
     (words, blocks_at, counts_at)
 }
 
-/// The loaded kernel of one context, with the device memory of its words
-/// and verdicts.
+/// The sequence-walk kernel (`kernels/sequences.cu`); its table holds the
+/// frames' words of a launch, its verdicts a byte per frame.
 #[derive(Debug)]
-pub(in crate::cuda) struct SequenceKernel {
-    kernel: PtxKernel,
-    words: Option<DeviceBuffer>,
-    verdicts: Option<DeviceBuffer>,
-}
+pub(in crate::cuda) enum SequenceKernel {}
 
-impl Kernel for SequenceKernel {
-    /// Compiles and loads the kernel into `ctx`.
-    fn load(ctx: &Arc<CudaContext>) -> Result<Self> {
-        Ok(Self {
-            kernel: PtxKernel::load(ctx, PTX, "sequence_frames")?,
-            words: None,
-            verdicts: None,
-        })
+impl KernelFamily for SequenceKernel {
+    const ENTRY: &'static str = "sequence_frames";
+    type Memory = TableAndVerdicts;
+    fn ptx() -> Cow<'static, str> {
+        Cow::Borrowed(PTX)
     }
 }
 
-impl SequenceKernel {
+impl LoadedKernel<SequenceKernel> {
     /// Enqueues the walk of `frames` frames of `words` ([`kernel_words`])
     /// on `stream`; returns the device address of the verdicts, a byte per
     /// frame, 1 where it passes, once the stream has run it.
@@ -141,8 +135,8 @@ impl SequenceKernel {
         stream: CUstream,
     ) -> Result<u64> {
         // SAFETY: the word buffer is used on `stream` only.
-        let frames_ptr = unsafe { upload_table(ctx, &mut self.words, words, stream)? };
-        let verdicts = ensure_device(ctx, &mut self.verdicts, frames)?.ptr();
+        let frames_ptr = unsafe { upload_table(ctx, &mut self.memory.table, words, stream)? };
+        let verdicts = ensure_device(ctx, &mut self.memory.verdicts, frames)?.ptr();
         let blocks = frames_ptr + 8 * *blocks_at as u64;
         let counts = frames_ptr + 8 * *counts_at as u64;
         let grid = grid_dim(frames.div_ceil(WALKERS_PER_BLOCK))?;
