@@ -21,8 +21,11 @@ OLD_BASES = {
     "UnsupportedTypeError": TypeError,
     "SelectionError": IndexError,
     "OutOfMemoryError": MemoryError,
-    # As zarr's ContainsArrayError.
+    # As zarr's classes of these names.
     "ContainsArrayError": ValueError,
+    "ContainsGroupError": ValueError,
+    "ArrayNotFoundError": FileNotFoundError,
+    "NodeTypeValidationError": OSError,
 }
 
 

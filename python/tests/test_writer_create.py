@@ -189,7 +189,7 @@ def test_an_array_there_is_replaced_only_with_overwrite(tmp_path, old_format, ne
 def test_a_group_there_is_not_replaced_without_overwrite(tmp_path) -> None:
     path = tmp_path / "g.zarr"
     zarr.open_group(str(path), mode="w")
-    with pytest.raises(zarrs_nvcomp.ContainsArrayError, match="group"):
+    with pytest.raises(zarrs_nvcomp.ContainsGroupError, match="group"):
         zarrs_nvcomp.create_array(str(path), shape=(4,), dtype="uint8", chunks=(2,))
     assert zarr.open_group(str(path), mode="r") is not None
     zarrs_nvcomp.create_array(str(path), shape=(4,), dtype="uint8", chunks=(2,), overwrite=True)

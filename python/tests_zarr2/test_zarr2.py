@@ -106,3 +106,20 @@ def test_arrays_written_by_write_chunks_parallel_read_in_zarr_2(tmp_path, compre
     array[5:25, 30:63] = data[5:25, 30:63] * 2
     data[5:25, 30:63] *= 2
     np.testing.assert_array_equal(zarr.open_array(path, mode="r")[:], data)
+
+
+def test_errors_named_as_zarr_2s_are_caught_as_them_with_the_packages_messages(tmp_path):
+    import zarr.errors
+
+    import zarrs_nvcomp
+
+    zarr.open_array(str(tmp_path / "a.zarr"), mode="w", shape=(4,), dtype="i4")
+    zarr.open_group(str(tmp_path / "g.zarr"), mode="w")
+    with pytest.raises(zarr.errors.ContainsArrayError, match="already holds a zarr array"):
+        zarrs_nvcomp.create_array(str(tmp_path / "a.zarr"), shape=(2,), dtype="i4", zarr_format=2)
+    with pytest.raises(zarr.errors.ContainsGroupError, match="already holds a zarr group"):
+        zarrs_nvcomp.create_array(str(tmp_path / "g.zarr"), shape=(2,), dtype="i4", zarr_format=2)
+    with pytest.raises(zarr.errors.ArrayNotFoundError, match="nothing at this path") as missing:
+        zarrs_nvcomp.open_array(str(tmp_path / "missing.zarr"))
+    assert isinstance(missing.value, FileNotFoundError)
+    assert missing.value.filename == str(tmp_path / "missing.zarr")

@@ -1,6 +1,7 @@
 """Local paths as a user means them: ``~`` expanded, and clear errors for a
-path that does not exist (a :class:`FileNotFoundError`) or that holds a zarr
-group rather than an array (naming the group's arrays)."""
+path that does not exist (an ``ArrayNotFoundError``, a ``FileNotFoundError``)
+or that holds a zarr group rather than an array (a
+``NodeTypeValidationError`` naming the group's arrays)."""
 
 from __future__ import annotations
 
@@ -9,14 +10,9 @@ import json
 import os
 from pathlib import Path
 
-from zarrs_nvcomp._zarrs_nvcomp import StoreError
+from zarrs_nvcomp._zarrs_nvcomp import ArrayNotFoundError, NodeTypeValidationError
 
-__all__ = ["StoreNotFoundError", "check_array_path", "expand_user"]
-
-
-class StoreNotFoundError(StoreError, FileNotFoundError):
-    """No file or directory at a local path: a :class:`zarrs_nvcomp.StoreError`
-    and a :class:`FileNotFoundError`."""
+__all__ = ["check_array_path", "expand_user"]
 
 
 def _local(url: str) -> str | None:
@@ -32,20 +28,20 @@ def expand_user(url: str) -> str:
 
 
 def check_array_path(url: str) -> None:
-    """Raises :class:`StoreNotFoundError` where ``url`` is a local path that
-    does not exist, and :class:`zarrs_nvcomp.StoreError` naming the arrays of
-    the group where it is one; other URLs are for the reader to open."""
+    """Raises ``ArrayNotFoundError`` where ``url`` is a local path that does
+    not exist, and ``NodeTypeValidationError`` naming the arrays of the group
+    where it is one; other URLs are for the reader to open."""
     path = _local(url)
     if path is None:
         return
     if not os.path.exists(path):
-        raise StoreNotFoundError(errno.ENOENT, "no zarr array: nothing at this path", path)
+        raise ArrayNotFoundError(errno.ENOENT, "no zarr array: nothing at this path", path)
     if _is_group(Path(path)):
         arrays = _arrays_below(Path(path))
         listed = ", ".join(arrays[:_ARRAYS_LISTED]) if arrays else "none"
         if len(arrays) > _ARRAYS_LISTED:
             listed += f" and {len(arrays) - _ARRAYS_LISTED} more"
-        raise StoreError(f"{path} is a group, not an array; its arrays: {listed}")
+        raise NodeTypeValidationError(f"{path} is a group, not an array; its arrays: {listed}")
 
 
 #: Arrays a group's error names at most.

@@ -32,6 +32,16 @@ class CudaError(ZarrsNvcompError, RuntimeError):
 class StoreError(ZarrsNvcompError, OSError):
     """The store cannot be read, holds no array at that path, or a chunk cannot be fetched."""
 
+class ArrayNotFoundError(StoreError, FileNotFoundError):
+    """The store holds no array at that path (nothing, or no metadata document).
+
+    Also a ``zarr.errors.ArrayNotFoundError`` where zarr is installed."""
+
+class NodeTypeValidationError(StoreError):
+    """The store holds a group, not an array, at that path; the message names the group's arrays.
+
+    Also a ``zarr.errors.NodeTypeValidationError`` where zarr is installed."""
+
 class StoreTimeoutError(ZarrsNvcompError, TimeoutError):
     """A store did not answer within the time the storage options allow."""
 
@@ -48,7 +58,14 @@ class OutOfMemoryError(ZarrsNvcompError, MemoryError):
     """A result does not fit in the memory it is to be written to; the message names its size."""
 
 class ContainsArrayError(ZarrsNvcompError, ValueError):
-    """create_array found an array or group at the store, and overwrite was not set."""
+    """``create_array`` found an array at the store, and ``overwrite`` was not set.
+
+    Also a ``zarr.errors.ContainsArrayError`` where zarr is installed."""
+
+class ContainsGroupError(ZarrsNvcompError, ValueError):
+    """``create_array`` found a group at the store, and ``overwrite`` was not set.
+
+    Also a ``zarr.errors.ContainsGroupError`` where zarr is installed."""
 
 def parse_device(device: str) -> str:
     """The normalized spelling of a device name: ``"auto"`` (also ``""``),

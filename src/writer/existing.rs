@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use futures::{StreamExt, TryStreamExt};
 use object_store::path::Path;
-use object_store::{ObjectStore, ObjectStoreExt, PutMode, PutPayload};
+use object_store::{ObjectMeta, ObjectStore, ObjectStoreExt, PutMode, PutPayload};
 
 use super::WriteError;
 
@@ -24,6 +24,32 @@ fn failed(key: impl Into<String>) -> impl FnOnce(object_store::Error) -> WriteEr
     }
 }
 
+/// The largest `zarr.json` read to tell an array from a group: larger ones
+/// are neither for this check.
+const MAX_NODE_DOCUMENT: u64 = 1 << 20;
+
+/// What the `zarr.json` `meta` of `store` makes its place: `array` or
+/// `group` as its `node_type` says, `array or group` where it cannot be
+/// read or says neither.
+async fn node_type(store: &Arc<dyn ObjectStore>, meta: &ObjectMeta) -> &'static str {
+    let unknown = "array or group";
+    if meta.size > MAX_NODE_DOCUMENT {
+        return unknown;
+    }
+    let Ok(bytes) = store.get(&meta.location).await else {
+        return unknown;
+    };
+    let Ok(bytes) = bytes.bytes().await else {
+        return unknown;
+    };
+    let document: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    match document.get("node_type").and_then(|n| n.as_str()) {
+        Some("array") => "array",
+        Some("group") => "group",
+        _ => unknown,
+    }
+}
+
 /// Fails with [`WriteError::Exists`] where `store` holds an array or group
 /// and not `overwrite`; with `overwrite`, removes every object of `store`,
 /// the metadata first (an interrupted removal leaves no array to open).
@@ -31,12 +57,17 @@ pub(super) async fn clear(store: &Arc<dyn ObjectStore>, url: &str, overwrite: bo
     if !overwrite {
         for (key, node) in NODE_KEYS {
             match store.head(&Path::from(key)).await {
-                Ok(_) => {
+                Ok(meta) => {
+                    let node = if node == "node" {
+                        node_type(store, &meta).await
+                    } else {
+                        node
+                    };
                     return Err(WriteError::Exists {
                         url: url.to_string(),
-                        node: if node == "node" { "array or group" } else { node },
+                        node,
                         key,
-                    })
+                    });
                 }
                 Err(object_store::Error::NotFound { .. }) => {}
                 Err(e) => return Err(failed(key)(e)),
