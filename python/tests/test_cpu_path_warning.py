@@ -16,7 +16,7 @@ from conftest import cupy_or_skip
 
 import zarrs_nvcomp
 from zarrs_nvcomp import CpuPathWarning, GpuUnavailableError, _cpu_path, open_array
-from zarrs_nvcomp import reader as reader_module
+from zarrs_nvcomp import _read_out
 
 DATA = np.arange(24 * 30, dtype="int32").reshape(24, 30)
 
@@ -170,7 +170,7 @@ def test_cuda_read_through_the_zarrs_pipeline_warns_once_per_process(batched, tr
 def test_auto_read_without_cupy_on_a_gpu_machine_warns(transposed, monkeypatch):
     # Without CuPy the read resolves to the CPU (the reader's check) and the
     # warning says why (the warning's check).
-    monkeypatch.setattr(reader_module, "cupy_module", lambda: None)
+    monkeypatch.setattr(_read_out, "cupy_module", lambda: None)
     monkeypatch.setattr(_cpu_path, "cupy_module", lambda: None)
     got = reads(open_array(transposed), 2)
     assert len(got) == 1 and "CuPy is not installed" in got[0], got
