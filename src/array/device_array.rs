@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, DevicePtrMut, DriverError};
 
-use super::ReadError;
+use super::error::ReadError;
 use crate::cuda::{CudaEngine, DeviceRegion};
 use crate::error::Error;
 

@@ -180,11 +180,11 @@ impl ReadError {
     pub fn is_timeout(&self) -> bool {
         match self {
             Self::Timeout { .. } => true,
-            Self::Fetch { source, .. } => super::object_storage::is_timeout(source),
+            Self::Fetch { source, .. } => super::store::object_storage::is_timeout(source),
             Self::Store { source, .. } => {
                 source
                     .downcast_ref::<zarrs::storage::StorageError>()
-                    .is_some_and(super::object_storage::is_timeout)
+                    .is_some_and(super::store::object_storage::is_timeout)
                     || source
                         .downcast_ref::<std::io::Error>()
                         .is_some_and(|e| e.kind() == std::io::ErrorKind::TimedOut)

@@ -6,8 +6,12 @@ use std::collections::HashMap;
 use zarrs::array::Array;
 use zarrs::storage::AsyncReadableStorageTraits;
 
-use super::{open_array, read_chunks_parallel, ArrayData, ObjectStoreArray, ReadError, ReadOptions, Selection};
-use crate::array::runtime;
+use super::{read_chunks_parallel, ArrayData, ReadOptions};
+use crate::array::error::ReadError;
+use crate::array::geometry::selection::Selection;
+use crate::array::runtime::runtime;
+use crate::array::store::open::open_array;
+use crate::array::ObjectStoreArray;
 
 /// [`open_array`] on the shared runtime; must not be called from within a tokio runtime.
 pub fn open_array_blocking(

@@ -22,8 +22,8 @@ use std::ops::Range;
 use rayon::prelude::*;
 
 use super::wave::{fill_is_zero, item_error, WaveItem};
-use super::ReadError;
 use crate::algorithm::{Algorithm, DataType};
+use crate::array::error::ReadError;
 use crate::cuda::{
     BlockPlace, BlockTarget, BloscBatch, CudaEngine, DecodeOptions, DeviceRegion, RowCopy, Scatter, StreamBatch,
     WidenPlace,

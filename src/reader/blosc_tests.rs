@@ -7,7 +7,7 @@ use zarrs::array::codec::bytes_to_bytes::blosc::{
 };
 
 use super::*;
-use crate::reader::plan::BoxCopy;
+use crate::array::geometry::box_copy::BoxCopy;
 
 /// Carries out `batch` into `out` on the host, in the device's phases.
 fn run_on_host(batch: &BloscBatch<'_>, out: &mut [u8]) {

@@ -20,7 +20,7 @@
 //! when it is opened. Names are compared in ASCII lower case, so that on a
 //! file system that ignores case a file the read would open is never taken
 //! for missing (chunk keys of this path are ASCII,
-//! [`file_keys`](crate::array::file_keys)).
+//! [`file_keys`](crate::array::store::file_keys)).
 
 use std::collections::{HashMap, HashSet};
 use std::path::Path;

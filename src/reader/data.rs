@@ -2,8 +2,8 @@
 
 use zarrs::array::DataType;
 
-use super::ReadError;
-use crate::array::DeviceArray;
+use crate::array::device_array::DeviceArray;
+use crate::array::error::ReadError;
 
 /// The data of a subset: C order, exactly the subset's shape, native byte order.
 #[derive(Debug)]

@@ -9,11 +9,12 @@ use std::sync::Arc;
 
 use zarrs::array::DataType;
 
-use super::chain::Filters;
 use super::wave::{fill_is_zero, item_error, ArenaSource, WaveCodec, WaveDecoder, WaveItem};
-use super::{ArrayData, ReadError};
+use super::ArrayData;
 use crate::algorithm::Algorithm;
+use crate::array::chain::Filters;
 use crate::array::device_array::{cuda_error, DeviceArray};
+use crate::array::error::ReadError;
 use crate::cuda::{CudaEngine, DecodeOptions, DeviceRegion, RowCopy, Scatter};
 
 /// The device memory a read writes: a new [`DeviceArray`] (zeroed), or

@@ -1,5 +1,5 @@
 //! Reads of chains without a batched decoder (blosclz, filters other than
-//! the cheap ones of [`super::chain`], nested sharding, ...): through the
+//! the cheap ones of [`crate::array::chain`], nested sharding, ...): through the
 //! ordinary zarrs pipeline, chunk by chunk, each chunk's part of the
 //! selection straight into the output.
 
@@ -8,9 +8,11 @@ use zarrs::array::{Array, ArrayBytes, ArrayError, CodecError};
 use zarrs::storage::{AsyncReadableStorageTraits, StorageError};
 
 use super::host::HostOutput;
-use super::plan::{BoxCopy, ChunkPlan};
-use super::{BoxedSource, ObjectTooLarge, ReadError, ReadOptions};
-use crate::array::object_storage::cause;
+use super::ReadOptions;
+use crate::array::error::{BoxedSource, ReadError};
+use crate::array::geometry::box_copy::BoxCopy;
+use crate::array::geometry::plan::ChunkPlan;
+use crate::array::store::object_storage::{cause, ObjectTooLarge};
 
 /// Reads `chunks` through the ordinary zarrs pipeline, each chunk's part
 /// of the selection on its own (so errors name the chunk's key, and sharded

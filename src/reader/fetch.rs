@@ -12,11 +12,12 @@ use zarrs::array::Array;
 use zarrs::storage::AsyncReadableStorageTraits;
 
 use super::chunk_dirs::ChunkDirs;
-use super::plan::{ChunkPlan, Plan};
-use super::store::StoreIo;
+use super::file_fetch;
 use super::wave::ArenaSource;
-use super::ReadError;
-use super::{file_fetch, limits, ObjectStorage};
+use crate::array::error::ReadError;
+use crate::array::geometry::plan::{ChunkPlan, Plan};
+use crate::array::store::object_storage::ObjectStorage;
+use crate::array::store::StoreIo;
 
 /// Fetched chunks, ready to decode together.
 #[derive(Debug, Default)]
@@ -32,7 +33,7 @@ pub(crate) struct Wave {
 
 /// Fetches the encoded bytes of one chunk; `None` when it is missing. A
 /// chunk stored in more bytes than any of its encodings takes
-/// ([`limits::max_encoded_len`]) is an error naming it, refused before its
+/// ([`crate::array::geometry::limits::max_encoded_len`]) is an error naming it, refused before its
 /// bytes are read where the storage is the reader's own
 /// ([`ObjectStorage`]), which learns an object's size first.
 async fn fetch_one<S: ?Sized + AsyncReadableStorageTraits + 'static>(
@@ -40,7 +41,7 @@ async fn fetch_one<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     chunk: &ChunkPlan,
     timeout: Option<Duration>,
 ) -> Result<Option<Bytes>, ReadError> {
-    let max_len = limits::max_encoded_len(chunk.decoded_len);
+    let max_len = crate::array::geometry::limits::max_encoded_len(chunk.decoded_len);
     let storage = array.storage();
     let fetch =
         async {
@@ -69,7 +70,7 @@ async fn fetch_one<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     })?;
     fetched
         .transpose()
-        .map_err(|len| limits::stored_too_large(&chunk.key, len, chunk.decoded_len))
+        .map_err(|len| crate::array::geometry::limits::stored_too_large(&chunk.key, len, chunk.decoded_len))
 }
 
 impl Wave {
@@ -119,7 +120,12 @@ pub(crate) async fn fetch_waves<S: ?Sized + AsyncReadableStorageTraits + 'static
         dirs: chunk_dirs,
     } = requests;
     match io {
-        StoreIo::Files(dir) if plan.chunks.iter().all(|c| crate::array::is_plain_key(&c.key)) => {
+        StoreIo::Files(dir)
+            if plan
+                .chunks
+                .iter()
+                .all(|c| crate::array::store::file_keys::is_plain_key(&c.key)) =>
+        {
             let (dir, plan) = (dir.clone(), plan.clone());
             return on_blocking_pool(move || {
                 // One batch is fetched at a time: the lock is never contended.

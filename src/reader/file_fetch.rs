@@ -18,7 +18,7 @@
 //!    pushed into the wave in plan order.
 //!
 //! Only the files of plain keys are read here (see
-//! [`file_keys`](crate::array::file_keys)); reads of other keys go through
+//! [`file_keys`](crate::array::store::file_keys)); reads of other keys go through
 //! the store.
 
 use std::fs::File;
@@ -33,9 +33,9 @@ use zarrs::storage::StorageError;
 
 use super::chunk_dirs::ChunkDirs;
 use super::fetch::Wave;
-use super::plan::ChunkPlan;
 use super::wave::ArenaSource;
-use super::ReadError;
+use crate::array::error::ReadError;
+use crate::array::geometry::plan::ChunkPlan;
 use crate::cuda::{ArenaSlot, FetchArena};
 
 /// Fetches the files of `chunks` under `dir` and sends them on `tx` in waves
@@ -158,8 +158,12 @@ fn file_len(dir: &Path, chunk: &ChunkPlan, dirs: &ChunkDirs) -> Result<Option<us
 /// `len`, the length of `chunk`'s file, where it is not longer than any
 /// encoding of the chunk; else an error naming it.
 fn checked_len(chunk: &ChunkPlan, len: u64) -> Result<usize, ReadError> {
-    if len > super::limits::max_encoded_len(chunk.decoded_len) {
-        return Err(super::limits::stored_too_large(&chunk.key, len, chunk.decoded_len));
+    if len > crate::array::geometry::limits::max_encoded_len(chunk.decoded_len) {
+        return Err(crate::array::geometry::limits::stored_too_large(
+            &chunk.key,
+            len,
+            chunk.decoded_len,
+        ));
     }
     let too_long = || failed(&chunk.key)(std::io::Error::other(format!("a file of {len} bytes")));
     usize::try_from(len).map_err(|_| too_long())

@@ -5,10 +5,11 @@
 use rayon::prelude::*;
 use zarrs::array::DataType;
 
-use super::chain::Filters;
-use super::plan::BoxCopy;
 use super::wave::{fill_is_zero, item_error, WaveCodec, WaveDecoder, WaveItem};
-use super::{ArrayData, ReadError};
+use super::ArrayData;
+use crate::array::chain::Filters;
+use crate::array::error::ReadError;
+use crate::array::geometry::box_copy::BoxCopy;
 use crate::codec::{Backend, BatchCodec};
 
 /// Host memory that chunk tasks write in disjoint parts, in parallel: the
@@ -230,9 +231,9 @@ impl HostWaves {
 }
 
 impl WaveDecoder for HostWaves {
-    /// At most [`CPU_WAVE_BYTES_PER_THREAD`] per thread of rayon's pool.
+    /// At most [`CPU_WAVE_BYTES_PER_THREAD`](crate::array::geometry::limits::CPU_WAVE_BYTES_PER_THREAD) per thread of rayon's pool.
     fn wave_bytes(&self, requested: usize) -> usize {
-        crate::array::cpu_wave_bytes(requested)
+        crate::array::geometry::limits::cpu_wave_bytes(requested)
     }
 
     fn decode_wave(&self, wave: &[WaveItem<'_>]) -> Result<(), ReadError> {

@@ -4,10 +4,8 @@
 
 use crate::cuda::CudaEngine;
 
-use super::{ReadError, ReadOptions};
-
-// The array core's limits, under the names the reader's modules use.
-pub(crate) use crate::array::limits::{check_shape, max_encoded_len, stored_too_large};
+use super::ReadOptions;
+use crate::array::error::ReadError;
 
 /// The largest decoded size of one chunk of a read with `options` on
 /// `engine` (`None`: the CPU): the option where it is set, else what the

@@ -123,31 +123,30 @@ mod stored;
 mod wave;
 mod wave_loop;
 
-// The array core's modules, under the names the reader's modules use.
+// The array core's items of the reader's public API.
 pub use crate::array::store;
-use crate::array::{chain, error, object_storage, plan, selection, shard};
 
-pub use crate::array::chain_class::{
+pub use crate::array::chain::class::{
     batched_algorithm, classify_array, classify_metadata, BatchedCodec, ChainClass, ChainClassError, ChainFilters,
 };
+pub use crate::array::chain::framing::Framing;
 pub use crate::array::device_array::DeviceArray;
-pub use crate::array::framing::Framing;
-pub use crate::array::limits::CPU_WAVE_BYTES_PER_THREAD;
-pub use crate::array::open::{open_array, reopen_store};
+pub use crate::array::error::{BoxedSource, ReadError};
+pub use crate::array::geometry::limits::CPU_WAVE_BYTES_PER_THREAD;
 pub use crate::array::runtime::{block_on_checked, runtime};
-pub use crate::array::MissingCredentials;
+pub use crate::array::store::credentials::MissingCredentials;
+pub use crate::array::store::metadata_document::{MetadataTooLarge, DEFAULT_MAX_METADATA_SIZE};
+pub use crate::array::store::object_storage::{ObjectStorage, ObjectTooLarge};
+pub use crate::array::store::open::{open_array, reopen_store};
 pub use crate::array::ObjectStoreArray;
-pub use crate::array::{MetadataTooLarge, ObjectTooLarge, DEFAULT_MAX_METADATA_SIZE};
 pub use blocking::{open_array_blocking, read_chunks_parallel_blocking};
 pub use data::ArrayData;
-pub use error::{BoxedSource, ReadError};
-pub use object_storage::ObjectStorage;
 pub use options::ReadOptions;
 pub use output::{LentDevice, ReadInto};
 pub use progress::{Progress, ProgressHook};
 pub use read::{read_chunks_parallel, read_chunks_parallel_into};
 
+pub use crate::array::geometry::selection::{Selection, StridedRange};
 pub(crate) use read::read_boxes;
-pub use selection::{Selection, StridedRange};
 pub use store::{open_store, StoreIo};
 pub use stored::{decode_stored_chunks_into, StoredChunk};

@@ -4,7 +4,7 @@
 use std::time::Duration;
 
 use super::progress::ProgressHook;
-use super::store::StoreIo;
+use crate::array::store::StoreIo;
 use crate::codec::Backend;
 
 /// Options of a read: [`ReadOptions::default`] and its `with_*` methods.

@@ -15,7 +15,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use super::device::DeviceOutput;
 use super::host::HostOutput;
 use super::wave::{ArenaSource, WaveDecoder, WaveItem};
-use super::ReadError;
+use crate::array::error::ReadError;
 use crate::codec::Backend;
 use crate::cuda::{CudaEngine, DeviceRegion};
 

@@ -7,8 +7,10 @@
 
 use zarrs::array::{Array, ArraySubset};
 
-use super::plan::{BoxCopy, ChunkPlan, Plan, Planner, PLAN_BATCH_CHUNKS};
-use super::{ReadError, Selection};
+use crate::array::error::ReadError;
+use crate::array::geometry::box_copy::BoxCopy;
+use crate::array::geometry::plan::{ChunkPlan, Plan, Planner, PLAN_BATCH_CHUNKS};
+use crate::array::geometry::selection::Selection;
 
 /// The selection of a read.
 pub(crate) enum Request {

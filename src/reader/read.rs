@@ -8,20 +8,21 @@ use std::sync::{Arc, Mutex};
 use zarrs::array::{Array, ArraySubset};
 use zarrs::storage::AsyncReadableStorageTraits;
 
-use super::chain::{self, Chain};
 use super::chunk_dirs::ChunkDirs;
 use super::device::DeviceWaves;
 use super::host::{HostOutput, HostWaves};
 use super::output::{Lease, LeaseEnd, Leased, ReadInto, Target};
 use super::parts::{Parts, Request};
-use super::plan::Plan;
 use super::progress::Tracker;
-use super::shard::{ShardGrid, Sharded};
-use super::store::StoreIo;
 use super::wave::{ArenaSource, WaveCodec, WaveDecoder};
-use super::{fallback, fetch, limits, shard_fetch, shard_files, wave_loop};
-use super::{ArrayData, ReadError, ReadOptions, Selection};
-use crate::array::framing::Framing;
+use super::{fallback, fetch, limits, shard_fetch, shard_files, wave_loop, ArrayData, ReadOptions};
+use crate::array::chain::framing::Framing;
+use crate::array::chain::shard::{ShardGrid, Sharded};
+use crate::array::chain::{self, Chain};
+use crate::array::error::ReadError;
+use crate::array::geometry::plan::Plan;
+use crate::array::geometry::selection::Selection;
+use crate::array::store::StoreIo;
 use crate::cuda::DecodeOptions;
 
 /// Reads `selection` of `array`: a [`zarrs::array::ArraySubset`] (a box) or a
@@ -105,7 +106,7 @@ async fn read<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     lease: Option<Arc<Lease>>,
 ) -> Result<Option<ArrayData>, ReadError> {
     let started = std::time::Instant::now();
-    limits::check_shape(array.shape())?;
+    crate::array::geometry::limits::check_shape(array.shape())?;
     let engine = target.engine(options.device)?;
     let data_type = array.data_type().clone();
     request.check_within(array.shape())?;
@@ -286,7 +287,11 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
             Some((grid, shards)) => {
                 let produce = |wave_bytes, arenas: Option<ArenaSource>, tx| async move {
                     match &options.store_io {
-                        StoreIo::Files(dir) if shards.iter().all(|s| crate::array::is_plain_key(s.key.as_str())) => {
+                        StoreIo::Files(dir)
+                            if shards
+                                .iter()
+                                .all(|s| crate::array::store::file_keys::is_plain_key(s.key.as_str())) =>
+                        {
                             let dir = dir.clone();
                             fetch::on_blocking_pool(move || {
                                 let arenas = arenas.as_ref();

@@ -1,4 +1,4 @@
-//! Fetching the inner chunks of a sharded read ([`super::shard`]): for each
+//! Fetching the inner chunks of a sharded read ([`crate::array::chain::shard`]): for each
 //! touched shard, its index (at its end: one suffix read, which also gives
 //! the shard's size, on the reader's own [`ObjectStorage`]; otherwise its
 //! size, then one ranged read), then the byte ranges of the inner chunks
@@ -24,9 +24,11 @@ use zarrs::storage::byte_range::ByteRange;
 use zarrs::storage::{AsyncReadableStorageTraits, StorageError, StoreKey};
 
 use super::fetch::{self, Wave};
-use super::plan::Plan;
-use super::shard::{index_error, inner_key, ShardGrid};
-use super::{limits, ObjectStorage, ReadError, ReadOptions};
+use super::ReadOptions;
+use crate::array::chain::shard::{index_error, inner_key, ShardGrid};
+use crate::array::error::ReadError;
+use crate::array::geometry::plan::Plan;
+use crate::array::store::object_storage::ObjectStorage;
 use crate::format::shard_index::{IndexLocation, ShardIndexError, ShardIndexSpec};
 
 /// Two needed ranges of a shard are read as one when the gap between them is
@@ -187,7 +189,7 @@ pub(super) fn missing(shard: &ShardRequest) -> Vec<RangeRead<'_>> {
 /// Parses `index`, the index of `shard` (of `shard_len` bytes), and plans
 /// the reads of its members' bytes; errors about an entry name its inner
 /// chunk, and so does an entry of more bytes than any encoding of its
-/// chunk takes ([`limits::max_encoded_len`]), before anything is read.
+/// chunk takes ([`crate::array::geometry::limits::max_encoded_len`]), before anything is read.
 pub(super) fn plan_reads<'a>(
     (grid, plan): (&ShardGrid, &Plan),
     shard: &'a ShardRequest,
@@ -209,9 +211,9 @@ pub(super) fn plan_reads<'a>(
             let range = entries[linear as usize].clone();
             let chunk = &plan.chunks[i];
             match range.as_ref().map_or(0, |r| r.end - r.start) {
-                len if len > limits::max_encoded_len(chunk.decoded_len) => {
-                    Err(limits::stored_too_large(&chunk.key, len, chunk.decoded_len))
-                }
+                len if len > crate::array::geometry::limits::max_encoded_len(chunk.decoded_len) => Err(
+                    crate::array::geometry::limits::stored_too_large(&chunk.key, len, chunk.decoded_len),
+                ),
                 _ => Ok((i, range)),
             }
         })

@@ -37,11 +37,11 @@ use tokio::sync::mpsc;
 
 use super::fetch::Wave;
 use super::file_fetch::{arena_capacity, failed};
-use super::plan::Plan;
-use super::shard::{index_error, ShardGrid};
 use super::shard_fetch::{self, Fetched, RangeRead, ShardRequest};
 use super::wave::ArenaSource;
-use super::ReadError;
+use crate::array::chain::shard::{index_error, ShardGrid};
+use crate::array::error::ReadError;
+use crate::array::geometry::plan::Plan;
 use crate::cuda::{ArenaSlot, FetchArena};
 
 /// Shards per round, per rayon thread: the first phase reads only their

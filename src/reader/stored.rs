@@ -2,7 +2,7 @@
 //! batches, which the caller fetched itself (zarr-python's codec pipeline,
 //! for stores the reader cannot open and for the inner chunks of shards),
 //! decoded in one batch exactly as a read decodes them: the chain's framing
-//! checked and removed ([`Framing`]: CRC-32C, the zlib header, the Adler-32
+//! checked and removed ([`Framing`](crate::array::chain::framing::Framing): CRC-32C, the zlib header, the Adler-32
 //! of the decoded bytes), each chunk's decoded size checked, by the reader's
 //! wave decoders, each chunk into its own byte range of memory the caller
 //! lends: on the GPU with one nvCOMP batch (blosc: one per algorithm and one
@@ -13,10 +13,12 @@ use rayon::prelude::*;
 use super::device::DeviceWaves;
 use super::host::{HostOutput, HostWaves};
 use super::output::Target;
-use super::plan::BoxCopy;
 use super::wave::{WaveCodec, WaveDecoder, WaveItem};
-use super::{limits, BatchedCodec, ChainClass, ReadError, ReadInto, ReadOptions};
+use super::{limits, ReadInto, ReadOptions};
+use crate::array::chain::class::{BatchedCodec, ChainClass};
 use crate::array::chain::Filters;
+use crate::array::error::ReadError;
+use crate::array::geometry::box_copy::BoxCopy;
 use crate::cuda::DecodeOptions;
 
 /// One stored chunk for [`decode_stored_chunks_into`].

@@ -22,10 +22,10 @@
 //! items need writing only where the fill value is not zero
 //! ([`fill_is_zero`]); memory lent by the caller gets every fill written.
 
-use super::plan::BoxCopy;
-use super::ReadError;
 use crate::algorithm::Algorithm;
-use crate::array::framing::Framing;
+use crate::array::chain::framing::Framing;
+use crate::array::error::ReadError;
+use crate::array::geometry::box_copy::BoxCopy;
 use crate::cuda::FetchArena;
 use crate::error::Error;
 

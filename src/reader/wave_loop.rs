@@ -12,11 +12,12 @@ use rayon::prelude::*;
 use tokio::sync::mpsc;
 
 use super::fetch::Wave;
-use super::plan::Plan;
 use super::progress::Tracker;
 use super::wave::{ArenaSource, WaveDecoder, WaveItem};
-use super::{ReadError, ReadOptions};
-use crate::array::framing::Framing;
+use super::ReadOptions;
+use crate::array::chain::framing::Framing;
+use crate::array::error::ReadError;
+use crate::array::geometry::plan::Plan;
 
 /// Reads every chunk of `plan`, stored with `framing` around its compressed
 /// stream, into `decoder`'s output, the waves fetched by

@@ -21,9 +21,11 @@ use std::collections::HashMap;
 use serde_json::{json, Map, Value};
 
 use super::{existing, file_store, probe, WriteError};
+use crate::array::error::ReadError;
+use crate::array::runtime::runtime;
+use crate::array::store::open::open_array;
 use crate::array::store::{local_dir, open_store};
-use crate::array::ReadError;
-use crate::array::{open_array, runtime, ObjectStoreArray};
+use crate::array::ObjectStoreArray;
 
 /// The description of a new array.
 #[derive(Debug, Clone, PartialEq)]

@@ -23,8 +23,8 @@ use rayon::prelude::*;
 
 use super::gather::{device_fill_chunks, is_fill};
 use super::WriteError;
-use crate::array::chain_class::{BatchedCodec, ChainClass};
-use crate::array::FastChain;
+use crate::array::chain::class::{BatchedCodec, ChainClass};
+use crate::array::chain::FastChain;
 use crate::cuda::{CudaEngine, DeviceRegion};
 use crate::{Backend, BatchCodec};
 

@@ -1,5 +1,5 @@
 //! Chunk files of a local directory written by the writer itself
-//! ([`StoreIo::Files`](crate::array::StoreIo::Files)), instead of one
+//! ([`StoreIo::Files`](crate::array::store::StoreIo::Files)), instead of one
 //! store put per chunk on tokio's blocking pool.
 //!
 //! - The directories of a wave's chunk files are made while the wave

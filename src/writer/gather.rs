@@ -13,8 +13,8 @@ use rayon::prelude::*;
 
 use super::plan::ChunkWrite;
 use super::WriteError;
-use crate::array::BoxCopy;
-use crate::array::DeviceArray;
+use crate::array::device_array::DeviceArray;
+use crate::array::geometry::box_copy::BoxCopy;
 use crate::cuda::{CudaEngine, DeviceRegion};
 use crate::error::Error;
 

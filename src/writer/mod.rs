@@ -82,8 +82,11 @@ pub use encode::encode_stored_chunks;
 pub use options::WriteOptions;
 pub use store::WriteSummary;
 
-use crate::array::{check_shape, chunk_bytes, classify_chain, cpu_wave_bytes, runtime, Chain};
-use crate::array::{BoxedSource, ReadError, Selection};
+use crate::array::chain::{classify as classify_chain, Chain};
+use crate::array::error::{BoxedSource, ReadError};
+use crate::array::geometry::limits::{check_shape, chunk_bytes, cpu_wave_bytes};
+use crate::array::geometry::selection::Selection;
+use crate::array::runtime::runtime;
 use crate::codec::Backend;
 use crate::cuda::CudaEngine;
 use encode::ChunkEncoder;

@@ -1,7 +1,7 @@
 //! [`WriteOptions`]: how a write runs (backend, concurrency, wave size,
 //! empty chunks, how chunks are stored).
 
-use crate::array::StoreIo;
+use crate::array::store::StoreIo;
 use crate::codec::Backend;
 
 /// Options of a write: [`WriteOptions::default`] and its `with_*` methods.
@@ -16,7 +16,7 @@ pub struct WriteOptions {
     /// in flight at once (default 64).
     pub max_concurrent_requests: usize,
     /// Decoded bytes per wave (default 256 MiB; on the CPU at most
-    /// [`CPU_WAVE_BYTES_PER_THREAD`](crate::array::limits::CPU_WAVE_BYTES_PER_THREAD) per thread); a wave
+    /// [`CPU_WAVE_BYTES_PER_THREAD`](crate::array::geometry::limits::CPU_WAVE_BYTES_PER_THREAD) per thread); a wave
     /// holds at least one chunk.
     pub wave_bytes: usize,
     /// Whether chunks equal to the fill value are stored too (default

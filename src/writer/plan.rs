@@ -8,8 +8,9 @@
 use zarrs::array::{Array, ArraySubset};
 
 use super::WriteError;
-use crate::array::{BoxCopy, Selection};
-use crate::array::{ChunkPlan, Planner, PLAN_BATCH_CHUNKS};
+use crate::array::geometry::box_copy::BoxCopy;
+use crate::array::geometry::plan::{ChunkPlan, Planner, PLAN_BATCH_CHUNKS};
+use crate::array::geometry::selection::Selection;
 
 /// One chunk of a write.
 #[derive(Debug, Clone)]

@@ -25,8 +25,9 @@ use zarrs::metadata::ArrayMetadata;
 use super::encode::Stored;
 use super::plan::ChunkWrite;
 use super::WriteError;
-use crate::array::BoxCopy;
-use crate::array::{classify_chain, Chain, DeviceArray, FastChain};
+use crate::array::chain::{classify as classify_chain, Chain, FastChain};
+use crate::array::device_array::DeviceArray;
+use crate::array::geometry::box_copy::BoxCopy;
 use crate::cuda::{CudaEngine, DeviceRegion, Rows};
 
 /// The `sharding_indexed` configuration, as stored.

@@ -11,8 +11,8 @@ use super::encode::Stored;
 use super::file_store;
 use super::plan::ChunkWrite;
 use super::{WriteError, WriteOptions};
-use crate::array::is_plain_key;
-use crate::array::StoreIo;
+use crate::array::store::file_keys::is_plain_key;
+use crate::array::store::StoreIo;
 
 /// What storing a wave did.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -229,7 +229,7 @@ mod tests {
         let read = ReadOptions::default()
             .with_device(Backend::Cpu)
             .with_progress(ProgressHook::new(move |p| seen.lock().unwrap().push(p)));
-        let partial = crate::array::runtime()
+        let partial = crate::array::runtime::runtime()
             .block_on(read_partial_with(&array, &wave, &read))
             .unwrap();
         // One read: every report counts toward the bytes of all eight boxes

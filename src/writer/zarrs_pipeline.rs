@@ -39,7 +39,7 @@ pub(crate) async fn write_with_zarrs<S: ?Sized + AsyncReadableWritableStorageTra
     let mut summary = WriteSummary::default();
     for wave in plan::waves(
         planner.chunks(),
-        crate::array::cpu_wave_bytes(usize::MAX),
+        crate::array::geometry::limits::cpu_wave_bytes(usize::MAX),
         (1, super::shard::MAX_WAVE_ITEMS),
     ) {
         let wave = wave?;

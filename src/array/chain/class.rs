@@ -1,4 +1,4 @@
-//! The reader's verdict on an array's codec chain ([`super::chain`]) as
+//! The reader's verdict on an array's codec chain ([`crate::array::chain`]) as
 //! data, for the front ends that decode chunks the reader did not fetch: the
 //! Python package's zarr codec pipeline and numcodecs path ask it, so that
 //! they batch exactly the chains the reader batches.
@@ -10,9 +10,9 @@ use zarrs::metadata::v3::MetadataV3;
 use zarrs::metadata::ArrayMetadata;
 use zarrs::storage::store::MemoryStore;
 
-use super::chain::{self, Chain};
-use super::framing::Framing;
-use super::shard::Sharded;
+use crate::array::chain::framing::Framing;
+use crate::array::chain::shard::Sharded;
+use crate::array::chain::{self, Chain};
 use crate::format::blosc::BloscCodec;
 use crate::format::filters::ElementFilters;
 

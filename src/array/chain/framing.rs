@@ -1,5 +1,5 @@
 //! The framing of a stored chunk around its compressed stream, as the
-//! chains the reader batches store it ([`super::chain`]):
+//! chains the reader batches store it ([`crate::array::chain`]):
 //!
 //! | part | bytes | chains |
 //! |---|---|---|

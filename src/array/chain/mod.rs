@@ -23,18 +23,18 @@
 //!
 //! A v3 array whose only codec is `sharding_indexed` over one of these
 //! chains is classified by its inner chain: its inner chunks are read in
-//! batches ([`super::shard`]).
+//! batches ([`crate::array::chain::shard`]).
 //!
 //! Around the compressor, these filters are batched too ([`Filters`]); any
 //! other falls back with the reason:
 //!
 //! | metadata | filter | undone by |
 //! |---|---|---|
-//! | v3 `bytes` `endian: "big"`, v2 `>` data types | byte order | swapping each element (each half of a complex one) after decoding ([`super::byteswap`]) |
-//! | v3 `transpose` (any permutation, several composed), v2 `order: "F"` | dimension order | placing the chunk through the strides of its stored order ([`super::transpose`]) |
-//! | v3 `numcodecs.delta`, v2 `delta`, `astype` equal to `dtype` | differences | the running sum of the chunk after the swap ([`super::delta`]); a delta before a `transpose` falls back, and a v2 delta of another byte order than the data type |
+//! | v3 `bytes` `endian: "big"`, v2 `>` data types | byte order | swapping each element (each half of a complex one) after decoding ([`crate::array::chain::byteswap`]) |
+//! | v3 `transpose` (any permutation, several composed), v2 `order: "F"` | dimension order | placing the chunk through the strides of its stored order ([`crate::array::chain::transpose`]) |
+//! | v3 `numcodecs.delta`, v2 `delta`, `astype` equal to `dtype` | differences | the running sum of the chunk after the swap ([`crate::array::chain::delta`]); a delta before a `transpose` falls back, and a v2 delta of another byte order than the data type |
 //! | v3 `bitround` / `numcodecs.bitround`, v2 `bitround` | bit rounding | nothing: decoding is the identity |
-//! | v3 `numcodecs.fixedscaleoffset`, v2 `fixedscaleoffset`, float `dtype`, integer `astype` | floats stored as scaled integers | widening each decoded chunk's integers (swapped first, as words of `astype`) into floats before placing it ([`super::scale_offset`]); with a delta it falls back, and in zarr v2 where the data type or `astype` is big endian |
+//! | v3 `numcodecs.fixedscaleoffset`, v2 `fixedscaleoffset`, float `dtype`, integer `astype` | floats stored as scaled integers | widening each decoded chunk's integers (swapped first, as words of `astype`) into floats before placing it ([`crate::array::chain::scale_offset`]); with a delta it falls back, and in zarr v2 where the data type or `astype` is big endian |
 //!
 //! The byte swap and running sum ([`ElementFilters`]) are undone in place on
 //! each decoded chunk, and `fixedscaleoffset` widened ([`ScaleOffset`]), by
@@ -46,6 +46,14 @@
 //! inflated bytes, on the GPU by the checksum kernel over the decoded
 //! buffers before they are scattered (`cuda::checksums`).
 
+pub(crate) mod byteswap;
+pub(crate) mod class;
+pub(crate) mod delta;
+pub(crate) mod framing;
+pub(crate) mod scale_offset;
+pub(crate) mod shard;
+pub(crate) mod transpose;
+
 use zarrs::metadata::v2::DataTypeMetadataV2;
 use zarrs::metadata::v2::{ArrayMetadataV2, ArrayMetadataV2Order};
 use zarrs::metadata::v3::MetadataV3;
@@ -56,8 +64,7 @@ use crate::format::blosc::BloscCodec;
 use crate::format::filters::ElementFilters;
 use crate::format::scale_offset::ScaleOffset;
 
-use super::framing::{Framing, ZLIB};
-use super::{byteswap, delta, scale_offset, transpose};
+use framing::{Framing, ZLIB};
 
 /// What a chain asks of each decoded chunk besides its compressor: element
 /// filters undone in place, integers widened into floats, and the order its
@@ -69,7 +76,7 @@ pub(crate) struct Filters {
     pub elements: ElementFilters,
     /// numcodecs `fixedscaleoffset`, undone after `elements`.
     pub scale_offset: Option<ScaleOffset>,
-    /// The chunk's dimensions in stored order (see [`super::transpose`]);
+    /// The chunk's dimensions in stored order (see [`crate::array::chain::transpose`]);
     /// `None`: C order.
     pub order: Option<Vec<usize>>,
 }
@@ -219,7 +226,7 @@ pub(crate) fn classify(metadata: &ArrayMetadata, elem: Option<usize>) -> Chain {
             if !meta.storage_transformers.is_empty() {
                 return Chain::Fallback("storage transformers".into());
             }
-            let chain = super::shard::classify(metadata, Some(elem)).unwrap_or_else(|| classify_v3(&meta.codecs, elem));
+            let chain = shard::classify(metadata, Some(elem)).unwrap_or_else(|| classify_v3(&meta.codecs, elem));
             (chain, meta.data_type.name())
         }
         ArrayMetadata::V2(meta) => match &meta.dtype {
@@ -424,5 +431,4 @@ fn classify_v3(codecs: &[MetadataV3], elem: usize) -> Chain {
 }
 
 #[cfg(test)]
-#[path = "chain_tests.rs"]
 mod tests;

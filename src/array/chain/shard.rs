@@ -10,8 +10,8 @@ use zarrs::array::Array;
 use zarrs::metadata::v3::MetadataV3;
 use zarrs::metadata::ArrayMetadata;
 
-use super::chain::{self, Chain};
-use super::ReadError;
+use crate::array::chain::{self, Chain};
+use crate::array::error::ReadError;
 use crate::format::shard_index::{IndexLocation, ShardIndexSpec};
 
 /// A sharded array read through its inner chunks.
@@ -51,7 +51,7 @@ fn sharding_config(metadata: &ArrayMetadata) -> Option<Result<(&MetadataV3, Shar
 }
 
 /// Why a sharded array's chain is read by zarrs, or `None` when it is not
-/// sharded or is read in batches; for [`batched_algorithm`](super::batched_algorithm).
+/// sharded or is read in batches; for [`batched_algorithm`](crate::array::chain::class::batched_algorithm).
 pub(crate) fn classify(metadata: &ArrayMetadata, elem: Option<usize>) -> Option<Chain> {
     let config = match sharding_config(metadata)? {
         Ok((_, config)) => config,

@@ -47,7 +47,7 @@ pub(super) fn compose(first: Option<Vec<usize>>, then: Vec<usize>) -> Result<Vec
 /// # Panics
 /// Unless `order` is a permutation of the chunk's dimensions (the chain is
 /// checked against the array when it is opened).
-pub(super) fn stored_strides(shape: &[u64], order: &[usize], elem: usize) -> Vec<usize> {
+pub(crate) fn stored_strides(shape: &[u64], order: &[usize], elem: usize) -> Vec<usize> {
     assert_eq!(shape.len(), order.len(), "a transpose of the chunk's dimensions");
     let mut strides = vec![0; shape.len()];
     let mut stride = elem;

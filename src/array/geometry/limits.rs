@@ -4,7 +4,7 @@
 
 use zarrs::metadata::v3::MetadataV3;
 
-use super::ReadError;
+use crate::array::error::ReadError;
 
 /// Most compressed bytes of a CPU wave per thread of rayon's pool, whatever
 /// [`ReadOptions::wave_bytes`](crate::reader::ReadOptions::wave_bytes) asks. The CPU decodes chunk by chunk and gains

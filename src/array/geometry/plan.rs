@@ -7,10 +7,9 @@
 use rayon::prelude::*;
 use zarrs::array::{Array, ArraySubset};
 
-use super::box_copy::c_strides;
-pub(crate) use super::box_copy::BoxCopy;
-use super::selection::{Selection, StridedRange};
-use super::ReadError;
+use crate::array::error::ReadError;
+use crate::array::geometry::box_copy::{c_strides, BoxCopy};
+use crate::array::geometry::selection::{Selection, StridedRange};
 
 /// One chunk of a read.
 #[derive(Debug, Clone)]
@@ -258,7 +257,7 @@ pub(crate) struct Planner<'a, S: ?Sized> {
 impl<'a, S: ?Sized + Send + Sync> Planner<'a, S> {
     /// The planner of the read of `selection` from `array`, whose chunks
     /// decode to elements of `elem` bytes with their dimensions in `order`
-    /// (`None`: C order; see [`super::transpose`]). `out_len` is the
+    /// (`None`: C order; see [`crate::array::chain::transpose`]). `out_len` is the
     /// output's size in bytes, checked by the caller; chunks that decode to
     /// more than `max_decoded_size` (when given) are errors.
     pub(crate) fn new(
@@ -268,7 +267,7 @@ impl<'a, S: ?Sized + Send + Sync> Planner<'a, S> {
         out_len: usize,
         max_decoded_size: Option<u64>,
     ) -> Result<Self, ReadError> {
-        super::limits::check_shape(array.shape())?;
+        crate::array::geometry::limits::check_shape(array.shape())?;
         selection
             .check_within(array.shape())
             .map_err(|reason| ReadError::InvalidSubset { source: reason.into() })?;
@@ -416,12 +415,13 @@ fn chunk_plan<S: ?Sized>(
     let indices: Vec<u64> = parts.iter().map(|p| p.chunk).collect();
     let key = array.chunk_key(&indices).to_string();
     let chunk_shape: Vec<u64> = parts.iter().map(|p| p.chunk_len).collect();
-    let decoded = super::limits::chunk_bytes(&chunk_shape, elem).ok_or_else(|| ReadError::InvalidMetadata {
-        field: "chunk_shape".into(),
-        reason: format!(
-            "chunk {key} of shape {chunk_shape:?} and {elem}-byte elements has more bytes than 64 bits count"
-        ),
-    })?;
+    let decoded =
+        crate::array::geometry::limits::chunk_bytes(&chunk_shape, elem).ok_or_else(|| ReadError::InvalidMetadata {
+            field: "chunk_shape".into(),
+            reason: format!(
+                "chunk {key} of shape {chunk_shape:?} and {elem}-byte elements has more bytes than 64 bits count"
+            ),
+        })?;
     if let Some(limit) = max_decoded_size.filter(|limit| decoded > *limit) {
         return Err(ReadError::ChunkTooLarge {
             key,
@@ -439,7 +439,7 @@ fn chunk_plan<S: ?Sized>(
     let dst_start: Vec<u64> = parts.iter().map(|p| p.dst_start).collect();
     let box_shape: Vec<u64> = counts.iter().zip(steps).map(|(c, s)| (c - 1) * s + 1).collect();
     let src_strides = match order {
-        Some(order) => super::transpose::stored_strides(&chunk_shape, order, elem),
+        Some(order) => crate::array::chain::transpose::stored_strides(&chunk_shape, order, elem),
         None => c_strides(&chunk_shape, elem),
     };
     let copy = BoxCopy::strided_from(&src_strides, &local_start, steps, out_shape, &dst_start, &counts, elem);

@@ -27,7 +27,7 @@ pub struct MissingCredentials {
 /// The [`MissingCredentials`] that `e` (an error of [`ObjectStorage`](crate::reader::ObjectStorage))
 /// was caused by, if any.
 pub(crate) fn missing_credentials(e: &StorageError) -> Option<&MissingCredentials> {
-    super::object_storage::cause(e)
+    crate::array::store::object_storage::cause(e)
 }
 
 #[cfg(feature = "s3")]
@@ -40,7 +40,7 @@ mod instance {
     use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey, AwsCredential, AwsCredentialProvider};
     use object_store::CredentialProvider;
 
-    use super::MissingCredentials;
+    use crate::array::store::credentials::MissingCredentials;
     use crate::array::store::truthy;
 
     /// object_store's instance metadata credentials, its error as [`MissingCredentials`].

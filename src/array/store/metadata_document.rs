@@ -32,7 +32,7 @@ pub(crate) fn is_metadata_key(key: &str) -> bool {
 
 /// A metadata document larger than the bound: an I/O error of kind
 /// `InvalidData` carries it through zarrs, and opening an array reports it
-/// as [`ReadError::InvalidMetadata`](super::ReadError::InvalidMetadata).
+/// as [`ReadError::InvalidMetadata`](crate::array::error::ReadError::InvalidMetadata).
 #[derive(Debug, thiserror::Error)]
 #[error(
     "metadata document {key} is {size} bytes, more than the {limit} bytes taken (storage option max_metadata_size)"

@@ -36,7 +36,7 @@
 //! `retry_timeout` (default `60s`), which bound object_store's retries, and
 //! `max_metadata_size`, the most bytes a metadata document (`zarr.json`,
 //! `.zarray`, ...) may have (default
-//! [`DEFAULT_MAX_METADATA_SIZE`](super::DEFAULT_MAX_METADATA_SIZE)).
+//! [`DEFAULT_MAX_METADATA_SIZE`](crate::array::store::metadata_document::DEFAULT_MAX_METADATA_SIZE)).
 //! Defaults: `timeout` 30 s, `connect_timeout` 5 s, so an unreachable or
 //! stalled server gives an error in bounded time.
 //!
@@ -45,6 +45,13 @@
 //! [`MAX_DURATION`]; `max_retries` is at most [`MAX_RETRIES`]. A duration,
 //! count or boolean that is not one, or is past its maximum, is
 //! [`ReadError::Config`] naming the option (and the range).
+
+pub(crate) mod credentials;
+pub(crate) mod file_keys;
+pub(crate) mod metadata_document;
+pub(crate) mod object_storage;
+pub(crate) mod open;
+pub(crate) mod options;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -64,9 +71,9 @@ use object_store::ClientConfigKey;
 use object_store::{BackoffConfig, ObjectStore, RetryConfig};
 use url::Url;
 
-pub use super::store_options::{parse_duration, MAX_DURATION, MAX_RETRIES};
-use super::{store_options, BoxedSource, ReadError};
+use crate::array::error::{BoxedSource, ReadError};
 use crate::fork::PerProcess;
+pub use options::{parse_duration, MAX_DURATION, MAX_RETRIES};
 
 /// Default request timeout.
 pub const DEFAULT_TIMEOUT: &str = "30s";
@@ -80,11 +87,11 @@ pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
 /// The retry configuration from `options`, removing this crate's keys.
 fn retry_config(options: &mut HashMap<String, String>) -> Result<RetryConfig, ReadError> {
     let max_retries = match options.remove("max_retries") {
-        Some(v) => store_options::max_retries(&v)?,
+        Some(v) => options::max_retries(&v)?,
         None => DEFAULT_MAX_RETRIES,
     };
     let retry_timeout = match options.remove("retry_timeout") {
-        Some(v) => store_options::duration("retry_timeout", &v)?,
+        Some(v) => options::duration("retry_timeout", &v)?,
         None => DEFAULT_RETRY_TIMEOUT,
     };
     let backoff = BackoffConfig {
@@ -107,9 +114,9 @@ fn lower_case_keys(options: &HashMap<String, String>) -> HashMap<String, String>
         .collect()
 }
 
-/// [`lower_case_keys`], each value checked ([`store_options::checked`]).
+/// [`lower_case_keys`], each value checked ([`options::checked`]).
 fn checked_options(options: &HashMap<String, String>) -> Result<HashMap<String, String>, ReadError> {
-    store_options::checked(&lower_case_keys(options))
+    options::checked(&lower_case_keys(options))
 }
 
 /// The longest one request to a store opened with `options` may take: every
@@ -119,7 +126,7 @@ fn checked_options(options: &HashMap<String, String>) -> Result<HashMap<String, 
 pub fn request_budget(options: &HashMap<String, String>) -> Result<Duration, ReadError> {
     let mut options = checked_options(options)?;
     let retry = retry_config(&mut options)?;
-    let timeout = store_options::duration(
+    let timeout = options::duration(
         "timeout",
         options.get("timeout").map_or(DEFAULT_TIMEOUT, String::as_str),
     )?;
@@ -138,7 +145,7 @@ pub fn request_budget(options: &HashMap<String, String>) -> Result<Duration, Rea
 /// The bound on metadata documents' size in `options`
 /// (`max_metadata_size`), checked; the default where it is absent.
 pub fn max_metadata_size(options: &HashMap<String, String>) -> Result<u64, ReadError> {
-    store_options::max_metadata_size(&checked_options(options)?)
+    options::max_metadata_size(&checked_options(options)?)
 }
 
 /// Whether an object_store boolean option is set (its own spellings of true).
@@ -274,7 +281,7 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
     let parsed = Url::parse(url).map_err(|e| invalid(e.into()))?;
     let mut options = checked_options(options)?;
     // For the metadata reads (open_array), not the store's client.
-    options.remove(store_options::MAX_METADATA_SIZE);
+    options.remove(options::MAX_METADATA_SIZE);
     match parsed.scheme() {
         "file" => Err(invalid(
             format!(
@@ -311,7 +318,7 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
                 .or_else(|| builder.get_config_value(&AmazonS3ConfigKey::Endpoint));
             let allow_http = builder.get_config_value(&AmazonS3ConfigKey::Client(ClientConfigKey::AllowHttp));
             require_allow_http(endpoint.as_deref(), allow_http.as_deref())?;
-            let store = super::credentials::explain_missing(builder)
+            let store = crate::array::store::credentials::explain_missing(builder)
                 .build()
                 .map_err(|e| invalid(e.into()))?;
             with_prefix(Arc::new(store), raw_key(url))

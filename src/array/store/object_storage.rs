@@ -7,7 +7,7 @@
 //! and listings are zarrs' adapter's. A request that timed out is an I/O
 //! error of kind `TimedOut` ([`is_timeout`]), not only its text. Metadata
 //! documents are bounded in size and their bare non-finite numbers quoted
-//! as they are read ([`metadata_document`](super::metadata_document)).
+//! as they are read ([`metadata_document`]).
 
 use std::any::TypeId;
 use std::ops::Range;
@@ -24,8 +24,8 @@ use zarrs::storage::{
 };
 use zarrs_object_store::AsyncObjectStore;
 
-use super::metadata_document::{self, MetadataTooLarge, DEFAULT_MAX_METADATA_SIZE};
-use super::MissingCredentials;
+use crate::array::store::credentials::MissingCredentials;
+use crate::array::store::metadata_document::{self, MetadataTooLarge, DEFAULT_MAX_METADATA_SIZE};
 
 /// An object_store store as zarrs storage, with ranged reads of one request.
 pub struct ObjectStorage {
@@ -36,14 +36,14 @@ pub struct ObjectStorage {
     /// The most bytes a metadata document may have.
     max_metadata_size: u64,
     /// The most bytes another object (a chunk, a shard), or a range of one,
-    /// may have ([`max_stored_object_len`](super::limits::max_stored_object_len)).
+    /// may have ([`max_stored_object_len`](crate::array::geometry::limits::max_stored_object_len)).
     max_object_size: u64,
 }
 
 /// A stored object, or a range of one, larger than any chunk or shard of
 /// its array can be: an I/O error of kind `InvalidData` carries it through
 /// zarrs, and the fallback path reports it as
-/// [`ReadError::Corrupt`](super::ReadError::Corrupt) naming the key.
+/// [`ReadError::Corrupt`](crate::array::error::ReadError::Corrupt) naming the key.
 #[derive(Debug, thiserror::Error)]
 #[error("{size} bytes stored at {key}: more than any chunk of the array takes ({limit} bytes), so not read")]
 pub struct ObjectTooLarge {

@@ -6,9 +6,12 @@ use std::sync::Arc;
 
 use zarrs::array::{Array, ArrayCreateError};
 
-use super::store::{self, open_store};
-use super::{BoxedSource, MetadataTooLarge, ObjectStorage, ObjectStoreArray, ReadError};
-use crate::array::credentials::missing_credentials;
+use crate::array::error::{BoxedSource, ReadError};
+use crate::array::store::credentials::missing_credentials;
+use crate::array::store::metadata_document::MetadataTooLarge;
+use crate::array::store::object_storage::ObjectStorage;
+use crate::array::store::{self, open_store};
+use crate::array::ObjectStoreArray;
 
 /// Opens the zarr array (v3 `zarr.json` or v2 `.zarray`) at `url` with
 /// `storage_options` (see [`store`]).
@@ -21,7 +24,7 @@ use crate::array::credentials::missing_credentials;
 /// [`MAX_DIMENSIONS`](crate::limits::MAX_DIMENSIONS) dimensions, or with an
 /// axis longer than NumPy's (2**63 - 1), or metadata documents larger than
 /// the storage option `max_metadata_size` allows
-/// ([`MetadataTooLarge`](crate::reader::MetadataTooLarge)), or a codec chain that
+/// ([`MetadataTooLarge`]), or a codec chain that
 /// does not fit the array (`check_codecs`), gives
 /// [`ReadError::InvalidMetadata`].
 /// The whole open takes at most the time of one request
@@ -56,7 +59,7 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
             })
         }
         Ok(Ok(array)) => {
-            super::limits::check_shape(array.shape())?;
+            crate::array::geometry::limits::check_shape(array.shape())?;
             check_codecs(&array)?;
             let storage = bounded_storage(store, &array, max_metadata_size);
             return Ok(array.with_storage(Arc::new(storage)));
@@ -68,7 +71,7 @@ pub async fn open_array(url: &str, storage_options: &HashMap<String, String>) ->
             })
         }
         Ok(Err(ArrayCreateError::StorageError(e))) => {
-            if let Some(too_large) = super::object_storage::cause::<MetadataTooLarge>(&e) {
+            if let Some(too_large) = crate::array::store::object_storage::cause::<MetadataTooLarge>(&e) {
                 return Err(ReadError::InvalidMetadata {
                     field: "size".into(),
                     reason: too_large.to_string(),
@@ -138,7 +141,7 @@ fn check_codecs<S: ?Sized>(array: &Array<S>) -> Result<(), ReadError> {
 /// The storage of `array` over `store`: metadata documents of at most
 /// `max_metadata_size` bytes, other objects (and ranges) of at most what
 /// a chunk or shard of `array` takes
-/// ([`max_stored_object_len`](super::limits::max_stored_object_len)).
+/// ([`max_stored_object_len`](crate::array::geometry::limits::max_stored_object_len)).
 fn bounded_storage<S: ?Sized>(
     store: Arc<dyn object_store::ObjectStore>,
     array: &Array<S>,
@@ -154,5 +157,7 @@ fn bounded_storage<S: ?Sized>(
         zarrs::metadata::ArrayMetadata::V3(meta) => meta.codecs.as_slice(),
         _ => &[],
     };
-    storage.with_max_object_size(super::limits::max_stored_object_len(&shape, codecs, elem))
+    storage.with_max_object_size(crate::array::geometry::limits::max_stored_object_len(
+        &shape, codecs, elem,
+    ))
 }

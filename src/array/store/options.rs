@@ -10,7 +10,7 @@
 use std::collections::HashMap;
 use std::time::Duration;
 
-use super::ReadError;
+use crate::array::error::ReadError;
 
 /// The longest duration an option takes (no deadline computed from it
 /// overflows); a longer one (`"1e300"` to mean "never") is an error.
@@ -127,11 +127,11 @@ pub(super) fn max_retries(text: &str) -> Result<usize, ReadError> {
 
 /// The bound on metadata documents' size the option `max_metadata_size`
 /// of `options` (lower-case keys) gives: a count of bytes, at least 1;
-/// [`DEFAULT_MAX_METADATA_SIZE`](super::DEFAULT_MAX_METADATA_SIZE) where
+/// [`DEFAULT_MAX_METADATA_SIZE`](crate::array::store::metadata_document::DEFAULT_MAX_METADATA_SIZE) where
 /// it is absent.
 pub(super) fn max_metadata_size(options: &HashMap<String, String>) -> Result<u64, ReadError> {
     let Some(text) = options.get(MAX_METADATA_SIZE) else {
-        return Ok(super::DEFAULT_MAX_METADATA_SIZE);
+        return Ok(crate::array::store::metadata_document::DEFAULT_MAX_METADATA_SIZE);
     };
     match text.trim().parse::<u64>() {
         Ok(bytes) if bytes > 0 => Ok(bytes),
@@ -263,7 +263,7 @@ mod tests {
         assert_eq!(size(" 4096 ").unwrap(), 4096);
         assert_eq!(
             max_metadata_size(&HashMap::new()).unwrap(),
-            crate::array::DEFAULT_MAX_METADATA_SIZE
+            crate::array::store::metadata_document::DEFAULT_MAX_METADATA_SIZE
         );
         assert_eq!(max_retries(" 3 ").unwrap(), 3);
     }
