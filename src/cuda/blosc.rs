@@ -17,7 +17,6 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::checksums::verify_adler32;
 use super::checksums::Adler32Check;
 use super::copies::copy_all;
 use super::copies::Copy;
@@ -254,7 +253,7 @@ unsafe fn enqueue_blosc(
             })
             .collect();
         // SAFETY: the regions lie in the shuffled scratch, decoded above.
-        unsafe { verify_adler32(engine, &checks)? };
+        unsafe { engine.verify_adler32(&checks)? };
         profile.mark("blosc streams decoded");
     }
     upload_stored(engine, &batch.stored, shuffled.ptr())?;

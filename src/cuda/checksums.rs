@@ -155,32 +155,35 @@ pub(crate) struct Adler32Check {
     pub stored: u32,
 }
 
-/// Checks that every buffer of `checks` has its stored Adler-32, in one
-/// launch of the checksum kernel; the error ([`ContentCheck::mismatch`])
-/// names the first that does not. Waits for the engine's stream.
-///
-/// # Safety
-/// The buffers must be device memory of this engine, live and not
-/// written by other work until the call returns.
-pub(super) unsafe fn verify_adler32(engine: &CudaEngine, checks: &[Adler32Check]) -> Result<()> {
-    let n = checks.len();
-    if n == 0 {
-        return Ok(());
-    }
-    let buffers: Vec<DeviceRegion> = checks.iter().map(|c| c.buffer).collect();
-    let mut s = engine.lock()?;
-    let sums = ensure_device(&engine.ctx, &mut s.checks, 4 * n)?.ptr();
-    let summer = s.kernels.get::<ChecksumKernel>(&engine.ctx)?;
-    // SAFETY: the caller vouches for the buffers; `sums` holds `n` words.
-    let enqueued = unsafe { summer.enqueue_buffers(&engine.ctx, &buffers, KIND_ADLER32, sums, engine.cu_stream()) };
-    // Wait also after a failed launch: the table upload may be queued.
-    let synced = engine.sync();
-    enqueued.and(synced)?;
-    let mut words = vec![0u32; n];
-    // SAFETY: `n` words written by the finished kernel.
-    unsafe { result::memcpy_dtoh_sync(&mut words, sums) }.map_err(cuda_err("cuMemcpyDtoH"))?;
-    match words.iter().zip(checks).find(|(&actual, c)| actual != c.stored) {
-        Some((&actual, c)) => Err(ContentCheck::ZlibAdler32(c.stored).mismatch(c.index, actual)),
-        None => Ok(()),
+impl CudaEngine {
+    /// Checks that every buffer of `checks` has its stored Adler-32, in one
+    /// launch of the checksum kernel; the error ([`ContentCheck::mismatch`])
+    /// names the first that does not. Waits for the engine's stream.
+    ///
+    /// # Safety
+    /// The buffers must be device memory of this engine, live and not
+    /// written by other work until the call returns.
+    pub(super) unsafe fn verify_adler32(&self, checks: &[Adler32Check]) -> Result<()> {
+        let engine = self;
+        let n = checks.len();
+        if n == 0 {
+            return Ok(());
+        }
+        let buffers: Vec<DeviceRegion> = checks.iter().map(|c| c.buffer).collect();
+        let mut s = engine.lock()?;
+        let sums = ensure_device(&engine.ctx, &mut s.checks, 4 * n)?.ptr();
+        let summer = s.kernels.get::<ChecksumKernel>(&engine.ctx)?;
+        // SAFETY: the caller vouches for the buffers; `sums` holds `n` words.
+        let enqueued = unsafe { summer.enqueue_buffers(&engine.ctx, &buffers, KIND_ADLER32, sums, engine.cu_stream()) };
+        // Wait also after a failed launch: the table upload may be queued.
+        let synced = engine.sync();
+        enqueued.and(synced)?;
+        let mut words = vec![0u32; n];
+        // SAFETY: `n` words written by the finished kernel.
+        unsafe { result::memcpy_dtoh_sync(&mut words, sums) }.map_err(cuda_err("cuMemcpyDtoH"))?;
+        match words.iter().zip(checks).find(|(&actual, c)| actual != c.stored) {
+            Some((&actual, c)) => Err(ContentCheck::ZlibAdler32(c.stored).mismatch(c.index, actual)),
+            None => Ok(()),
+        }
     }
 }

@@ -239,14 +239,17 @@ pub(super) unsafe fn copy_all<R: Into<Rows>>(
     unsafe { copier.copy_rows(&engine.ctx, &rows, engine.cu_stream()) }
 }
 
-/// Enqueues strided device copies on `engine`'s stream, in one kernel
-/// launch; the caller synchronises the stream.
-///
-/// # Safety
-/// Every row must be device memory of the engine's context, alive until
-/// the stream has run the copies; destinations must not overlap.
-pub(crate) unsafe fn enqueue_rows(engine: &CudaEngine, rows: &[Rows]) -> Result<()> {
-    let mut s = engine.lock()?;
-    // SAFETY: the caller's.
-    unsafe { copy_all(engine, &mut s.kernels, rows.iter().copied()) }
+impl CudaEngine {
+    /// Enqueues strided device copies on `engine`'s stream, in one kernel
+    /// launch; the caller synchronises the stream.
+    ///
+    /// # Safety
+    /// Every row must be device memory of the engine's context, alive until
+    /// the stream has run the copies; destinations must not overlap.
+    pub(crate) unsafe fn enqueue_rows(&self, rows: &[Rows]) -> Result<()> {
+        let engine = self;
+        let mut s = engine.lock()?;
+        // SAFETY: the caller's.
+        unsafe { copy_all(engine, &mut s.kernels, rows.iter().copied()) }
+    }
 }

@@ -76,28 +76,31 @@ fn take(engine: &CudaEngine, pool: &Pool, len: usize) -> Result<PinnedBuffer> {
     PinnedBuffer::new(engine.context(), len)
 }
 
-/// Copies every buffer of `batch` to pinned host memory with one transfer
-/// and returns them in order, as `Bytes` that share that memory (no further
-/// copy). The memory returns to a pool of `engine`'s device once every one
-/// of them is dropped.
-pub fn download_batch(engine: &CudaEngine, batch: &DeviceBatch) -> Result<Vec<Bytes>> {
-    let end = batch.ranges.last().map_or(0, |r| r.end);
-    let pool = pool(engine.device());
-    let mut buffer = take(engine, &pool, end)?;
-    if end > 0 {
-        engine.context().bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
-        let stream = batch.stream.cu_stream();
-        // SAFETY: `end` bytes of the batch's allocation into a pinned buffer
-        // at least that large; the stream is synchronised before the buffer
-        // is read or lent.
-        unsafe { result::memcpy_dtoh_async(&mut buffer.as_mut_slice()[..end], batch.memory.ptr(), stream) }
-            .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
-        batch.stream.synchronize().map_err(cuda_err("cuStreamSynchronize"))?;
+impl CudaEngine {
+    /// Copies every buffer of `batch` to pinned host memory with one transfer
+    /// and returns them in order, as `Bytes` that share that memory (no further
+    /// copy). The memory returns to a pool of `engine`'s device once every one
+    /// of them is dropped.
+    pub fn download_batch(&self, batch: &DeviceBatch) -> Result<Vec<Bytes>> {
+        let engine = self;
+        let end = batch.ranges.last().map_or(0, |r| r.end);
+        let pool = pool(engine.device());
+        let mut buffer = take(engine, &pool, end)?;
+        if end > 0 {
+            engine.context().bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
+            let stream = batch.stream.cu_stream();
+            // SAFETY: `end` bytes of the batch's allocation into a pinned buffer
+            // at least that large; the stream is synchronised before the buffer
+            // is read or lent.
+            unsafe { result::memcpy_dtoh_async(&mut buffer.as_mut_slice()[..end], batch.memory.ptr(), stream) }
+                .map_err(cuda_err("cuMemcpyDtoHAsync"))?;
+            batch.stream.synchronize().map_err(cuda_err("cuStreamSynchronize"))?;
+        }
+        let whole = Bytes::from_owner(Lease {
+            buffer: Some(buffer),
+            len: end,
+            pool,
+        });
+        Ok(batch.ranges.iter().map(|r| whole.slice(r.clone())).collect())
     }
-    let whole = Bytes::from_owner(Lease {
-        buffer: Some(buffer),
-        len: end,
-        pool,
-    });
-    Ok(batch.ranges.iter().map(|r| whole.slice(r.clone())).collect())
 }

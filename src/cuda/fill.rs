@@ -37,51 +37,50 @@ impl KernelFamily for FillKernel {
     }
 }
 
-/// Whether each of `buffers` holds only the element `fill`, repeated;
-/// `None` where `fill`'s size does not divide 16 bytes (the kernel's
-/// pattern), for the caller to compare on the host. Waits for
-/// `engine`'s stream.
-///
-/// # Safety
-/// The buffers must be device memory of `engine`, live and not
-/// written by other work until the call returns.
-pub(crate) unsafe fn fill_only(
-    engine: &CudaEngine,
-    buffers: &[DeviceRegion],
-    fill: &[u8],
-) -> Result<Option<Vec<bool>>> {
-    if fill.is_empty() || !PATTERN_BYTES.is_multiple_of(fill.len()) {
-        return Ok(None);
+impl CudaEngine {
+    /// Whether each of `buffers` holds only the element `fill`, repeated;
+    /// `None` where `fill`'s size does not divide 16 bytes (the kernel's
+    /// pattern), for the caller to compare on the host. Waits for
+    /// `engine`'s stream.
+    ///
+    /// # Safety
+    /// The buffers must be device memory of `engine`, live and not
+    /// written by other work until the call returns.
+    pub(crate) unsafe fn fill_only(&self, buffers: &[DeviceRegion], fill: &[u8]) -> Result<Option<Vec<bool>>> {
+        let engine = self;
+        if fill.is_empty() || !PATTERN_BYTES.is_multiple_of(fill.len()) {
+            return Ok(None);
+        }
+        let n = buffers.len();
+        let Some(longest) = buffers.iter().map(|b| b.len).max() else {
+            return Ok(Some(Vec::new()));
+        };
+        let pattern = fill.repeat(PATTERN_BYTES / fill.len());
+        let word = |at: usize| u64::from_le_bytes(pattern[at..at + 8].try_into().expect("8 bytes"));
+        let (lo, hi) = (word(0), word(8));
+        let mut guard = engine.lock()?;
+        let s = &mut *guard;
+        let stream = engine.cu_stream();
+        let differs = ensure_device(&engine.ctx, &mut s.checks, 4 * n)?.ptr();
+        let filler = s.kernels.get::<FillKernel>(&engine.ctx)?;
+        // SAFETY: `differs` holds `n` words; the table is only used on the
+        // engine's stream.
+        let table = unsafe {
+            result::memset_d8_async(differs, 0, 4 * n, stream).map_err(cuda_err("cuMemsetD8Async"))?;
+            upload_regions(&engine.ctx, &mut filler.memory, buffers, stream)?
+        };
+        let rows = longest.div_ceil(THREADS as usize * BYTES_PER_THREAD).clamp(1, MAX_ROWS) as u32;
+        let blocks = grid_dim(n)?;
+        let launch = filler.kernel.launch_on(stream).arg(&table.ptrs).arg(&table.lens);
+        let count = n as u64;
+        let launch = launch.arg(&count).arg(&lo).arg(&hi).arg(&differs);
+        // SAFETY: six u64 parameters, as the kernel declares; the table names
+        // the caller's buffers, which it vouches for.
+        unsafe { launch.launch((blocks, rows, 1), (THREADS, 1, 1))? };
+        engine.sync()?;
+        let mut flags = vec![0u32; n];
+        // SAFETY: `n` words written by the finished kernel.
+        unsafe { result::memcpy_dtoh_sync(&mut flags, differs) }.map_err(cuda_err("cuMemcpyDtoH"))?;
+        Ok(Some(flags.iter().map(|&f| f == 0).collect()))
     }
-    let n = buffers.len();
-    let Some(longest) = buffers.iter().map(|b| b.len).max() else {
-        return Ok(Some(Vec::new()));
-    };
-    let pattern = fill.repeat(PATTERN_BYTES / fill.len());
-    let word = |at: usize| u64::from_le_bytes(pattern[at..at + 8].try_into().expect("8 bytes"));
-    let (lo, hi) = (word(0), word(8));
-    let mut guard = engine.lock()?;
-    let s = &mut *guard;
-    let stream = engine.cu_stream();
-    let differs = ensure_device(&engine.ctx, &mut s.checks, 4 * n)?.ptr();
-    let filler = s.kernels.get::<FillKernel>(&engine.ctx)?;
-    // SAFETY: `differs` holds `n` words; the table is only used on the
-    // engine's stream.
-    let table = unsafe {
-        result::memset_d8_async(differs, 0, 4 * n, stream).map_err(cuda_err("cuMemsetD8Async"))?;
-        upload_regions(&engine.ctx, &mut filler.memory, buffers, stream)?
-    };
-    let rows = longest.div_ceil(THREADS as usize * BYTES_PER_THREAD).clamp(1, MAX_ROWS) as u32;
-    let blocks = grid_dim(n)?;
-    let launch = filler.kernel.launch_on(stream).arg(&table.ptrs).arg(&table.lens);
-    let count = n as u64;
-    let launch = launch.arg(&count).arg(&lo).arg(&hi).arg(&differs);
-    // SAFETY: six u64 parameters, as the kernel declares; the table names
-    // the caller's buffers, which it vouches for.
-    unsafe { launch.launch((blocks, rows, 1), (THREADS, 1, 1))? };
-    engine.sync()?;
-    let mut flags = vec![0u32; n];
-    // SAFETY: `n` words written by the finished kernel.
-    unsafe { result::memcpy_dtoh_sync(&mut flags, differs) }.map_err(cuda_err("cuMemcpyDtoH"))?;
-    Ok(Some(flags.iter().map(|&f| f == 0).collect()))
 }

@@ -85,30 +85,33 @@ impl LoadedKernel<FilterKernel> {
     }
 }
 
-/// Undoes `filters` in place on every chunk, in one kernel launch
-/// (loaded at first use) on `engine`'s stream; returns when the chunks
-/// are written.
-///
-/// # Panics
-/// Where `filters` are not ones the kernel undoes
-/// ([`ElementFilters::assert_valid`]).
-///
-/// # Safety
-/// Every chunk must be device memory of `engine`'s context, used by
-/// no other work until the call returns; no two chunks may overlap.
-pub unsafe fn filter_chunks(engine: &CudaEngine, filters: &ElementFilters, chunks: &[DeviceRegion]) -> Result<()> {
-    // SAFETY: the caller's.
-    let launched = unsafe { enqueue_filters(engine, filters, chunks) };
-    // Wait also after a failed launch: an earlier table upload may be queued.
-    let synced = engine.sync();
-    launched.and(synced)
+impl CudaEngine {
+    /// Undoes `filters` in place on every chunk, in one kernel launch
+    /// (loaded at first use) on `engine`'s stream; returns when the chunks
+    /// are written.
+    ///
+    /// # Panics
+    /// Where `filters` are not ones the kernel undoes
+    /// ([`ElementFilters::assert_valid`]).
+    ///
+    /// # Safety
+    /// Every chunk must be device memory of `engine`'s context, used by
+    /// no other work until the call returns; no two chunks may overlap.
+    pub unsafe fn filter_chunks(&self, filters: &ElementFilters, chunks: &[DeviceRegion]) -> Result<()> {
+        let engine = self;
+        // SAFETY: the caller's.
+        let launched = unsafe { enqueue_filters(engine, filters, chunks) };
+        // Wait also after a failed launch: an earlier table upload may be queued.
+        let synced = engine.sync();
+        launched.and(synced)
+    }
 }
 
-/// Enqueues [`filter_chunks`]' launch on `engine`'s stream; the
+/// Enqueues [`CudaEngine::filter_chunks`]' launch on `engine`'s stream; the
 /// caller synchronises it.
 ///
 /// # Safety
-/// As [`filter_chunks`], until the stream has run the launch.
+/// As [`CudaEngine::filter_chunks`], until the stream has run the launch.
 pub(super) unsafe fn enqueue_filters(
     engine: &CudaEngine,
     filters: &ElementFilters,

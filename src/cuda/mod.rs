@@ -66,16 +66,13 @@ mod staging;
 mod unshuffle;
 
 pub use blosc::{BlockPlace, BlockTarget, BloscBatch, StreamBatch, WidenPlace};
-pub(crate) use copies::{enqueue_rows, Rows};
+pub(crate) use copies::Rows;
 pub use device_batch::DeviceBatch;
-pub use download::download_batch;
 pub use engine::CudaEngine;
 pub(crate) use fetch_arena::{ArenaSlot, FetchArena};
-pub(crate) use fill::fill_only;
-pub use filters::filter_chunks;
-pub use scale_offset::{scale_offset_chunks, Widen};
+pub use scale_offset::Widen;
 pub use scatter::{RowCopy, Scatter};
-pub use unshuffle::{unshuffle_blocks, BlockUnshuffle};
+pub use unshuffle::BlockUnshuffle;
 
 /// How a batch is decoded on the GPU: from the size limit
 /// ([`DecodeOptions::from`]) and [`DecodeOptions::with_trusted`].

@@ -95,31 +95,34 @@ impl LoadedKernel<ScaleOffsetKernel> {
     }
 }
 
-/// Widens the stored integers of every chunk into its floats, in one
-/// kernel launch (loaded at first use) on `engine`'s stream; returns
-/// when the floats are written.
-///
-/// # Panics
-/// Where `filter` is not one the kernel decodes
-/// ([`ScaleOffset::assert_valid`]).
-///
-/// # Safety
-/// Every chunk's source and destination must be device memory of this
-/// engine's context, used by no other work until the call returns; no
-/// destination may overlap a source or another destination.
-pub unsafe fn scale_offset_chunks(engine: &CudaEngine, filter: &ScaleOffset, chunks: &[Widen]) -> Result<()> {
-    // SAFETY: the caller's.
-    let launched = unsafe { enqueue_scale_offset(engine, filter, chunks) };
-    // Wait also after a failed launch: an earlier table upload may be queued.
-    let synced = engine.sync();
-    launched.and(synced)
+impl CudaEngine {
+    /// Widens the stored integers of every chunk into its floats, in one
+    /// kernel launch (loaded at first use) on `engine`'s stream; returns
+    /// when the floats are written.
+    ///
+    /// # Panics
+    /// Where `filter` is not one the kernel decodes
+    /// ([`ScaleOffset::assert_valid`]).
+    ///
+    /// # Safety
+    /// Every chunk's source and destination must be device memory of this
+    /// engine's context, used by no other work until the call returns; no
+    /// destination may overlap a source or another destination.
+    pub unsafe fn scale_offset_chunks(&self, filter: &ScaleOffset, chunks: &[Widen]) -> Result<()> {
+        let engine = self;
+        // SAFETY: the caller's.
+        let launched = unsafe { enqueue_scale_offset(engine, filter, chunks) };
+        // Wait also after a failed launch: an earlier table upload may be queued.
+        let synced = engine.sync();
+        launched.and(synced)
+    }
 }
 
-/// Enqueues [`scale_offset_chunks`]' launch on the engine's
+/// Enqueues [`CudaEngine::scale_offset_chunks`]' launch on the engine's
 /// stream; the caller synchronises it.
 ///
 /// # Safety
-/// As [`scale_offset_chunks`], until the stream has run the launch.
+/// As [`CudaEngine::scale_offset_chunks`], until the stream has run the launch.
 pub(super) unsafe fn enqueue_scale_offset(engine: &CudaEngine, filter: &ScaleOffset, chunks: &[Widen]) -> Result<()> {
     let mut scratch = engine.lock()?;
     let kernel = scratch.kernels.get::<ScaleOffsetKernel>(&engine.ctx)?;

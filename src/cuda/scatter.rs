@@ -10,9 +10,7 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::checksums::verify_adler32;
 use super::checksums::Adler32Check;
-use super::copies::enqueue_rows;
 use super::copies::Rows;
 use super::filters::enqueue_filters;
 use super::memory::cuda_err;
@@ -209,7 +207,7 @@ pub(super) unsafe fn decode_scatter(
             .collect();
         // SAFETY: the regions are the decoded batch's, live until the
         // stream is synchronised below.
-        unsafe { verify_adler32(engine, &checks)? };
+        unsafe { engine.verify_adler32(&checks)? };
         let buffers: Vec<DeviceRegion> = (0..inputs.len()).map(|i| batch.region(i)).collect();
         // SAFETY: as above; the decoded buffers do not overlap.
         unsafe { enqueue_filters(engine, &scatter.filters, &buffers)? };
@@ -280,7 +278,7 @@ pub(super) unsafe fn enqueue_scatter(
     }
     // SAFETY: the caller vouches for the sources, the fill source is
     // kept by the caller, and the rows lie within them and `dst`.
-    unsafe { enqueue_rows(engine, &rows) }
+    unsafe { engine.enqueue_rows(&rows) }
 }
 
 #[cfg(test)]

@@ -107,27 +107,30 @@ impl LoadedKernel<UnshuffleKernel> {
     }
 }
 
-/// Unshuffles every block in one kernel launch (loaded at first use) on
-/// the engine's stream; returns when the blocks are written.
-///
-/// # Safety
-/// Every block's source and destination must be `len` bytes of device
-/// memory of `engine`'s context (or pinned host memory mapped into
-/// it), used by no other work until the call returns; no destination may
-/// overlap another block's source or destination.
-pub unsafe fn unshuffle_blocks(engine: &CudaEngine, blocks: &[BlockUnshuffle]) -> Result<()> {
-    // SAFETY: the caller's.
-    let launched = unsafe { enqueue_unshuffle(engine, blocks) };
-    // Wait also after a failed launch: an earlier table upload may be queued.
-    let synced = engine.sync();
-    launched.and(synced)
+impl CudaEngine {
+    /// Unshuffles every block in one kernel launch (loaded at first use) on
+    /// the engine's stream; returns when the blocks are written.
+    ///
+    /// # Safety
+    /// Every block's source and destination must be `len` bytes of device
+    /// memory of `engine`'s context (or pinned host memory mapped into
+    /// it), used by no other work until the call returns; no destination may
+    /// overlap another block's source or destination.
+    pub unsafe fn unshuffle_blocks(&self, blocks: &[BlockUnshuffle]) -> Result<()> {
+        let engine = self;
+        // SAFETY: the caller's.
+        let launched = unsafe { enqueue_unshuffle(engine, blocks) };
+        // Wait also after a failed launch: an earlier table upload may be queued.
+        let synced = engine.sync();
+        launched.and(synced)
+    }
 }
 
 /// Enqueues the unshuffle of every block in one launch on the engine's
 /// stream; the caller synchronises it.
 ///
 /// # Safety
-/// As [`unshuffle_blocks`], until the stream has run the launch.
+/// As [`CudaEngine::unshuffle_blocks`], until the stream has run the launch.
 pub(super) unsafe fn enqueue_unshuffle(engine: &CudaEngine, blocks: &[BlockUnshuffle]) -> Result<()> {
     let mut scratch = engine.lock()?;
     let kernel = scratch.kernels.get::<UnshuffleKernel>(&engine.ctx)?;

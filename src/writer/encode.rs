@@ -111,7 +111,7 @@ impl ChunkEncoder {
                 // caller keeps alive and unwritten during the call.
                 let batch = unsafe { engine.encode_device(&self.codec.algorithm().clone(), &kept) }?;
                 profile.mark("writer encode");
-                let encoded = crate::cuda::download_batch(engine, &batch)?;
+                let encoded = engine.download_batch(&batch)?;
                 profile.mark("download");
                 encoded
             }

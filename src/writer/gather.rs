@@ -48,7 +48,7 @@ pub(crate) fn device_fill_chunks(
 ) -> Result<Vec<bool>, WriteError> {
     // SAFETY: the regions lie in a live staging allocation of this engine,
     // which the caller does not write meanwhile.
-    if let Some(flags) = unsafe { crate::cuda::fill_only(engine, regions, fill) }? {
+    if let Some(flags) = unsafe { engine.fill_only(regions, fill) }? {
         return Ok(flags);
     }
     regions
@@ -145,7 +145,7 @@ pub(crate) unsafe fn gather_device(
         }
         // SAFETY: the caller vouches for `data`; the slots are disjoint parts
         // of the staging allocation, alive until after the synchronisation.
-        unsafe { crate::cuda::enqueue_rows(engine, &rows) }.map_err(WriteError::Engine)
+        unsafe { engine.enqueue_rows(&rows) }.map_err(WriteError::Engine)
     })();
     let synced = stream
         .synchronize()

@@ -246,7 +246,7 @@ impl ShardLayout {
         }
         // SAFETY: the shard regions and the new allocation are live device
         // memory of this engine; the inner slots are disjoint.
-        unsafe { crate::cuda::enqueue_rows(engine, &rows) }?;
+        unsafe { engine.enqueue_rows(&rows) }?;
         engine.stream().synchronize().map_err(|source| crate::Error::Cuda {
             call: "cuStreamSynchronize",
             source,

@@ -13,7 +13,7 @@ use crate::common;
 use std::sync::Arc;
 
 use cudarc::driver::DevicePtr;
-use zarrs_nvcomp::cuda::{filter_chunks, scale_offset_chunks, CudaEngine, DeviceRegion, Widen};
+use zarrs_nvcomp::cuda::{CudaEngine, DeviceRegion, Widen};
 use zarrs_nvcomp::{DeltaType, ElementFilters, ScaleOffset};
 
 use common::Rng;
@@ -70,7 +70,7 @@ fn check(filters: ElementFilters, lens: &[usize], make: impl Fn(usize, u64) -> V
         })
         .collect();
     // SAFETY: the regions lie in `buffer`, alive and unused meanwhile, and do not overlap.
-    unsafe { filter_chunks(&engine, &filters, &regions) }.unwrap();
+    unsafe { engine.filter_chunks(&filters, &regions) }.unwrap();
     let got = stream.clone_dtoh(&buffer).unwrap();
     for (i, (c, at)) in chunks.iter().zip(&offsets).enumerate() {
         let mut want = c.clone();
@@ -175,7 +175,7 @@ fn scaled_integers_widen_as_on_the_host() {
                     .collect();
                 // SAFETY: sources in `src`, destinations in `dst`, alive and
                 // unused meanwhile; no destination overlaps another.
-                unsafe { scale_offset_chunks(&engine, &filter, &widen) }.unwrap();
+                unsafe { engine.scale_offset_chunks(&filter, &widen) }.unwrap();
                 let got = stream.clone_dtoh(&dst).unwrap();
                 for (i, c) in chunks.iter().enumerate() {
                     let mut want = vec![0u8; filter.decoded_len(c.len())];

@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use cudarc::driver::DevicePtr;
-use zarrs_nvcomp::cuda::{unshuffle_blocks, BlockUnshuffle, CudaEngine};
+use zarrs_nvcomp::cuda::{BlockUnshuffle, CudaEngine};
 use zarrs_nvcomp::Shuffle;
 
 fn engine() -> Arc<CudaEngine> {
@@ -107,7 +107,7 @@ fn blocks_unshuffle_as_on_the_host() {
         .collect();
     // SAFETY: every block lies within `src` and `dst`, both of this engine
     // and alive until the call returns; the blocks do not overlap.
-    unsafe { unshuffle_blocks(&engine, &blocks) }.unwrap();
+    unsafe { engine.unshuffle_blocks(&blocks) }.unwrap();
     let out = stream.clone_dtoh(&dst).unwrap();
     for (&(shuffle, typesize, len), &start) in cases.iter().zip(&starts) {
         let expected = host_unshuffle(&src_host[start..start + len], typesize, shuffle);
@@ -129,5 +129,5 @@ fn blocks_unshuffle_as_on_the_host() {
 fn no_blocks_launch_nothing() {
     let engine = engine();
     // SAFETY: no memory is named.
-    unsafe { unshuffle_blocks(&engine, &[]) }.unwrap();
+    unsafe { engine.unshuffle_blocks(&[]) }.unwrap();
 }
