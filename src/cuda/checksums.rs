@@ -24,6 +24,7 @@ use super::memory::{cuda_err, ensure_device, upload_regions, RegionTable};
 use super::ptx::grid_dim;
 use super::DeviceRegion;
 use crate::error::{Error, Result};
+use crate::format::checksum::ContentCheck;
 
 const PTX: &str = include_str!("kernels/checksums.ptx");
 /// Threads per block; for Adler-32, each block sums one buffer with the
@@ -34,26 +35,9 @@ const KIND_XXH64_LOW32: u64 = 0;
 /// The kernel's `kind` for Adler-32.
 const KIND_ADLER32: u64 = 1;
 
-/// A checksum that a format stores of a buffer's decoded bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ContentCheck {
-    /// gzip's CRC-32 (computed by nvCOMP's CRC kernel).
-    GzipCrc32(u32),
-    /// A Zstandard frame's content checksum: the low 32 bits of XXH64.
-    ZstdXxh64(u32),
-    /// zlib's Adler-32.
-    ZlibAdler32(u32),
-}
-
 impl ContentCheck {
-    /// The stored value.
-    pub(crate) fn stored(self) -> u32 {
-        match self {
-            Self::GzipCrc32(v) | Self::ZstdXxh64(v) | Self::ZlibAdler32(v) => v,
-        }
-    }
-
-    /// The kernel's `kind` for this checksum; `None` for gzip's CRC-32.
+    /// The kernel's `kind` for this checksum; `None` for gzip's CRC-32
+    /// (nvCOMP's CRC kernel sums those).
     pub(super) fn kernel_kind(self) -> Option<u64> {
         match self {
             Self::GzipCrc32(_) => None,
@@ -64,17 +48,9 @@ impl ContentCheck {
 
     /// The error for buffer `index`, whose decoded bytes sum to `actual`.
     pub(crate) fn mismatch(self, index: usize, actual: u32) -> Error {
-        let what = match self {
-            Self::GzipCrc32(_) => "gzip CRC-32",
-            Self::ZstdXxh64(_) => "Zstandard content checksum",
-            Self::ZlibAdler32(_) => "zlib Adler-32",
-        };
         Error::Corrupt {
             index,
-            reason: format!(
-                "{what} mismatch: stored {:#010x}, decoded data has {actual:#010x}",
-                self.stored()
-            ),
+            reason: self.mismatch_reason(actual),
         }
     }
 }

@@ -8,11 +8,11 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::checksums::ContentCheck;
 use crate::algorithm::Algorithm;
 use crate::cpu;
 use crate::error::{Error, Result};
 use crate::fork::PerProcess;
+use crate::format::checksum::ContentCheck;
 use crate::format::{self, ans, deflate, gdeflate, gzip, lz4, snappy, BufferEnds};
 
 /// nvCOMP's per-chunk compression limit for LZ4, Snappy, cascaded, bitcomp and ANS.

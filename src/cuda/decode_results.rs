@@ -13,7 +13,6 @@ use cudarc::driver::{result, CudaEvent};
 
 use super::api::{self, BatchArgs};
 use super::checksums::ChecksumKernel;
-use super::checksums::ContentCheck;
 use super::chunking::DecodePiece;
 use super::decode::Deliver;
 use super::decode_pass::Outputs;
@@ -21,6 +20,7 @@ use super::engine::{CudaEngine, Scratch};
 use super::memory::{cuda_err, ensure_device, ensure_pinned, RegionTable};
 use super::staging::{results_bytes, transfer_groups, InputArea, Table};
 use crate::error::{Error, Result};
+use crate::format::checksum::ContentCheck;
 
 /// A group of buffers whose host bytes are on their way to the pinned output
 /// buffer, and the event recorded after their copy.

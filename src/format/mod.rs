@@ -18,6 +18,7 @@
 //! | [`blosc`] | Blosc 1 chunk | 16-byte header, block offsets, split streams: the items a batched decoder takes |
 //! | [`filters`] | decoded chunks | the byte swap and `delta` running sum undone on each decoded chunk (not framing: shared by both backends) |
 //! | [`scale_offset`] | decoded chunks | numcodecs `fixedscaleoffset`'s integers widened to floats (not framing: shared by both backends) |
+//! | [`checksum`] | decoded bytes | the CRC-32, XXH64 and Adler-32 formats store of them, and the wording of a mismatch |
 //! | [`shard_index`] | zarr `sharding_indexed` | the (offset, nbytes) index at the start or end of a shard, with its CRC-32C |
 //!
 //! nvCOMP's cascaded and bitcomp streams carry their own headers, which only
@@ -39,6 +40,7 @@ pub(crate) mod ans;
 pub(crate) mod blosc;
 #[cfg(test)]
 mod blosc_items;
+pub(crate) mod checksum;
 pub(crate) mod deflate;
 pub(crate) mod filters;
 mod fse;

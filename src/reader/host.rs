@@ -11,6 +11,7 @@ use crate::array::chain::Filters;
 use crate::array::error::ReadError;
 use crate::array::geometry::box_copy::BoxCopy;
 use crate::codec::{Backend, BatchCodec};
+use crate::format::checksum::ContentCheck;
 
 /// Host memory that chunk tasks write in disjoint parts, in parallel: the
 /// read's own, or memory lent to it.
@@ -222,7 +223,7 @@ impl HostWaves {
             if stored != computed {
                 return Err(ReadError::Corrupt {
                     key: item.key.to_string(),
-                    reason: format!("zlib Adler-32 mismatch: stored {stored:#010x}, decoded data has {computed:#010x}"),
+                    reason: ContentCheck::ZlibAdler32(stored).mismatch_reason(computed),
                 });
             }
         }
