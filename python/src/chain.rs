@@ -82,6 +82,38 @@ impl StoredChain {
     fn __getnewargs__(&self) -> (String,) {
         (self.metadata_json.clone(),)
     }
+
+    /// The compressor's name in the metadata (the batched codec's where the
+    /// metadata names none), for messages; None where the chain falls back.
+    #[getter]
+    fn codec(&self) -> Option<String> {
+        let batched = self.class.codec.as_ref().ok()?;
+        Some(
+            self.class
+                .compressor
+                .clone()
+                .unwrap_or_else(|| batched.name().to_owned()),
+        )
+    }
+
+    /// Whether whole stored chunks decode here in batches
+    /// (`ChainClass::decodes_stored`).
+    #[getter]
+    fn decodes_stored(&self) -> bool {
+        self.class.decodes_stored()
+    }
+
+    /// Whether chunks encode here in batches (`ChainClass::encodes_stored`).
+    #[getter]
+    fn encodes_stored(&self) -> bool {
+        self.class.encodes_stored()
+    }
+
+    /// The chunk's dimensions in stored order; None for C order.
+    #[getter]
+    fn order(&self) -> Option<Vec<usize>> {
+        self.class.filters.order.clone()
+    }
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

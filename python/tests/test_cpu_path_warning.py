@@ -15,8 +15,7 @@ import zarr.codecs
 from conftest import cupy_or_skip
 
 import zarrs_nvcomp
-from zarrs_nvcomp import CpuPathWarning, GpuUnavailableError, _cpu_path, open_array
-from zarrs_nvcomp import _read_out
+from zarrs_nvcomp import CpuPathWarning, GpuUnavailableError, _cpu_path, _read_out, open_array
 
 DATA = np.arange(24 * 30, dtype="int32").reshape(24, 30)
 

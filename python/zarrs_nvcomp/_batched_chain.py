@@ -1,7 +1,7 @@
 """The reader's verdict on a zarr codec chain, as the codec pipeline uses it.
 
 Which chains decode in batches is decided once, in Rust, by the reader's
-classifier (``classify_chain``, over ``src/array/chain.rs``): the codec
+classifier (``classify_chain``, over ``src/array/chain/``): the codec
 pipeline batches exactly the chains :func:`zarrs_nvcomp.read_chunks_parallel`
 batches. Local arrays are read by the reader itself. The chunks zarr's
 store API fetches are decoded in batches by the reader's stored-chunk
@@ -13,7 +13,6 @@ sharded or has a ``fixedscaleoffset``; zarr's pipeline decodes those.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -23,23 +22,37 @@ from zarrs_nvcomp._zarrs_nvcomp import InvalidArgumentError, StoredChain, classi
 __all__ = ["BatchedChain", "classify"]
 
 
-@dataclass(frozen=True)
 class BatchedChain:
-    """A chain the reader decodes in batches, as the classifier describes it."""
+    """A chain the reader decodes in batches: the classifier's verdict
+    (:class:`StoredChain`, which decodes and encodes stored chunks, framing
+    and checksums included, in Rust), and what the pipeline reads of it."""
 
-    #: The compressor's name in the metadata, for error messages.
-    codec: str
-    #: The classifier's verdict, which decodes and encodes stored chunks
-    #: (framing and checksums included) in Rust.
-    verdict: StoredChain = field(compare=False)
-    #: Whether stored chunks fetched through zarr's store API decode here
-    #: in batches (``ChainClass::decodes_stored``); otherwise only the
-    #: reader batches the chain.
-    decodes_stored: bool = False
-    #: Whether chunks encode here in batches (``ChainClass::encodes_stored``).
-    encodes_stored: bool = False
-    #: The chunk's dimensions in stored order; None for C order.
-    order: tuple[int, ...] | None = None
+    __slots__ = ("verdict",)
+
+    def __init__(self, verdict: StoredChain) -> None:
+        self.verdict = verdict
+
+    @property
+    def codec(self) -> str:
+        """The compressor's name in the metadata, for error messages."""
+        return self.verdict.codec or ""
+
+    @property
+    def decodes_stored(self) -> bool:
+        """Whether stored chunks fetched through zarr's store API decode here
+        in batches; otherwise only the reader batches the chain."""
+        return self.verdict.decodes_stored
+
+    @property
+    def encodes_stored(self) -> bool:
+        """Whether chunks encode here in batches."""
+        return self.verdict.encodes_stored
+
+    @property
+    def order(self) -> tuple[int, ...] | None:
+        """The chunk's dimensions in stored order; None for C order."""
+        order = self.verdict.order
+        return None if order is None else tuple(order)
 
     def chunk_dtype(self, spec: Any) -> np.dtype | None:
         """The NumPy dtype of a decoded chunk of ``spec`` (a zarr ``ArraySpec``),
@@ -84,14 +97,7 @@ def classify(codecs: list[Any], spec: Any) -> tuple[BatchedChain | None, str | N
         return None, str(e)
     if verdict["batched"] is None:
         return None, verdict["fallback_reason"]
-    order = verdict["filters"]["order"]
-    chain = BatchedChain(
-        codec=verdict["compressor"] or verdict["batched"],
-        verdict=verdict["chain"],
-        decodes_stored=verdict["decodes_stored"],
-        encodes_stored=verdict["encodes_stored"],
-        order=None if order is None else tuple(order),
-    )
+    chain = BatchedChain(verdict["chain"])
     return chain, None
 
 

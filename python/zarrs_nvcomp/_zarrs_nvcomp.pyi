@@ -151,6 +151,19 @@ class StoredChain:
 
     def __new__(cls, metadata_json: str) -> StoredChain: ...
     def __getnewargs__(self) -> tuple[str]: ...
+    @property
+    def codec(self) -> str | None:
+        """The compressor's name in the metadata (the batched codec's where
+        the metadata names none), for messages; None where the chain falls back."""
+    @property
+    def decodes_stored(self) -> bool:
+        """Whether whole stored chunks decode here in batches."""
+    @property
+    def encodes_stored(self) -> bool:
+        """Whether chunks encode here in batches."""
+    @property
+    def order(self) -> list[int] | None:
+        """The chunk's dimensions in stored order; None for C order."""
 
 def _set_gpu_worker_command(command: Sequence[str]) -> None:
     """Sets the command that starts the GPU decoding worker process."""
