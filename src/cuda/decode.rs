@@ -1,68 +1,37 @@
-//! GPU decompression: the engine's decode calls, their destinations, the
-//! retry of ANS batches, and the blame for a batch the worker failed on.
+//! GPU decompression: the engine's decode calls.
 //!
 //! This is one of the engine's two façades (with [`super::encode`]): every
 //! public decode entry point of [`CudaEngine`] is here, the batched
 //! decodes that end in kernels too ([`CudaEngine::decode_blosc`],
-//! [`CudaEngine::decode_scatter`]), each
-//! handing its work to the module of its kernel family, so that no family
-//! adds methods to the engine.
+//! [`CudaEngine::decode_scatter`]). A read of the code goes down from here
+//! in the order the work runs: the batch decoded ([`super::decode_core`],
+//! then one pass, [`super::decode_pass`]), then the kernels that finish it
+//! (checksums, filters, the scatter's copies).
 //!
-//! Every call runs one pass ([`super::decode_pass`]) over the batch into one
-//! of three destinations ([`Dest`]): host memory (the decoded bytes come back
-//! through pinned memory and are handed over group by group), a new device
-//! allocation ([`DeviceBatch`]), or the caller's device buffers.
-//!
-//! ANS streams carry their decoded size in an undocumented leading word,
-//! which the first pass trusts; if that pass finds the batch corrupt or too
-//! large, a second pass asks nvCOMP for the sizes instead. A batch an
-//! isolated worker failed on is blamed on the first buffer the CPU decoder
-//! rejects, where the algorithm has one.
+//! Every call runs one pass over the batch into one of the destinations
+//! ([`Dest`]): host memory (the decoded bytes come back through pinned
+//! memory and are handed over group by group), a new device allocation
+//! ([`DeviceBatch`]), or the caller's device buffers.
 
 use std::ops::Range;
 
 use rayon::prelude::*;
 
 use super::blosc::{self, BloscBatch};
-use super::decode_pass::decode_pass;
+use super::checksums::Adler32Check;
+use super::decode_core::decode_core;
+use super::decode_pass::dest::{Decoded, Deliver, Dest};
 use super::device_batch::DeviceBatch;
-use super::engine::{CudaEngine, Scratch};
-use super::gate::check_ahead::CheckedAhead;
-use super::gate::host_copies::{self, host_views};
-use super::memory::DeviceBuffer;
-use super::scatter::{self, Scatter};
+use super::engine::CudaEngine;
+use super::filters::enqueue_filters;
+use super::memory::cuda_err;
+use super::scale_offset::enqueue_scale_offset;
+use super::scatter::{enqueue_scatter, Scatter};
 use super::staging::Inputs;
-use super::{DecodeOptions, DeviceRegion};
+use super::{DecodeOptions, DeviceRegion, Widen};
 use crate::algorithm::Algorithm;
 use crate::batch::Batch;
-use crate::cpu;
 use crate::error::{Error, Result};
-
-/// Receives decoded host data group by group, while later groups are still
-/// being copied from the device: the ranges of all buffers, the buffers of
-/// this group, and the pinned bytes the ranges index.
-pub(super) type Deliver<'a> = dyn FnMut(&[Range<usize>], Range<usize>, &[u8]) -> Result<()> + 'a;
-
-/// Where decoded bytes go.
-pub(super) enum Dest<'a> {
-    /// Scratch device memory, then the pinned output buffer, handed over in groups.
-    Host(&'a mut Deliver<'a>),
-    /// A new device allocation, handed out as a [`DeviceBatch`].
-    NewDevice,
-    /// The caller's device buffers, one per input.
-    Given(&'a [DeviceRegion]),
-    /// The caller's device buffers, one per input, each exactly the decoded
-    /// size of its input (the engine's own callers, which know the sizes).
-    Sized(&'a [DeviceRegion]),
-}
-
-/// The outcome of a decode: where each buffer's decoded bytes are.
-pub(super) struct Decoded {
-    /// Per buffer: its byte range in the destination.
-    pub(super) ranges: Vec<Range<usize>>,
-    /// The new allocation, for [`Dest::NewDevice`].
-    pub(super) memory: Option<DeviceBuffer>,
-}
 
 /// Copies each buffer's decoded bytes (`ranges` into `pinned`) to its output, in parallel.
 fn copy_out(outputs: &mut [&mut [u8]], ranges: &[Range<usize>], pinned: &[u8]) {
@@ -237,8 +206,82 @@ impl CudaEngine {
         dst: DeviceRegion,
         options: DecodeOptions,
     ) -> Result<()> {
-        // SAFETY: the caller's.
-        unsafe { scatter::decode_scatter(self, (algorithm, inputs), scatter, dst, options) }
+        let engine = self;
+        crate::batch::check_batch_length(inputs.len(), scatter.decoded_lens.len())?;
+        scatter.assert_within(dst.len);
+        engine.context().bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
+        // The decoded batch, its widened floats and the fill source stay
+        // alive until the stream is synchronised, also when enqueueing fails
+        // half-way.
+        let mut decoded = None;
+        let mut widened = None;
+        let mut fill_source = None;
+        let enqueued = (|| -> Result<()> {
+            if inputs.is_empty() {
+                // SAFETY: no copies (asserted above: they name no buffer);
+                // the caller vouches for `dst`.
+                return unsafe { enqueue_scatter(engine, scatter, |_| 0, dst, &mut fill_source) };
+            }
+            let batch = decoded.insert(engine.decode_batch_to_device(algorithm, inputs, options)?);
+            for (i, expected) in scatter.decoded_lens.iter().enumerate() {
+                let actual = batch.region(i).len;
+                if actual != *expected {
+                    return Err(Error::OutputSize {
+                        index: i,
+                        expected: *expected,
+                        actual,
+                    });
+                }
+            }
+            let checks: Vec<Adler32Check> = scatter
+                .adler32
+                .iter()
+                .map(|&(index, stored)| Adler32Check {
+                    index,
+                    buffer: batch.region(index),
+                    stored,
+                })
+                .collect();
+            // SAFETY: the regions are the decoded batch's, live until the
+            // stream is synchronised below.
+            unsafe { engine.verify_adler32(&checks)? };
+            let buffers: Vec<DeviceRegion> = (0..inputs.len()).map(|i| batch.region(i)).collect();
+            // SAFETY: as above; the decoded buffers do not overlap.
+            unsafe { enqueue_filters(engine, &scatter.filters, &buffers)? };
+            let Some(widen) = &scatter.scale_offset else {
+                // SAFETY: the decoded batch is live until the stream is
+                // synchronised below; the caller vouches for `dst`.
+                return unsafe { enqueue_scatter(engine, scatter, |i| batch.region(i).ptr, dst, &mut fill_source) };
+            };
+            let offsets = crate::batch::offsets_of(scatter.source_lens());
+            let floats = widened.insert(engine.alloc_output(*offsets.last().expect("one offset more than buffers"))?);
+            let chunks: Vec<Widen> = buffers
+                .iter()
+                .zip(&offsets)
+                .map(|(src, at)| Widen {
+                    src: *src,
+                    dst: floats.ptr() + *at as u64,
+                })
+                .collect();
+            // SAFETY: the decoded buffers as above; each one's floats fit
+            // its part of `floats`, live until the stream is synchronised.
+            unsafe { enqueue_scale_offset(engine, widen, &chunks)? };
+            // SAFETY: `floats` holds every buffer's floats at its offset,
+            // live until the stream is synchronised below; the caller
+            // vouches for `dst`.
+            unsafe {
+                enqueue_scatter(
+                    engine,
+                    scatter,
+                    |i| floats.ptr() + offsets[i] as u64,
+                    dst,
+                    &mut fill_source,
+                )
+            }
+        })();
+        let synced = engine.sync();
+        drop((decoded, widened, fill_source));
+        enqueued.and(synced)
     }
 }
 
@@ -274,74 +317,4 @@ fn decode_to_new_device(
         ranges: decoded.ranges,
         stream: engine.stream.clone(),
     })
-}
-
-/// Decodes a batch. ANS sizes are first read from the stream's leading
-/// word (see [`super::chunking::framing_bytes`]), which nvCOMP does not
-/// document; if that fails, the batch is decoded again with nvCOMP's size
-/// query. `ahead`: the batch's host check, run by the caller
-/// ([`super::gate::check_ahead`]).
-pub(super) fn decode_core(
-    engine: &CudaEngine,
-    s: &mut Scratch,
-    (algorithm, inputs): (&Algorithm, Inputs<'_>),
-    options: DecodeOptions,
-    mut dest: Dest<'_>,
-    ahead: Option<CheckedAhead<'_>>,
-) -> Result<Decoded> {
-    let first = decode_pass(engine, s, (algorithm, inputs), options, &mut dest, false, ahead);
-    if let (Err(e), true) = (&first, crate::profile::enabled()) {
-        eprintln!("zarrs_nvcomp profile: decode failed: {e}");
-    }
-    match first {
-        Err(Error::Corrupt { .. } | Error::DecodedSizeTooLarge { .. })
-            if matches!(algorithm, Algorithm::Ans { .. }) =>
-        {
-            decode_pass(engine, s, (algorithm, inputs), options, &mut dest, true, None)
-        }
-        Err(e @ Error::Worker { .. }) => Err(blame(engine, s, algorithm, inputs, options.max_decoded_size, e)),
-        other => other,
-    }
-}
-
-/// The error of a batch the worker failed on: the first buffer the CPU
-/// decoder rejects, where the algorithm has one, with the worker's error.
-fn blame(
-    engine: &CudaEngine,
-    s: &mut Scratch,
-    algorithm: &Algorithm,
-    inputs: Inputs<'_>,
-    max: u64,
-    worker: Error,
-) -> Error {
-    if !algorithm.has_cpu_implementation() {
-        return worker;
-    }
-    // Device buffers are copied to the host; host buffers are used as they are.
-    let copies = match inputs {
-        // SAFETY: the caller vouched for the regions.
-        Inputs::Device(regions) => match unsafe { host_copies::copy_to_host(engine, s, regions) } {
-            Ok(copies) => Some(copies),
-            Err(_) => return worker,
-        },
-        Inputs::Host(_) => None,
-    };
-    let rejected = host_views(inputs, copies.as_ref())
-        .par_iter()
-        .enumerate()
-        .find_map_first(|(i, b)| cpu::decode_batch(algorithm, &[*b], max).err().map(|e| (i, e)));
-    if let Some(copies) = copies {
-        copies.give_back(s);
-    }
-    match rejected {
-        Some((index, Error::Corrupt { reason, .. })) => Error::Corrupt {
-            index,
-            reason: format!("{reason} (the GPU decoder failed on its batch: {worker})"),
-        },
-        Some((index, e)) => Error::Corrupt {
-            index,
-            reason: format!("{e} (the GPU decoder failed on its batch: {worker})"),
-        },
-        None => worker,
-    }
 }

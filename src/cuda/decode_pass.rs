@@ -27,8 +27,11 @@
 //!    the decoded bytes copied where nvCOMP could not write them;
 //! 8. **results**: per-chunk statuses and sizes (and host data, group by
 //!    group) copied to pinned memory, then checked
-//!    ([`super::decode_results`]);
+//!    ([`results`]);
 //! 9. **delivered**: host data handed over as each group arrives.
+//!
+//! A pass writes where its caller chose ([`dest`]) and reads back its
+//! results last ([`results`]): its modules run in the order of its phases.
 //!
 //! Untrusted batches are decoded by the worker, from and into this engine's
 //! scratch memory only: no input is read in place, and the decoded bytes
@@ -40,23 +43,26 @@ use std::time::Instant;
 use super::api::{self, BatchArgs, NvcompApi};
 use super::chunking::{self, DecodePiece};
 use super::copies::{copy_all, Copy};
-use super::decode::{Decoded, Dest};
-use super::decode_results::{self, InFlight};
 use super::engine::{CudaEngine, Scratch};
 use super::framing;
 use super::gate::check_ahead::CheckedAhead;
 use super::gate::host_copies::{self, host_views};
 use super::gate::{huffman, sequences};
 use super::isolation::{self, Request, Shared};
-use super::memory::{ensure_device, ensure_pinned, ensure_shared, DeviceBuffer, PinnedBuffer};
+use super::memory::{ensure_device, ensure_pinned, ensure_shared, PinnedBuffer};
 use super::staging::{results_bytes, scatter_into, transfer_groups, InputArea, Inputs, Staging, Table};
 use super::{DecodeOptions, DeviceRegion};
 use crate::algorithm::Algorithm;
 use crate::error::{Error, Result};
 use crate::profile::Profile;
 
+pub(super) mod dest;
+mod results;
 mod sizes;
 mod stage;
+
+use dest::{Decoded, Dest, Outputs};
+use results::InFlight;
 
 use sizes::{output_ranges, set_sizes, sizes_from_outputs, writes_in_place};
 
@@ -96,23 +102,6 @@ struct Pass<'a> {
     api: Box<dyn NvcompApi>,
     /// Whether the worker decodes (untrusted input).
     isolated: bool,
-}
-
-/// Where a pass's decoded bytes go on the device.
-pub(super) struct Outputs {
-    /// Per buffer: its byte range, from `base`.
-    pub(super) ranges: Vec<Range<usize>>,
-    /// Bytes the ranges span, alignment gaps included.
-    pub(super) len: usize,
-    /// Device address the ranges start from: the new allocation or the
-    /// output scratch; 0 when nvCOMP writes into the caller's buffers.
-    pub(super) base: u64,
-    /// The new allocation, for [`Dest::NewDevice`].
-    pub(super) memory: Option<DeviceBuffer>,
-    /// Whether nvCOMP writes straight into the caller's buffers ([`Dest::Given`]).
-    pub(super) in_place: bool,
-    /// The largest chunk's decoded size.
-    pub(super) max_piece: usize,
 }
 
 /// A pass whose decoded bytes and results are on their way to the host.
@@ -247,10 +236,10 @@ pub(super) fn decode_pass(
             return Err(e);
         }
     };
-    decode_results::check_results(engine, s, &pieces)?;
-    decode_results::check_content(engine, &pieces, checks)?;
+    results::check_results(engine, s, &pieces)?;
+    results::check_content(engine, &pieces, checks)?;
     if let Dest::Host(deliver) = dest {
-        decode_results::deliver(engine, s, pieces.len(), &out.ranges, in_flight, &mut **deliver)?;
+        results::deliver(engine, s, pieces.len(), &out.ranges, in_flight, &mut **deliver)?;
         profile.mark("delivered");
     }
     Ok(Decoded {
@@ -303,9 +292,9 @@ fn enqueue_pass(
     if area.n > 0 {
         decompress(engine, s, &pass, area, &out, profile)?;
     }
-    let checks = decode_results::enqueue_checks(engine, s, &pieces, area)?;
+    let checks = results::enqueue_checks(engine, s, &pieces, area)?;
     copy_to_dest(engine, s, &pass, dest, &mut out)?;
-    let in_flight = decode_results::fetch_results(engine, s, area, &out, matches!(dest, Dest::Host(_)))?;
+    let in_flight = results::fetch_results(engine, s, area, &out, matches!(dest, Dest::Host(_)))?;
     profile.mark("results");
     Ok(Enqueued {
         pieces,

@@ -16,18 +16,20 @@
 //! - `staging`: the table nvCOMP reads and the input scratch around it;
 //! - `encode`, `encoded`: compression (the engine's encode calls), and the
 //!   framing of its output;
-//! - `decode`: the engine's decode calls, blosc and scatter ones included,
-//!   their destinations, the ANS retry;
+//! - `decode`: the engine's decode calls, blosc and scatter ones included;
+//! - `decode_core`: one batch decoded, with the ANS retry and the blame of
+//!   a batch the worker failed on;
 //! - `framing`: the framing of a batch's inputs, device ones included;
 //! - `host_copies`: device inputs copied to the host for its checks;
 //! - `huffman`, `sequences`: the Huffman streams of untrusted Zstandard
 //!   literals, and the frames' sequences, checked on the device;
-//! - `decode_pass`, `decode_results`: one decode, phase by phase;
-//! - `copies`: the copy kernel; `scatter`: decoding a batch and placing its
-//!   rows in one device buffer; `memory`: pinned and device buffers;
+//! - `decode_pass`: one decode, phase by phase, its destinations
+//!   (`decode_pass::dest`) and results (`decode_pass::results`) below it;
+//! - `copies`: the copy kernel; `scatter`: the placement of a decoded
+//!   batch's rows in one device buffer; `memory`: pinned and device buffers;
 //! - `ptx`: loading the CUDA C kernels of `kernels/` from their PTX, and
 //!   the typed launch every kernel family goes through. Each family below
-//!   is functions that take the engine, not methods of it;
+//!   adds the engine methods of its work in its own module;
 //!   `fill`: which device buffers hold only a fill value;
 //!   `checksums`: content checksums of decoded buffers;
 //!   `unshuffle`: blosc's byte and bit unshuffle of many blocks at once;
@@ -43,8 +45,8 @@ mod checksums;
 pub(crate) mod chunking;
 mod copies;
 mod decode;
+mod decode_core;
 mod decode_pass;
-mod decode_results;
 mod device_batch;
 mod download;
 mod driver;

@@ -1,6 +1,7 @@
-//! Decoding a batch straight into place: [`CudaEngine::decode_scatter`]
-//! decodes host buffers with one nvCOMP batch call and copies strided rows of
-//! every decoded buffer into one device buffer (an array being assembled),
+//! The placement of a decoded batch: [`CudaEngine::decode_scatter`]
+//! decodes host buffers with one nvCOMP batch call, and the rows a
+//! [`Scatter`] names are copied from every decoded buffer into one device
+//! buffer (an array being assembled),
 //! together with rows of a fill value where buffers are missing, in one
 //! launch of the copy kernel.
 //!
@@ -10,14 +11,10 @@
 
 use cudarc::driver::{CudaSlice, DevicePtr};
 
-use super::checksums::Adler32Check;
 use super::copies::Rows;
-use super::filters::enqueue_filters;
 use super::memory::cuda_err;
-use super::scale_offset::enqueue_scale_offset;
-use super::{CudaEngine, DecodeOptions, DeviceRegion, Widen};
-use crate::algorithm::Algorithm;
-use crate::error::{Error, Result};
+use super::{CudaEngine, DeviceRegion};
+use crate::error::Result;
 use crate::format::filters::ElementFilters;
 use crate::format::scale_offset::ScaleOffset;
 
@@ -127,7 +124,7 @@ impl Scatter {
 
     /// The bytes the copies read of each buffer: its decoded bytes, or
     /// their widened floats.
-    fn source_lens(&self) -> Vec<usize> {
+    pub(super) fn source_lens(&self) -> Vec<usize> {
         match &self.scale_offset {
             Some(widen) => self.decoded_lens.iter().map(|len| widen.decoded_len(*len)).collect(),
             None => self.decoded_lens.clone(),
@@ -157,94 +154,6 @@ impl Scatter {
             rows.assert_within(fill_len, dst_len, &"the fill value");
         }
     }
-}
-
-/// [`CudaEngine::decode_scatter`]'s work.
-///
-/// # Safety
-/// As [`CudaEngine::decode_scatter`].
-pub(super) unsafe fn decode_scatter(
-    engine: &CudaEngine,
-    (algorithm, inputs): (&Algorithm, &[&[u8]]),
-    scatter: &Scatter,
-    dst: DeviceRegion,
-    options: DecodeOptions,
-) -> Result<()> {
-    crate::batch::check_batch_length(inputs.len(), scatter.decoded_lens.len())?;
-    scatter.assert_within(dst.len);
-    engine.context().bind_to_thread().map_err(cuda_err("cuCtxSetCurrent"))?;
-    // The decoded batch, its widened floats and the fill source stay
-    // alive until the stream is synchronised, also when enqueueing fails
-    // half-way.
-    let mut decoded = None;
-    let mut widened = None;
-    let mut fill_source = None;
-    let enqueued = (|| -> Result<()> {
-        if inputs.is_empty() {
-            // SAFETY: no copies (asserted above: they name no buffer);
-            // the caller vouches for `dst`.
-            return unsafe { enqueue_scatter(engine, scatter, |_| 0, dst, &mut fill_source) };
-        }
-        let batch = decoded.insert(engine.decode_batch_to_device(algorithm, inputs, options)?);
-        for (i, expected) in scatter.decoded_lens.iter().enumerate() {
-            let actual = batch.region(i).len;
-            if actual != *expected {
-                return Err(Error::OutputSize {
-                    index: i,
-                    expected: *expected,
-                    actual,
-                });
-            }
-        }
-        let checks: Vec<Adler32Check> = scatter
-            .adler32
-            .iter()
-            .map(|&(index, stored)| Adler32Check {
-                index,
-                buffer: batch.region(index),
-                stored,
-            })
-            .collect();
-        // SAFETY: the regions are the decoded batch's, live until the
-        // stream is synchronised below.
-        unsafe { engine.verify_adler32(&checks)? };
-        let buffers: Vec<DeviceRegion> = (0..inputs.len()).map(|i| batch.region(i)).collect();
-        // SAFETY: as above; the decoded buffers do not overlap.
-        unsafe { enqueue_filters(engine, &scatter.filters, &buffers)? };
-        let Some(widen) = &scatter.scale_offset else {
-            // SAFETY: the decoded batch is live until the stream is
-            // synchronised below; the caller vouches for `dst`.
-            return unsafe { enqueue_scatter(engine, scatter, |i| batch.region(i).ptr, dst, &mut fill_source) };
-        };
-        let offsets = crate::batch::offsets_of(scatter.source_lens());
-        let floats = widened.insert(engine.alloc_output(*offsets.last().expect("one offset more than buffers"))?);
-        let chunks: Vec<Widen> = buffers
-            .iter()
-            .zip(&offsets)
-            .map(|(src, at)| Widen {
-                src: *src,
-                dst: floats.ptr() + *at as u64,
-            })
-            .collect();
-        // SAFETY: the decoded buffers as above; each one's floats fit
-        // its part of `floats`, live until the stream is synchronised.
-        unsafe { enqueue_scale_offset(engine, widen, &chunks)? };
-        // SAFETY: `floats` holds every buffer's floats at its offset,
-        // live until the stream is synchronised below; the caller
-        // vouches for `dst`.
-        unsafe {
-            enqueue_scatter(
-                engine,
-                scatter,
-                |i| floats.ptr() + offsets[i] as u64,
-                dst,
-                &mut fill_source,
-            )
-        }
-    })();
-    let synced = engine.sync();
-    drop((decoded, widened, fill_source));
-    enqueued.and(synced)
 }
 
 /// Enqueues the rows of `scatter` into `dst` in one launch of the copy
