@@ -9,11 +9,13 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
+use zarrs::array::ArrayMetadata;
 use zarrs::plugin::{ExtensionName, ZarrVersion};
+use zarrs::storage::{AsyncListableStorageTraits, AsyncReadableStorageTraits, AsyncWritableStorageTraits, StoreKey};
 use zarrs_nvcomp::cuda::DeviceRegion;
 use zarrs_nvcomp::reader::{
     batched_algorithm, block_on_checked, open_array, read_chunks_parallel, read_chunks_parallel_into, reopen_store,
-    ArrayData, LentDevice, ObjectStoreArray, Progress, ProgressHook, ReadError, ReadInto, ReadOptions, Selection,
+    ArrayData, BoxedSource, LentDevice, ObjectStoreArray, Progress, ProgressHook, ReadError, ReadInto, ReadOptions, Selection,
     StoreIo, StridedRange,
 };
 
@@ -219,6 +221,59 @@ impl ReaderArray {
     #[getter]
     fn fallback_reason(&self) -> Option<String> {
         batched_algorithm(&self.array).err()
+    }
+
+    /// The fill value's element in native byte order, as zarrs parsed it
+    /// from the metadata: Python reads it with the array's dtype.
+    #[getter]
+    fn fill_value_bytes(&self) -> &[u8] {
+        self.array.fill_value().as_ne_bytes()
+    }
+
+    /// Replaces the array's attributes in its store with the JSON object
+    /// `attributes_json`: the `attributes` member of a v3 `zarr.json` (the
+    /// rest of the document kept as stored), a v2 array's `.zattrs`. One put
+    /// of one document, so that a reader sees the old attributes or the new.
+    fn store_attributes(&self, py: Python<'_>, attributes_json: &str) -> PyResult<()> {
+        let attributes: serde_json::Map<String, serde_json::Value> = serde_json::from_str(attributes_json)
+            .map_err(|e| invalid_argument(format!("attributes must be a JSON object: {e}")))?;
+        let storage = self.array.storage();
+        let v3 = matches!(self.array.metadata(), ArrayMetadata::V3(_));
+        let stored = run_interruptible(py, || async move {
+            let (key, document) = if v3 {
+                let key = StoreKey::new("zarr.json")?;
+                let stored = storage.get(&key).await?.ok_or("its zarr.json is gone")?;
+                let mut document: serde_json::Value = serde_json::from_slice(&stored)?;
+                document
+                    .as_object_mut()
+                    .ok_or("its zarr.json is not a JSON object")?
+                    .insert("attributes".to_owned(), attributes.into());
+                (key, document)
+            } else {
+                (StoreKey::new(".zattrs")?, attributes.into())
+            };
+            storage.set(&key, serde_json::to_vec_pretty(&document)?.into()).await?;
+            Ok::<(), BoxedSource>(())
+        })?;
+        stored.map_err(|source| {
+            read_error(ReadError::Store {
+                url: self.url.clone(),
+                source,
+            })
+        })
+    }
+
+    /// The bytes of every object stored under the array (its metadata, its
+    /// chunks or shards), listed from its store.
+    fn nbytes_stored(&self, py: Python<'_>) -> PyResult<u64> {
+        let storage = self.array.storage();
+        let listed = run_interruptible(py, || storage.size())?;
+        listed.map_err(|source| {
+            read_error(ReadError::Store {
+                url: self.url.clone(),
+                source: source.into(),
+            })
+        })
     }
 
     /// Reads `selection`, `(start, stop, step)` per axis with steps of at

@@ -323,6 +323,13 @@ class ReaderArray:
     @property
     def fallback_reason(self) -> str | None:
         """Why the chunks go through the zarrs pipeline, or None when they are batched."""
+    @property
+    def fill_value_bytes(self) -> bytes:
+        """The fill value's element in native byte order."""
+    def store_attributes(self, attributes_json: str) -> None:
+        """Replaces the array's attributes in its store with a JSON object."""
+    def nbytes_stored(self) -> int:
+        """The bytes of every object stored under the array."""
     def read(
         self,
         selection: Sequence[tuple[int, int, int]],

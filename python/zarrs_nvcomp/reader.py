@@ -47,6 +47,7 @@ from typing import Any, Unpack
 import numpy as np
 
 from zarrs_nvcomp._args import checked_bool, checked_int
+from zarrs_nvcomp._array_meta import ArrayInfo, Attributes, array_info, attributes_json
 from zarrs_nvcomp._buffers import cupy_module
 from zarrs_nvcomp._cpu_path import CpuPathWarning, warn_cpu_path
 from zarrs_nvcomp._local_paths import check_array_path
@@ -104,22 +105,30 @@ class Array:
 
     @property
     def url(self) -> str:
+        """The URL or path the array was opened from."""
         return self._inner.url
 
     @property
     def shape(self) -> tuple[int, ...]:
+        """The array's shape."""
         return tuple(self._inner.shape)
 
     @property
     def ndim(self) -> int:
+        """The number of dimensions."""
         return len(self._inner.shape)
 
     @property
     def size(self) -> int:
+        """The number of elements."""
         return math.prod(self.shape)
 
     @property
     def dtype(self) -> np.dtype:
+        """The NumPy dtype of the elements (native byte order: reads return
+        native data whatever the stored order);
+        [`UnsupportedTypeError`][zarrs_nvcomp.UnsupportedTypeError] for a data
+        type NumPy has no dtype for."""
         typestr = self._inner.typestr
         if typestr is None:
             raise UnsupportedTypeError(f"data type {self._inner.data_type} has no NumPy dtype")
@@ -127,10 +136,13 @@ class Array:
 
     @property
     def nbytes(self) -> int:
+        """The bytes of the whole array decoded (`size * dtype.itemsize`); see
+        `nbytes_stored` for the bytes in the store."""
         return self.size * self.dtype.itemsize
 
     @property
     def zarr_format(self) -> int:
+        """2 or 3: the zarr format of the array's metadata."""
         return int(self._metadata["zarr_format"])
 
     @property
@@ -158,6 +170,39 @@ class Array:
         return list(self._metadata["codecs"])
 
     @property
+    def fill_value(self) -> Any:
+        """The fill value, a NumPy scalar of `dtype`: what missing chunks
+        read as, and what chunks equal to it are not stored for."""
+        return np.frombuffer(self._inner.fill_value_bytes, dtype=self.dtype)[0]
+
+    @property
+    def attrs(self) -> Attributes:
+        """The user attributes, a mutable mapping of JSON values; each change
+        is stored at once, as zarr's `attrs` (refused where the array was
+        opened with `mode="r"`)."""
+        return Attributes(self)
+
+    @property
+    def info(self) -> ArrayInfo:
+        """A summary of the array, printed as a table (zarr's `info`)."""
+        return array_info(self)
+
+    def nbytes_stored(self) -> int:
+        """The bytes stored for the array (its metadata and its chunks), as
+        zarr's `nbytes_stored()`: the store's objects under it are listed."""
+        return int(self._inner.nbytes_stored())
+
+    def _store_attributes(self, attributes: dict[str, Any]) -> None:
+        """Stores ``attributes`` as the array's, then reads its metadata again."""
+        if self._read_only:
+            raise InvalidArgumentError(
+                f"{self.url} was opened with mode='r': its attributes cannot be written"
+            )
+        self._inner.store_attributes(attributes_json(attributes))
+        self._inner = ReaderArray.open(self.url, self._storage_options)
+        self._metadata = self._inner.metadata()
+
+    @property
     def batched_algorithm(self) -> str | None:
         """The algorithm that decodes the chunks in batches (``"blosc-lz4"`` and
         the like for blosc chunks, whose streams are decoded in batches), or
@@ -167,6 +212,8 @@ class Array:
 
     @property
     def fallback_reason(self) -> str | None:
+        """Why the chunks go through the zarrs pipeline (one chunk at a time),
+        or None when they are decoded in batches (`batched_algorithm`)."""
         return self._inner.fallback_reason
 
     def read(

@@ -1,0 +1,117 @@
+"""``zarrs_nvcomp.Array`` in zarr's words: ``fill_value``, ``attrs`` (read and
+written in the store, as zarr does), ``nbytes_stored()`` and ``info``, each
+compared with what zarr-python says of the same array."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import zarrs_nvcomp
+
+zarr = pytest.importorskip("zarr")
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize(
+    ("dtype", "fill_value"),
+    [
+        ("int16", -7),
+        ("uint8", 0),
+        ("float32", 1.5),
+        ("float64", math.nan),
+        ("bool", True),
+        ("complex64", 1 - 2j),
+    ],
+)
+def test_fill_value_is_zarrs(tmp_path, zarr_format, dtype, fill_value):
+    path = str(tmp_path / "a.zarr")
+    zarr.create_array(
+        path, shape=(6,), chunks=(2,), dtype=dtype, fill_value=fill_value, zarr_format=zarr_format
+    )
+    got = zarrs_nvcomp.open_array(path).fill_value
+    expected = zarr.open_array(path).fill_value
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_equal(got, expected)
+    # What a missing chunk reads as.
+    np.testing.assert_equal(zarrs_nvcomp.open_array(path)[0], got)
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_attrs_read_and_write_as_zarrs(tmp_path, zarr_format):
+    path = str(tmp_path / "a.zarr")
+    zarr.create_array(
+        path, shape=(4,), dtype="i4", attributes={"units": "K"}, zarr_format=zarr_format
+    )
+    array = zarrs_nvcomp.open_array(path)
+    assert (
+        dict(array.attrs) == {"units": "K"}
+        and array.attrs["units"] == "K"
+        and len(array.attrs) == 1
+    )
+    array.attrs["scale"] = [1, 2.5, None]
+    array.attrs.update({"long_name": "temperature"}, valid=True)
+    stored = zarr.open_array(path).attrs.asdict()
+    assert stored == {
+        "units": "K",
+        "scale": [1, 2.5, None],
+        "long_name": "temperature",
+        "valid": True,
+    }
+    assert array.attrs.asdict() == stored == zarrs_nvcomp.open_array(path).attrs.asdict()
+    del array.attrs["units"]
+    assert "units" not in zarr.open_array(path).attrs
+    array.attrs.put({"only": 1})
+    assert zarr.open_array(path).attrs.asdict() == {"only": 1}
+    # The rest of the metadata is kept: zarr reads the array as before.
+    assert zarr.open_array(path).shape == (4,) and zarr.open_array(path).dtype == np.dtype("i4")
+    assert array.metadata["attributes"] == {"only": 1}
+
+
+def test_attrs_of_a_memory_store_and_a_read_only_array(tmp_path):
+    array = zarrs_nvcomp.create_array("memory://vocabulary-attrs", shape=(3,), dtype="u1")
+    array.attrs["a"] = 1
+    assert zarrs_nvcomp.open_array("memory://vocabulary-attrs").attrs["a"] == 1
+    path = str(tmp_path / "r.zarr")
+    zarr.create_array(path, shape=(3,), dtype="u1", attributes={"k": 1})
+    read_only = zarrs_nvcomp.open_array(path, mode="r")
+    with pytest.raises(zarrs_nvcomp.InvalidArgumentError, match="mode='r'"):
+        read_only.attrs["k"] = 2
+    assert zarr.open_array(path).attrs["k"] == 1
+
+
+def test_attributes_that_json_cannot_hold_are_refused(tmp_path):
+    path = str(tmp_path / "a.zarr")
+    zarr.create_array(path, shape=(3,), dtype="u1")
+    array = zarrs_nvcomp.open_array(path)
+    with pytest.raises(zarrs_nvcomp.InvalidArgumentError, match="JSON"):
+        array.attrs["bad"] = object()
+    with pytest.raises(zarrs_nvcomp.InvalidArgumentError, match="strings"):
+        array.attrs.put({1: "x"})
+    assert dict(zarr.open_array(path).attrs) == {}
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_nbytes_stored_is_zarrs(tmp_path, zarr_format):
+    path = str(tmp_path / "a.zarr")
+    z = zarr.create_array(
+        path, shape=(100, 10), chunks=(10, 10), dtype="f8", zarr_format=zarr_format
+    )
+    z[:35] = np.arange(350).reshape(35, 10)  # 4 of 10 chunks stored
+    assert zarrs_nvcomp.open_array(path).nbytes_stored() == zarr.open_array(path).nbytes_stored()
+
+
+def test_info_summarises_the_array(tmp_path):
+    path = str(tmp_path / "a.zarr")
+    zarr.create_array(path, shape=(8, 4), chunks=(4, 4), dtype="f4", fill_value=2.0)
+    text = repr(zarrs_nvcomp.open_array(path).info)
+    for row in [
+        "Zarr format : 3",
+        "Data type   : float32",
+        "Fill value  : 2.0",
+        "Shape       : (8, 4)",
+    ]:
+        assert row in text, text
+    assert "Chunk shape : (4, 4)" in text and "No. bytes   : 128" in text
