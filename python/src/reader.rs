@@ -9,18 +9,18 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
-use zarrs::array::ArrayMetadata;
 use zarrs::plugin::{ExtensionName, ZarrVersion};
-use zarrs::storage::{AsyncListableStorageTraits, AsyncReadableStorageTraits, AsyncWritableStorageTraits, StoreKey};
+use zarrs::storage::AsyncListableStorageTraits;
 use zarrs_nvcomp::cuda::DeviceRegion;
 use zarrs_nvcomp::reader::{
     batched_algorithm, block_on_checked, open_array, read_chunks_parallel, read_chunks_parallel_into, reopen_store,
-    ArrayData, BoxedSource, LentDevice, ObjectStoreArray, Progress, ProgressHook, ReadError, ReadInto, ReadOptions, Selection,
+    ArrayData, LentDevice, ObjectStoreArray, Progress, ProgressHook, ReadError, ReadInto, ReadOptions, Selection,
     StoreIo, StridedRange,
 };
+use zarrs_nvcomp::writer::{resize, store_attributes};
 
 use crate::cuda_array::CudaArray;
-use crate::errors::{invalid_argument, parse_device, read_error};
+use crate::errors::{invalid_argument, parse_device, read_error, write_error};
 use crate::host_batch::HostBatch;
 use crate::signals::CHECK_INTERVAL;
 use crate::{config, dtype, logging};
@@ -231,36 +231,17 @@ impl ReaderArray {
     }
 
     /// Replaces the array's attributes in its store with the JSON object
-    /// `attributes_json`: the `attributes` member of a v3 `zarr.json` (the
-    /// rest of the document kept as stored), a v2 array's `.zattrs`. One put
-    /// of one document, so that a reader sees the old attributes or the new.
+    /// `attributes_json` (`zarrs_nvcomp::writer::store_attributes`).
     fn store_attributes(&self, py: Python<'_>, attributes_json: &str) -> PyResult<()> {
         let attributes: serde_json::Map<String, serde_json::Value> = serde_json::from_str(attributes_json)
             .map_err(|e| invalid_argument(format!("attributes must be a JSON object: {e}")))?;
-        let storage = self.array.storage();
-        let v3 = matches!(self.array.metadata(), ArrayMetadata::V3(_));
-        let stored = run_interruptible(py, || async move {
-            let (key, document) = if v3 {
-                let key = StoreKey::new("zarr.json")?;
-                let stored = storage.get(&key).await?.ok_or("its zarr.json is gone")?;
-                let mut document: serde_json::Value = serde_json::from_slice(&stored)?;
-                document
-                    .as_object_mut()
-                    .ok_or("its zarr.json is not a JSON object")?
-                    .insert("attributes".to_owned(), attributes.into());
-                (key, document)
-            } else {
-                (StoreKey::new(".zattrs")?, attributes.into())
-            };
-            storage.set(&key, serde_json::to_vec_pretty(&document)?.into()).await?;
-            Ok::<(), BoxedSource>(())
-        })?;
-        stored.map_err(|source| {
-            read_error(ReadError::Store {
-                url: self.url.clone(),
-                source,
-            })
-        })
+        run_interruptible(py, || store_attributes(&self.array, attributes))?.map_err(write_error)
+    }
+
+    /// Changes the array's shape to `shape`, removing the chunks wholly
+    /// outside it first (`zarrs_nvcomp::writer::resize`).
+    fn resize(&self, py: Python<'_>, shape: Vec<u64>) -> PyResult<()> {
+        run_interruptible(py, || resize(&self.array, &shape))?.map_err(write_error)
     }
 
     /// The bytes of every object stored under the array (its metadata, its

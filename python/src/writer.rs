@@ -108,6 +108,13 @@ fn create_array_metadata(
         compressor: Some(field("compressor")).filter(|c| !c.is_null()),
         zarr_format: field("zarr_format").as_u64().unwrap_or(3).try_into().unwrap_or(0),
         overwrite: field("overwrite").as_bool().unwrap_or(false),
+        attributes: match field("attributes") {
+            serde_json::Value::Null => serde_json::Map::new(),
+            serde_json::Value::Object(map) => map,
+            other => return Err(invalid_argument(format!("attributes must be a dict, not {other}"))),
+        },
+        dimension_names: serde_json::from_value(field("dimension_names"))
+            .map_err(|e| invalid_argument(format!("dimension_names must be names or None: {e}")))?,
     };
     let options = storage_options.unwrap_or_default();
     interruptible(py, || async { create_array(&url, &new, &options).await.map(drop) })

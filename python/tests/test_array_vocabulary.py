@@ -115,3 +115,75 @@ def test_info_summarises_the_array(tmp_path):
     ]:
         assert row in text, text
     assert "Chunk shape : (4, 4)" in text and "No. bytes   : 128" in text
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_create_array_stores_attributes_as_zarr_does(tmp_path, zarr_format):
+    path = str(tmp_path / "a.zarr")
+    attributes = {"units": "m/s", "scale": [0.5, None], "nested": {"a": True}}
+    array = zarrs_nvcomp.create_array(
+        path, shape=(4,), dtype="f4", attributes=attributes, zarr_format=zarr_format
+    )
+    assert array.attrs.asdict() == attributes
+    assert zarr.open_array(path).attrs.asdict() == attributes
+
+
+def test_create_array_stores_dimension_names_as_zarr_does(tmp_path):
+    path = str(tmp_path / "a.zarr")
+    zarrs_nvcomp.create_array(path, shape=(3, 4), dtype="i4", dimension_names=["time", None])
+    assert zarr.open_array(path).metadata.dimension_names == ("time", None)
+    with pytest.raises(zarrs_nvcomp.InvalidArgumentError, match="each of the 2 dimensions"):
+        zarrs_nvcomp.create_array(
+            str(tmp_path / "b.zarr"), shape=(3, 4), dtype="i4", dimension_names=["x"]
+        )
+    with pytest.raises(
+        zarrs_nvcomp.InvalidArgumentError, match="v2 arrays have no dimension names"
+    ):
+        zarrs_nvcomp.create_array(
+            str(tmp_path / "c.zarr"), shape=(3,), dtype="i4", dimension_names=["x"], zarr_format=2
+        )
+    with pytest.raises(zarrs_nvcomp.UnsupportedTypeError):
+        zarrs_nvcomp.create_array(
+            str(tmp_path / "d.zarr"), shape=(3,), dtype="i4", dimension_names="x"
+        )
+    with pytest.raises(zarrs_nvcomp.InvalidArgumentError, match="JSON"):
+        zarrs_nvcomp.create_array(
+            str(tmp_path / "e.zarr"), shape=(3,), dtype="i4", attributes={"a": object()}
+        )
+    # Nothing was created by a refused call.
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a.zarr"]
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+def test_resize_as_zarrs(tmp_path, zarr_format):
+    # zarr-python's own test of resize, on both: shrink, then grow; the
+    # chunks wholly outside the smaller shape are removed from the store.
+    paths = {name: str(tmp_path / f"{name}.zarr") for name in ("ours", "zarrs")}
+    data = np.arange(105 * 4, dtype="i4").reshape(105, 4)
+    for path in paths.values():
+        zarr.create_array(
+            path, shape=data.shape, chunks=(10, 2), dtype="i4", zarr_format=zarr_format
+        )[...] = data
+    ours = zarrs_nvcomp.open_array(paths["ours"])
+    ours.resize((35, 3))
+    zarr.open_array(paths["zarrs"]).resize((35, 3))
+    assert ours.shape == (35, 3) and zarr.open_array(paths["ours"]).shape == (35, 3)
+    np.testing.assert_array_equal(ours[...], data[:35, :3])
+    np.testing.assert_array_equal(ours[...], zarr.open_array(paths["zarrs"])[...])
+    assert ours.nbytes_stored() == zarr.open_array(paths["zarrs"]).nbytes_stored()
+    ours.resize((120, 4))
+    zarr.open_array(paths["zarrs"]).resize((120, 4))
+    np.testing.assert_array_equal(ours[...], zarr.open_array(paths["zarrs"])[...])
+    np.testing.assert_array_equal(zarr.open_array(paths["ours"])[...], ours[...])
+
+
+def test_resize_is_refused_for_a_read_only_array_and_a_wrong_rank(tmp_path):
+    path = str(tmp_path / "a.zarr")
+    zarrs_nvcomp.create_array(path, data=np.arange(10), chunks=5)
+    with pytest.raises(zarrs_nvcomp.InvalidArgumentError, match="mode='r'"):
+        zarrs_nvcomp.open_array(path, mode="r").resize(5)
+    with pytest.raises(zarrs_nvcomp.InvalidArgumentError, match="dimensions"):
+        zarrs_nvcomp.open_array(path).resize((5, 5))
+    one_d = zarrs_nvcomp.open_array(path)
+    one_d.resize(5)
+    assert one_d.shape == (5,) and zarr.open_array(path).shape == (5,)

@@ -205,3 +205,17 @@ def array_spec(
         "compressor": _compressor_metadata(_one_compressor(compressor), dt, int(zarr_format)),
         "zarr_format": int(zarr_format),
     }
+
+
+def dimension_names_arg(names: Any) -> list[str | None] | None:
+    """``dimension_names`` as a list of names or None (the core checks that
+    there is one per dimension and that the format has them)."""
+    if names is None:
+        return None
+    if isinstance(names, str):
+        raise UnsupportedTypeError("dimension_names must be a sequence of names, not one string")
+    listed = list(names)
+    for name in listed:
+        if name is not None and not isinstance(name, str):
+            raise UnsupportedTypeError(f"dimension names must be strings or None, not {name!r}")
+    return listed

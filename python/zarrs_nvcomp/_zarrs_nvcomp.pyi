@@ -328,6 +328,8 @@ class ReaderArray:
         """The fill value's element in native byte order."""
     def store_attributes(self, attributes_json: str) -> None:
         """Replaces the array's attributes in its store with a JSON object."""
+    def resize(self, shape: list[int]) -> None:
+        """Changes the array's shape, removing the chunks wholly outside it first."""
     def nbytes_stored(self) -> int:
         """The bytes of every object stored under the array."""
     def read(

@@ -50,6 +50,7 @@ from zarrs_nvcomp._args import checked_bool, checked_int
 from zarrs_nvcomp._array_meta import ArrayInfo, Attributes, array_info, attributes_json
 from zarrs_nvcomp._buffers import cupy_module
 from zarrs_nvcomp._cpu_path import CpuPathWarning, warn_cpu_path
+from zarrs_nvcomp._create_args import shape_arg
 from zarrs_nvcomp._local_paths import check_array_path
 from zarrs_nvcomp._progress import ProgressCallback, run_with_progress
 from zarrs_nvcomp._read_out import lent_output, resolve_device
@@ -192,13 +193,33 @@ class Array:
         zarr's `nbytes_stored()`: the store's objects under it are listed."""
         return int(self._inner.nbytes_stored())
 
+    def resize(self, new_shape: int | tuple[int, ...]) -> None:
+        """Changes the array's shape, as zarr's `resize`: the chunks wholly
+        outside the new shape are removed from the store first, then the
+        new shape is stored (one put of the metadata document). Elements
+        that come into the shape read as the fill value where their chunk
+        was not stored. Refused where the array was opened with `mode="r"`."""
+        self._writable("resized")
+        sides = shape_arg("new_shape", new_shape, minimum=0)
+        if len(sides) != self.ndim:
+            raise InvalidArgumentError(
+                f"new_shape {tuple(sides)} has {len(sides)} dimensions, the array {self.ndim}"
+            )
+        self._inner.resize(sides)
+        self._reload()
+
     def _store_attributes(self, attributes: dict[str, Any]) -> None:
         """Stores ``attributes`` as the array's, then reads its metadata again."""
-        if self._read_only:
-            raise InvalidArgumentError(
-                f"{self.url} was opened with mode='r': its attributes cannot be written"
-            )
+        self._writable("written")
         self._inner.store_attributes(attributes_json(attributes))
+        self._reload()
+
+    def _writable(self, what: str) -> None:
+        if self._read_only:
+            raise InvalidArgumentError(f"{self.url} was opened with mode='r': it cannot be {what}")
+
+    def _reload(self) -> None:
+        """Opens the array again: its metadata as now stored."""
         self._inner = ReaderArray.open(self.url, self._storage_options)
         self._metadata = self._inner.metadata()
 

@@ -23,10 +23,13 @@ value are not stored (stored ones are deleted) unless
 
 from __future__ import annotations
 
+import json
+from collections.abc import Iterable
 from typing import Any
 
 from zarrs_nvcomp._args import checked_bool, checked_int
-from zarrs_nvcomp._create_args import array_spec, host_or_device
+from zarrs_nvcomp._array_meta import attributes_json
+from zarrs_nvcomp._create_args import array_spec, dimension_names_arg, host_or_device
 from zarrs_nvcomp._stores import location
 from zarrs_nvcomp._write import write_into
 from zarrs_nvcomp._zarrs_nvcomp import (
@@ -60,6 +63,8 @@ def create_array(
     data: Any = None,
     storage_options: StorageOptions | None = None,
     overwrite: bool = False,
+    attributes: dict[str, Any] | None = None,
+    dimension_names: Iterable[str | None] | None = None,
 ) -> Array:
     """Creates a zarr array at ``store`` (a path, ``file://``, ``s3://`` or
     ``memory://`` URL) and opens it; with ``data``, writes it too.
@@ -84,8 +89,12 @@ def create_array(
     An argument of the wrong kind raises
     :class:`zarrs_nvcomp.UnsupportedTypeError`, one out of range
     :class:`zarrs_nvcomp.InvalidArgumentError`.
+    ``attributes``: the array's user attributes (JSON values), as zarr
+    stores them (in ``zarr.json``; a v2 array's ``.zattrs``).
+    ``dimension_names``: a name (or None) per dimension, zarr v3 only.
     An array or group already at ``store`` raises
-    :class:`zarrs_nvcomp.ContainsArrayError` (a ``ValueError``, as zarr's),
+    :class:`zarrs_nvcomp.ContainsArrayError` or
+    :class:`zarrs_nvcomp.ContainsGroupError` (``ValueError``s, as zarr's),
     unless ``overwrite``: then everything at ``store`` is removed first
     (its metadata first), so no chunk of the old array is read as the new
     one's.
@@ -116,6 +125,8 @@ def create_array(
         data=data,
     )
     spec["overwrite"] = checked_bool("overwrite", overwrite)
+    spec["attributes"] = json.loads(attributes_json(dict(attributes or {})))
+    spec["dimension_names"] = dimension_names_arg(dimension_names)
     url, options = location(store, storage_options)
     create_array_metadata(url, spec, options)
     array = open_array(url, options)

@@ -18,6 +18,8 @@
 
 use std::collections::HashMap;
 
+use object_store::path::Path;
+use object_store::{ObjectStoreExt, PutPayload};
 use serde_json::{json, Map, Value};
 
 use super::{existing, file_store, probe, WriteError};
@@ -49,6 +51,12 @@ pub struct NewArray {
     pub compressor: Option<Value>,
     /// 2 or 3.
     pub zarr_format: u8,
+    /// User attributes: a v3 `zarr.json`'s `attributes`, a v2 array's
+    /// `.zattrs` (stored after the `.zarray`, where there are any).
+    pub attributes: Map<String, Value>,
+    /// The names of the dimensions (zarr v3 only), `None` for an unnamed
+    /// one; `None`: no names.
+    pub dimension_names: Option<Vec<Option<String>>>,
     /// Whether whatever is at the place is removed first (metadata first,
     /// then every chunk and other object under it), as zarr's `overwrite`;
     /// otherwise an array or group there is [`WriteError::Exists`].
@@ -108,6 +116,17 @@ impl NewArray {
                 self.data_type
             ))
         })?;
+        if let Some(names) = &self.dimension_names {
+            if self.zarr_format == 2 {
+                return Err(config("zarr v2 arrays have no dimension names".into()));
+            }
+            if names.len() != self.shape.len() {
+                return Err(config(format!(
+                    "dimension_names {names:?} must name each of the {} dimensions",
+                    self.shape.len()
+                )));
+            }
+        }
         match self.zarr_format {
             2 => {
                 if self.shards.is_some() {
@@ -169,23 +188,30 @@ impl NewArray {
                         (shards, vec![sharding])
                     }
                 };
-                Ok((
-                    "zarr.json",
-                    json!({
-                        "zarr_format": 3,
-                        "node_type": "array",
-                        "shape": self.shape,
-                        "data_type": self.data_type,
-                        "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": grid}},
-                        "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
-                        "fill_value": self.fill_value,
-                        "codecs": codecs,
-                        "attributes": {},
-                    }),
-                ))
+                let mut document = json!({
+                    "zarr_format": 3,
+                    "node_type": "array",
+                    "shape": self.shape,
+                    "data_type": self.data_type,
+                    "chunk_grid": {"name": "regular", "configuration": {"chunk_shape": grid}},
+                    "chunk_key_encoding": {"name": "default", "configuration": {"separator": "/"}},
+                    "fill_value": self.fill_value,
+                    "codecs": codecs,
+                    "attributes": self.attributes,
+                });
+                if let Some(names) = &self.dimension_names {
+                    document["dimension_names"] = json!(names);
+                }
+                Ok(("zarr.json", document))
             }
             other => Err(config(format!("zarr_format must be 2 or 3, not {other}"))),
         }
+    }
+
+    /// The document that holds the attributes where the metadata does not:
+    /// a v2 array's `.zattrs`, where there are any.
+    fn attributes_document(&self) -> Option<(&'static str, Value)> {
+        (self.zarr_format == 2 && !self.attributes.is_empty()).then(|| (".zattrs", json!(self.attributes)))
     }
 }
 
@@ -223,6 +249,16 @@ pub async fn create_array(
         existing::clear(&objects, url, new.overwrite).await?;
         let text = serde_json::to_vec_pretty(&metadata).expect("metadata serialises");
         existing::put_metadata(&objects, url, key, text, new.overwrite).await?;
+        if let Some((attributes_key, document)) = new.attributes_document() {
+            let text = serde_json::to_vec_pretty(&document).expect("attributes serialise");
+            objects
+                .put(&Path::from(attributes_key), PutPayload::from(text))
+                .await
+                .map_err(|e| WriteError::Store {
+                    key: attributes_key.into(),
+                    source: e.into(),
+                })?;
+        }
         Ok(open_array(url, storage_options).await?)
     }
     .await;
@@ -259,6 +295,8 @@ mod tests {
             compressor: Some(json!({"name": "numcodecs.zlib", "configuration": {"level": 1}})),
             zarr_format,
             overwrite: false,
+            attributes: serde_json::Map::new(),
+            dimension_names: None,
         }
     }
 

@@ -61,6 +61,7 @@ mod encode;
 mod existing;
 mod file_store;
 mod gather;
+mod metadata_edit;
 mod options;
 mod plan;
 mod probe;
@@ -79,6 +80,7 @@ use zarrs::storage::AsyncReadableWritableStorageTraits;
 
 pub use create::{create_array, create_array_blocking, NewArray};
 pub use encode::encode_stored_chunks;
+pub use metadata_edit::{resize, store_attributes};
 pub use options::WriteOptions;
 pub use store::WriteSummary;
 

@@ -336,6 +336,8 @@ mod tests {
             compressor: Some(compressor),
             zarr_format: 3,
             overwrite: false,
+            attributes: serde_json::Map::new(),
+            dimension_names: None,
         };
         let meta: ArrayMetadataV3 = serde_json::from_value(new.metadata().unwrap().1).unwrap();
         ArrayMetadata::V3(meta)

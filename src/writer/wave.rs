@@ -209,6 +209,8 @@ mod tests {
             compressor: Some(json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}})),
             zarr_format: 3,
             overwrite: false,
+            attributes: serde_json::Map::new(),
+            dimension_names: None,
         };
         let url = "memory://writer-wave-partial-chunks-in-one-read";
         let array = create_array_blocking(url, &new, &HashMap::new()).unwrap();

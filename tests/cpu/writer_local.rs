@@ -54,6 +54,8 @@ fn new_array(format: u8, compressor: Value, shards: Option<Vec<u64>>) -> NewArra
         compressor: Some(compressor),
         zarr_format: format,
         overwrite: false,
+        attributes: serde_json::Map::new(),
+        dimension_names: None,
     }
 }
 

@@ -70,6 +70,8 @@ fn device_data_is_gathered_and_encoded_on_the_gpu() {
             compressor: Some(compressor.clone()),
             zarr_format: 3,
             overwrite: false,
+            attributes: serde_json::Map::new(),
+            dimension_names: None,
         };
         let array = create_array_blocking(url, &new, &HashMap::new()).unwrap();
         let gpu = WriteOptions::default().with_device(Backend::Cuda { device: 0 });
@@ -118,6 +120,8 @@ fn waves_encoded_at_once_on_several_engines_store_every_chunk() {
         compressor: Some(json!({"name": "zstd", "configuration": {"level": 1, "checksum": false}})),
         zarr_format: 3,
         overwrite: false,
+        attributes: serde_json::Map::new(),
+        dimension_names: None,
     };
     let array = create_array_blocking(url, &new, &HashMap::new()).unwrap();
     let expected = field(40 * 70, 3);
