@@ -9,13 +9,14 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
+use zarrs::array::ArraySubset;
 use zarrs::plugin::{ExtensionName, ZarrVersion};
 use zarrs::storage::AsyncListableStorageTraits;
 use zarrs_nvcomp::cuda::DeviceRegion;
 use zarrs_nvcomp::reader::{
-    batched_algorithm, block_on_checked, open_array, read_chunks_parallel, read_chunks_parallel_into, reopen_store,
-    ArrayData, LentDevice, ObjectStoreArray, Progress, ProgressHook, ReadError, ReadInto, ReadOptions, Selection,
-    StoreIo, StridedRange,
+    batched_algorithm, block_on_checked, open_array, read_boxes, read_chunks_parallel, read_chunks_parallel_into,
+    reopen_store, ArrayData, LentDevice, ObjectStoreArray, Progress, ProgressHook, ReadError, ReadInto, ReadOptions,
+    Selection, StoreIo, StridedRange,
 };
 use zarrs_nvcomp::writer::{resize, store_attributes};
 
@@ -286,15 +287,13 @@ impl ReaderArray {
         host_out: Option<PyBuffer<u8>>,
         device_out: Option<(u64, usize)>,
     ) -> PyResult<Py<PyAny>> {
-        logging::refresh();
-        let defaults = ReadOptions::default();
-        let mut options = ReadOptions::default()
-            .with_device(parse_device(device)?)
-            .with_max_concurrent_requests(max_concurrent_requests.unwrap_or(defaults.max_concurrent_requests))
-            .with_wave_bytes(wave_bytes.unwrap_or(defaults.wave_bytes))
-            .with_store_io(StoreIo::for_url(&self.url))
-            .with_trusted_input(trusted_input);
-        options.max_decoded_size = max_decoded_size;
+        let options = self.read_options(
+            device,
+            max_concurrent_requests,
+            wave_bytes,
+            trusted_input,
+            max_decoded_size,
+        )?;
         let selection = Selection::new(
             selection
                 .into_iter()
@@ -311,20 +310,35 @@ impl ReaderArray {
             None => interruptible(py, || read_to(array, selection, &options, out))?,
             Some(callback) => read_reporting(py, &callback, array, selection, options, out)?,
         };
-        let Some(data) = data else {
-            return Ok(py.None());
-        };
-        // The output's size was checked before it was allocated.
-        let nbytes = data.num_bytes();
         match data {
-            ArrayData::Host { bytes, .. } => Ok(Py::new(py, HostBatch::from_vec(bytes))?.into_any()),
-            ArrayData::Device { buffer, shape, .. } => {
-                let device = buffer.engine().device();
-                let array = CudaArray::bytes(Arc::new(buffer), 0, nbytes, device)
-                    .with_elements(shape, typestr.unwrap_or_else(|| "|V1".into()));
-                Ok(Py::new(py, array)?.into_any())
-            }
+            None => Ok(py.None()),
+            Some(data) => data_to_python(py, data, typestr),
         }
+    }
+
+    /// Reads `boxes`, `(start, stop)` per axis each, in one read (their
+    /// chunks fetched and decoded together): every box's elements in C
+    /// order, back to back, as one buffer (a [`HostBatch`] or a
+    /// [`CudaArray`]). Orthogonal and coordinate selections are read so.
+    #[pyo3(signature = (boxes, device=None, max_concurrent_requests=None, trusted_input=false, max_decoded_size=None))]
+    fn read_boxes(
+        &self,
+        py: Python<'_>,
+        boxes: Vec<Vec<(u64, u64)>>,
+        device: Option<&str>,
+        max_concurrent_requests: Option<usize>,
+        trusted_input: bool,
+        max_decoded_size: Option<u64>,
+    ) -> PyResult<Py<PyAny>> {
+        let options = self.read_options(device, max_concurrent_requests, None, trusted_input, max_decoded_size)?;
+        let boxes: Vec<ArraySubset> = boxes
+            .iter()
+            .map(|ranges| ArraySubset::new_with_ranges(&ranges.iter().map(|&(a, b)| a..b).collect::<Vec<_>>()))
+            .collect();
+        let reopened = self.in_this_process()?;
+        let array = reopened.as_ref().unwrap_or(&self.array);
+        let data = interruptible(py, || read_boxes(array, boxes, &options))?;
+        data_to_python(py, data, self.typestr())
     }
 
     fn __repr__(&self) -> String {
@@ -334,6 +348,45 @@ impl ReaderArray {
             self.array.shape(),
             self.data_type()
         )
+    }
+}
+
+impl ReaderArray {
+    /// The options of a read of this array from Python's arguments.
+    fn read_options(
+        &self,
+        device: Option<&str>,
+        max_concurrent_requests: Option<usize>,
+        wave_bytes: Option<usize>,
+        trusted_input: bool,
+        max_decoded_size: Option<u64>,
+    ) -> PyResult<ReadOptions> {
+        logging::refresh();
+        let defaults = ReadOptions::default();
+        let mut options = ReadOptions::default()
+            .with_device(parse_device(device)?)
+            .with_max_concurrent_requests(max_concurrent_requests.unwrap_or(defaults.max_concurrent_requests))
+            .with_wave_bytes(wave_bytes.unwrap_or(defaults.wave_bytes))
+            .with_store_io(StoreIo::for_url(&self.url))
+            .with_trusted_input(trusted_input);
+        options.max_decoded_size = max_decoded_size;
+        Ok(options)
+    }
+}
+
+/// A read's data as Python sees it: a [`HostBatch`] of one buffer, or a
+/// [`CudaArray`] of elements of `typestr`.
+fn data_to_python(py: Python<'_>, data: ArrayData, typestr: Option<String>) -> PyResult<Py<PyAny>> {
+    // The output's size was checked before it was allocated.
+    let nbytes = data.num_bytes();
+    match data {
+        ArrayData::Host { bytes, .. } => Ok(Py::new(py, HostBatch::from_vec(bytes))?.into_any()),
+        ArrayData::Device { buffer, shape, .. } => {
+            let device = buffer.engine().device();
+            let array = CudaArray::bytes(Arc::new(buffer), 0, nbytes, device)
+                .with_elements(shape, typestr.unwrap_or_else(|| "|V1".into()));
+            Ok(Py::new(py, array)?.into_any())
+        }
     }
 }
 

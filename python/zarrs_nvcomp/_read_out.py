@@ -1,6 +1,6 @@
-"""Where a read's result goes: the device a read resolves to, and the
+"""Where a read's result goes: the device a read resolves to, the
 caller's ``out=`` memory, checked against the read before the reader is
-given it."""
+given it, and the reader's device memory as CuPy arrays."""
 
 from __future__ import annotations
 
@@ -10,13 +10,21 @@ import numpy as np
 
 from zarrs_nvcomp._buffers import cupy_module
 from zarrs_nvcomp._zarrs_nvcomp import (
+    CudaArray,
     InvalidArgumentError,
     UnsupportedTypeError,
     gpu_unavailable_reason,
     parse_device,
 )
 
-__all__ = ["LentOutput", "lent_output", "resolve_device"]
+__all__ = [
+    "LentOutput",
+    "device_result",
+    "empty_result",
+    "flip_index",
+    "lent_output",
+    "resolve_device",
+]
 
 
 def resolve_device(device: str | None, dtype: np.dtype) -> str:
@@ -127,3 +135,48 @@ def _c_contiguous(out: Any, interface: dict[str, Any] | None, itemsize: int) -> 
             return False
         expected *= n
     return True
+
+
+def flip_index(flips: tuple[int, ...], ndim: int) -> tuple[slice, ...]:
+    """The index that reverses the axes ``flips``."""
+    return tuple(slice(None, None, -1) if axis in flips else slice(None) for axis in range(ndim))
+
+
+def empty_result(shape: tuple[int, ...], dtype: np.dtype, device: str) -> Any:
+    """An empty result of ``shape`` on ``device`` (CuPy for a GPU)."""
+    if device in ("cpu", "auto"):
+        return np.empty(shape, dtype=dtype)
+    cp = cupy_module()
+    if cp is None:
+        raise UnsupportedTypeError("an empty device result needs CuPy")
+    with cp.cuda.Device(_ordinal(device)):
+        return cp.empty(shape, dtype=dtype)
+
+
+def _ordinal(device: str) -> int:
+    return int(device.partition(":")[2] or 0)
+
+
+def device_result(
+    data: CudaArray,
+    shape: tuple[int, ...],
+    dtype: np.dtype,
+    flips: tuple[int, ...],
+    out_shape: tuple[int, ...],
+) -> Any:
+    """A CuPy array over the reader's device memory (kept alive by the CuPy
+    array), flipped on the GPU; without CuPy the :class:`CudaArray` itself,
+    reshaped."""
+    cp = cupy_module()
+    if cp is None:
+        if flips:
+            raise UnsupportedTypeError(
+                "negative steps on device results need CuPy; read with device='cpu'"
+            )
+        return data if out_shape == shape else data.reshape(list(out_shape))
+    with cp.cuda.Device(data.device):
+        memory = cp.cuda.UnownedMemory(data.ptr, max(data.nbytes, 1), data, data.device)
+        arr = cp.ndarray(shape, dtype=dtype, memptr=cp.cuda.MemoryPointer(memory, 0))
+        if flips:
+            arr = cp.ascontiguousarray(arr[flip_index(flips, len(shape))])
+        return arr.reshape(out_shape)

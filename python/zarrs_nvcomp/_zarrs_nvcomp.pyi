@@ -330,6 +330,16 @@ class ReaderArray:
         """Replaces the array's attributes in its store with a JSON object."""
     def resize(self, shape: list[int]) -> None:
         """Changes the array's shape, removing the chunks wholly outside it first."""
+    def read_boxes(
+        self,
+        boxes: list[list[tuple[int, int]]],
+        device: str | None = None,
+        max_concurrent_requests: int | None = None,
+        trusted_input: bool = False,
+        max_decoded_size: int | None = None,
+    ) -> HostBatch | CudaArray:
+        """Reads ``boxes`` (``(start, stop)`` per axis each) in one read: every
+        box's elements in C order, back to back."""
     def nbytes_stored(self) -> int:
         """The bytes of every object stored under the array."""
     def read(

@@ -48,12 +48,24 @@ import numpy as np
 
 from zarrs_nvcomp._args import checked_bool, checked_int
 from zarrs_nvcomp._array_meta import ArrayInfo, Attributes, array_info, attributes_json
-from zarrs_nvcomp._buffers import cupy_module
 from zarrs_nvcomp._cpu_path import CpuPathWarning, warn_cpu_path
 from zarrs_nvcomp._create_args import shape_arg
+from zarrs_nvcomp._fancy import (
+    OrthogonalIndexer,
+    VectorizedIndexer,
+    getitem_plan,
+    is_fancy,
+    read_plan,
+)
 from zarrs_nvcomp._local_paths import check_array_path
 from zarrs_nvcomp._progress import ProgressCallback, run_with_progress
-from zarrs_nvcomp._read_out import lent_output, resolve_device
+from zarrs_nvcomp._read_out import (
+    device_result,
+    empty_result,
+    flip_index,
+    lent_output,
+    resolve_device,
+)
 from zarrs_nvcomp._selection import normalize as _normalize
 from zarrs_nvcomp._stores import location
 from zarrs_nvcomp._write import write_into
@@ -295,7 +307,7 @@ class Array:
         device = resolve_device(device, dtype) if lent is None else lent.device
         if math.prod(out_shape) == 0:
             run_with_progress(progress, self.url, lambda report: report and report(0, 0))
-            return _empty(out_shape, dtype, device) if out is None else out
+            return empty_result(out_shape, dtype, device) if out is None else out
         if lent is not None and flips:
             # The reader writes ascending selections: flip a copy into out.
             out[...] = self.read(
@@ -325,17 +337,37 @@ class Array:
             return out
         shape = tuple(len(range(*s)) for s in strided)
         if isinstance(data, CudaArray):
-            return _device_result(data, shape, dtype, flips, out_shape)
+            return device_result(data, shape, dtype, flips, out_shape)
         if device not in ("cpu", "auto"):
             raise RuntimeError("the reader returned host memory for a device read")
         arr = np.frombuffer(data, dtype=dtype).reshape(shape)
         if flips:
-            arr = np.ascontiguousarray(arr[_flip_index(flips, len(shape))])
+            arr = np.ascontiguousarray(arr[flip_index(flips, len(shape))])
         return arr.reshape(out_shape)
+
+    @property
+    def oindex(self) -> OrthogonalIndexer:
+        """Orthogonal selection, as zarr's: `a.oindex[[0, 5], 10:20]`; per
+        axis an integer, a slice, an integer array or a boolean mask, read in
+        one read of the chunks it touches."""
+        return OrthogonalIndexer(self)
+
+    @property
+    def vindex(self) -> VectorizedIndexer:
+        """Coordinate and mask selection, as zarr's: `a.vindex[rows, cols]`
+        (integer arrays broadcast together) or `a.vindex[mask]`, read in one
+        read of the chunks it touches."""
+        return VectorizedIndexer(self)
 
     def __getitem__(self, selection: Any) -> Any:
         """``read(selection)``; integer indexes of every axis give a NumPy
-        scalar, as NumPy's do (GPU reads a 0-d array, as CuPy's do)."""
+        scalar, as NumPy's do (GPU reads a 0-d array, as CuPy's do). Integer
+        arrays and boolean masks read as zarr's `__getitem__` reads them:
+        index arrays alone, or one mask of the array's shape, as
+        coordinates (`vindex`); with slices, or one index array, as
+        `oindex`."""
+        if is_fancy(selection):
+            return read_plan(self, getitem_plan(self, selection), None)
         result = self.read(selection)
         if isinstance(result, np.ndarray) and result.ndim == 0 and selection is not Ellipsis:
             return result[()]
@@ -436,47 +468,3 @@ def read_chunks_parallel(
     :meth:`Array.read`.
     """
     return open_array(store, storage_options).read(selection, **read_options)
-
-
-def _flip_index(flips: tuple[int, ...], ndim: int) -> tuple[slice, ...]:
-    """The index that reverses the axes ``flips``."""
-    return tuple(slice(None, None, -1) if axis in flips else slice(None) for axis in range(ndim))
-
-
-def _empty(shape: tuple[int, ...], dtype: np.dtype, device: str) -> Any:
-    if device in ("cpu", "auto"):
-        return np.empty(shape, dtype=dtype)
-    cp = cupy_module()
-    if cp is None:
-        raise UnsupportedTypeError("an empty device result needs CuPy")
-    with cp.cuda.Device(_ordinal(device)):
-        return cp.empty(shape, dtype=dtype)
-
-
-def _ordinal(device: str) -> int:
-    return int(device.partition(":")[2] or 0)
-
-
-def _device_result(
-    data: CudaArray,
-    shape: tuple[int, ...],
-    dtype: np.dtype,
-    flips: tuple[int, ...],
-    out_shape: tuple[int, ...],
-) -> Any:
-    """A CuPy array over the reader's device memory (kept alive by the CuPy
-    array), flipped on the GPU; without CuPy the :class:`CudaArray` itself,
-    reshaped."""
-    cp = cupy_module()
-    if cp is None:
-        if flips:
-            raise UnsupportedTypeError(
-                "negative steps on device results need CuPy; read with device='cpu'"
-            )
-        return data if out_shape == shape else data.reshape(list(out_shape))
-    with cp.cuda.Device(data.device):
-        memory = cp.cuda.UnownedMemory(data.ptr, max(data.nbytes, 1), data, data.device)
-        arr = cp.ndarray(shape, dtype=dtype, memptr=cp.cuda.MemoryPointer(memory, 0))
-        if flips:
-            arr = cp.ascontiguousarray(arr[_flip_index(flips, len(shape))])
-        return arr.reshape(out_shape)

@@ -144,9 +144,8 @@ pub use data::ArrayData;
 pub use options::ReadOptions;
 pub use output::{LentDevice, ReadInto};
 pub use progress::{Progress, ProgressHook};
-pub use read::{read_chunks_parallel, read_chunks_parallel_into};
+pub use read::{read_boxes, read_chunks_parallel, read_chunks_parallel_into};
 
 pub use crate::array::geometry::selection::{Selection, StridedRange};
-pub(crate) use read::read_boxes;
 pub use store::{open_store, StoreIo};
 pub use stored::{decode_stored_chunks_into, StoredChunk};

@@ -86,7 +86,7 @@ pub async fn read_chunks_parallel_into<S: ?Sized + AsyncReadableStorageTraits + 
 /// every box). The chunks of every box are read as those of one read:
 /// fetched together, in waves of [`ReadOptions::wave_bytes`], on the GPU
 /// one nvCOMP batch call per wave.
-pub(crate) async fn read_boxes<S: ?Sized + AsyncReadableStorageTraits + 'static>(
+pub async fn read_boxes<S: ?Sized + AsyncReadableStorageTraits + 'static>(
     array: &Array<S>,
     boxes: Vec<ArraySubset>,
     options: &ReadOptions,
