@@ -41,7 +41,7 @@ import zarr
 import zarr.codecs
 import zarrs_nvcomp
 from bench_data import bench_parser, best_of, data_dir
-from zarrs_nvcomp.reader import cupy_module
+from zarrs_nvcomp._buffers import cupy_module
 
 COLUMNS = 2048
 

@@ -31,7 +31,7 @@ from read_bench import (
     write_array,
     zarrs_python_available,
 )
-from zarrs_nvcomp.reader import cupy_module
+from zarrs_nvcomp._buffers import cupy_module
 
 COLUMNS = 4096  # field_f32's width
 INNER_ROWS = (1 << 16) // (4 * COLUMNS)  # 64 KiB inner chunks of whole rows

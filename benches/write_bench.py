@@ -44,7 +44,7 @@ import zarr.codecs
 import zarrs_nvcomp
 from bench_data import field_f32
 from read_bench import interleaved_best_of, moto_server, zarrs_python_available
-from zarrs_nvcomp.reader import cupy_module
+from zarrs_nvcomp._buffers import cupy_module
 
 COLUMNS = 4096
 NEW_ARRAYS = False  # --new-arrays

@@ -97,7 +97,10 @@ def main() -> None:
         path = root / f"field-{args.size_mb}mb.zarr"
         write(path, args.size_mb)
 
-        cupy = zarrs_nvcomp.reader.cupy_module()
+        try:
+            import cupy
+        except ImportError:
+            cupy = None
         gpu_reason = zarrs_nvcomp.gpu_unavailable_reason(0)
         device = "cuda" if gpu_reason is None and cupy is not None else "cpu"
         if device == "cpu":

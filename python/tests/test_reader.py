@@ -231,7 +231,7 @@ def test_array_object(tmp_path):
     assert [c["name"] for c in array.codecs] == ["bytes", "gzip"]
     assert array.batched_algorithm == "gzip"
     # No GPU here or with no CuPy: device=None reads to host memory.
-    if zarrs_nvcomp.gpu_available() is False or zarrs_nvcomp.reader.cupy_module() is None:
+    if zarrs_nvcomp.gpu_available() is False or zarrs_nvcomp._buffers.cupy_module() is None:
         np.testing.assert_array_equal(array[2:9, ::4], data[2:9, ::4])
     np.testing.assert_array_equal(array.read((slice(None), -2), device="cpu"), data[:, -2])
     np.testing.assert_array_equal(np.asarray(array), data)
