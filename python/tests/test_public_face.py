@@ -7,6 +7,7 @@ taken by zarr's own ``create_array``."""
 from __future__ import annotations
 
 import importlib.metadata
+import re
 import subprocess
 import sys
 import textwrap
@@ -155,3 +156,26 @@ def test_every_exported_error_and_warning_is_on_the_api_page():
     }
     assert "ContainsArrayError" in errors
     assert errors <= documented, errors - documented
+
+
+#: Sphinx cross-reference roles, which mkdocstrings shows as raw text.
+SPHINX_ROLE = re.compile(r":(class|func|meth|exc|attr|mod|data|obj):`")
+
+
+def test_docstrings_are_markdown_without_sphinx_roles():
+    package = Path(zarrs_nvcomp.__file__).parent
+    sources = sorted(package.glob("*.py")) + sorted(package.glob("*.pyi"))
+    assert len(sources) > 20
+    found = [
+        f"{source.name}:{number}: {line.strip()}"
+        for source in sources
+        for number, line in enumerate(source.read_text().splitlines(), 1)
+        if SPHINX_ROLE.search(line)
+    ]
+    # The extension's own docstrings (written in Rust) too.
+    native = zarrs_nvcomp._zarrs_nvcomp
+    for name in dir(native):
+        doc = getattr(getattr(native, name), "__doc__", None) or ""
+        if SPHINX_ROLE.search(doc):
+            found.append(f"_zarrs_nvcomp.{name}")
+    assert found == []

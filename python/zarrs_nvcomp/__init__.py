@@ -1,23 +1,23 @@
 """zarrs-nvcomp: NVIDIA nvCOMP's batched GPU compression for numcodecs and zarr.
 
-One codec, :class:`NvCompBatchCodec` (numcodecs id ``"nvcomp_batch"``), that
+One codec, `NvCompBatchCodec` (numcodecs id ``"nvcomp_batch"``), that
 compresses or decompresses a whole list of buffers per call: with nvCOMP on a
 CUDA GPU when one is usable, otherwise with byte-compatible CPU libraries in
 parallel. ``zarrs_nvcomp.zarr3.NvCompBatchZarrCodec`` is the zarr 3 codec of
 the same name, which hands every chunk zarr gives it to one batch call.
 
-:func:`read_chunks_parallel` and :func:`open_array` (``zarrs_nvcomp.reader``)
+`read_chunks_parallel` and `open_array` (``zarrs_nvcomp.reader``)
 read a selection of a whole zarr array from a local directory or an object
 store, fetching its chunks concurrently and decoding them in batches.
 
-Every exception the package raises derives from :class:`ZarrsNvcompError`
-and from the built-in exception it stands for: :class:`InvalidArgumentError`
-is a ``ValueError``, :class:`StoreError` an ``OSError``,
-:class:`StoreTimeoutError` a ``TimeoutError``, :class:`UnsupportedTypeError`
-a ``TypeError``, :class:`SelectionError` an ``IndexError``,
-:class:`OutOfMemoryError` a ``MemoryError``, :class:`ContainsArrayError` (an
+Every exception the package raises derives from `ZarrsNvcompError`
+and from the built-in exception it stands for: `InvalidArgumentError`
+is a ``ValueError``, `StoreError` an ``OSError``,
+`StoreTimeoutError` a ``TimeoutError``, `UnsupportedTypeError`
+a ``TypeError``, `SelectionError` an ``IndexError``,
+`OutOfMemoryError` a ``MemoryError``, `ContainsArrayError` (an
 array already where ``create_array`` is to make one) a ``ValueError``;
-:class:`DecodeError`, :class:`GpuUnavailableError` and :class:`CudaError` are
+`DecodeError`, `GpuUnavailableError` and `CudaError` are
 ``RuntimeError``.
 """
 
@@ -124,7 +124,7 @@ if sys.executable:
 
 
 def gpu_available(device: int = 0) -> bool:
-    """Whether CUDA device ``device`` can run nvCOMP (see :func:`gpu_unavailable_reason`)."""
+    """Whether CUDA device ``device`` can run nvCOMP (see `gpu_unavailable_reason`)."""
     return gpu_unavailable_reason(device) is None
 
 

@@ -2,7 +2,7 @@
 
 Which chains decode in batches is decided once, in Rust, by the reader's
 classifier (``classify_chain``, over ``src/array/chain/``): the codec
-pipeline batches exactly the chains :func:`zarrs_nvcomp.read_chunks_parallel`
+pipeline batches exactly the chains `zarrs_nvcomp.read_chunks_parallel`
 batches. Local arrays are read by the reader itself. The chunks zarr's
 store API fetches are decoded in batches by the reader's stored-chunk
 decoder (framing, checksums, sizes, the byte swap and ``delta`` handled in
@@ -24,7 +24,7 @@ __all__ = ["BatchedChain", "classify"]
 
 class BatchedChain:
     """A chain the reader decodes in batches: the classifier's verdict
-    (:class:`StoredChain`, which decodes and encodes stored chunks, framing
+    (`StoredChain`, which decodes and encodes stored chunks, framing
     and checksums included, in Rust), and what the pipeline reads of it."""
 
     __slots__ = ("verdict",)

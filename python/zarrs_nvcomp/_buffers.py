@@ -176,7 +176,7 @@ def device_region(obj: Any, *, what: str = "buffer") -> DeviceRegion:
 
 def device_outputs(batch: Any, *, views: bool = False) -> list[Any]:
     """The buffers of a ``DeviceBatch``, each keeping the whole batch alive:
-    :class:`zarrs_nvcomp.CudaArray` views (which expose
+    `zarrs_nvcomp.CudaArray` views (which expose
     ``__cuda_array_interface__`` and ``__dlpack__``) when ``views`` or
     without CuPy, CuPy arrays otherwise.
 
@@ -219,10 +219,10 @@ def batch_ranges(batch: Any) -> np.ndarray:
 def device_views(
     buffer: Any, sizes: Any, *, device: int | None = None, stream: Any = None
 ) -> list[Any]:
-    """One contiguous device buffer (CuPy, :class:`zarrs_nvcomp.CudaArray`,
+    """One contiguous device buffer (CuPy, `zarrs_nvcomp.CudaArray`,
     anything with ``__cuda_array_interface__`` or a CUDA ``__dlpack__``)
     split into consecutive items of ``sizes[i]`` bytes, which must add up to
-    the buffer's size: a list of 1-D ``uint8`` :class:`zarrs_nvcomp.CudaArray`
+    the buffer's size: a list of 1-D ``uint8`` `zarrs_nvcomp.CudaArray`
     views, each keeping ``buffer`` alive, made for some tens of nanoseconds
     each (the list form of what ``decode_packed`` returns, without a CuPy
     array per item). ``device``: the buffer's CUDA ordinal, read from its

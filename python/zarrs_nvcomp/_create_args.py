@@ -1,7 +1,7 @@
 """create_array's arguments checked and put as the core's array spec takes
 them: zarr's spellings (``shape=5``, ``chunks="auto"``, ``compressors=[codec]``,
 zarr codec objects, ``data=``) made plain, and any value of the wrong kind or
-range an :class:`InvalidArgumentError` or :class:`UnsupportedTypeError`
+range an `InvalidArgumentError` or `UnsupportedTypeError`
 naming the argument, never a built-in error."""
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from zarrs_nvcomp._zarrs_nvcomp import InvalidArgumentError, UnsupportedTypeErro
 
 __all__ = ["AUTO_CHUNK_BYTES", "array_spec", "auto_chunks"]
 
-#: The most bytes a chunk that ``chunks="auto"`` picks holds (see :func:`auto_chunks`).
+#: The most bytes a chunk that ``chunks="auto"`` picks holds (see `auto_chunks`).
 AUTO_CHUNK_BYTES = 4 << 20
 
 #: The longest axis of an array or chunk: NumPy's sizes are signed 64-bit.
@@ -57,7 +57,7 @@ def shape_arg(name: str, value: Any, *, minimum: int) -> list[int]:
 def auto_chunks(shape: Sequence[int], itemsize: int) -> list[int]:
     """The chunk shape ``chunks="auto"`` picks: the array's shape, its longest
     side halved (rounding up) until a chunk holds at most
-    :data:`AUTO_CHUNK_BYTES` (4 MiB), so chunks of arrays larger than that
+    `AUTO_CHUNK_BYTES` (4 MiB), so chunks of arrays larger than that
     hold 2 to 4 MiB, the size nvCOMP's batches and object stores both like."""
     chunks = [max(1, n) for n in shape]
     while math.prod(chunks) * itemsize > AUTO_CHUNK_BYTES and max(chunks) > 1:
@@ -176,7 +176,7 @@ def array_spec(
     data: Any,
 ) -> dict[str, Any]:
     """The core's spec of the array create_array is asked for (``data``: the
-    array :func:`host_or_device` made, or None)."""
+    array `host_or_device` made, or None)."""
     if data is not None:
         if shape is not None and shape_arg("shape", shape, minimum=0) != list(data.shape):
             raise InvalidArgumentError(f"shape {shape!r} is not data's shape {data.shape}")

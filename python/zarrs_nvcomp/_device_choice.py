@@ -17,7 +17,7 @@ for Zstandard decode (9.9 against 10.7 ms) and encode, and for LZ4 encode;
 with 1 MiB buffers the 16 cores were faster up to 256 buffers (Zstandard
 decode 36 against 55 ms), and LZ4 decode stayed faster on the CPU at every
 measured size (up to 2x faster than the GPU above the shared threshold), so
-host LZ4 batches always decode on the CPU (:func:`decode_thresholds`).
+host LZ4 batches always decode on the CPU (`decode_thresholds`).
 
 A decode's bytes are its inputs', compressed: the re-run of 2026-12-03 found
 1,024 Zstandard buffers of 64 KiB (about 28 MiB compressed, at this data's
@@ -56,8 +56,8 @@ CPU_DECODERS = frozenset({"lz4"})
 
 
 def decode_thresholds(algorithm: str) -> Thresholds:
-    """The decode thresholds of ``algorithm``: :data:`NEVER` where the CPU
-    always won, else :data:`DECODE`."""
+    """The decode thresholds of ``algorithm``: `NEVER` where the CPU
+    always won, else `DECODE`."""
     return NEVER if algorithm in CPU_DECODERS else DECODE
 
 

@@ -28,7 +28,7 @@ def decode_stored(
 ) -> list[Any]:
     """The stored chunks (zarr buffers) decoded in one call, each an array
     of its spec's shape and ``dtype`` (CuPy when ``on_device``).
-    :class:`DecodeError` naming the chunk and the codec for a chunk that
+    `DecodeError` naming the chunk and the codec for a chunk that
     fails its checksum, cannot be decoded or decodes to the wrong size."""
     if not stored:
         return []

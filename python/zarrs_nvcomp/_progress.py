@@ -1,6 +1,6 @@
 """Progress reports of reads: ``progress=True`` shows a bar (tqdm when
 installed, a line on stderr otherwise) once a read has taken more than
-:data:`DELAY` seconds; ``progress=callable`` calls ``callable(done_bytes,
+`DELAY` seconds; ``progress=callable`` calls ``callable(done_bytes,
 total_bytes)``."""
 
 from __future__ import annotations

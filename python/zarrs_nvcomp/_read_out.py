@@ -116,7 +116,7 @@ def lent_output(
 
 def _device_ordinal(out: Any) -> int | None:
     """The CUDA device of a device array, where it says (CuPy's ``device.id``,
-    :class:`CudaArray`'s ``device``); None otherwise."""
+    `CudaArray`'s ``device``); None otherwise."""
     device = getattr(out, "device", None)
     ordinal = getattr(device, "id", device)
     return ordinal if isinstance(ordinal, int) and not isinstance(ordinal, bool) else None
@@ -165,7 +165,7 @@ def device_result(
     out_shape: tuple[int, ...],
 ) -> Any:
     """A CuPy array over the reader's device memory (kept alive by the CuPy
-    array), flipped on the GPU; without CuPy the :class:`CudaArray` itself,
+    array), flipped on the GPU; without CuPy the `CudaArray` itself,
     reshaped."""
     cp = cupy_module()
     if cp is None:

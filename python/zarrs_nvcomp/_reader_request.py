@@ -6,7 +6,7 @@ chunks lie in a store the reader opens by URL (a local directory, S3, HTTP)
 and the selection is a box of strided ranges (integers and slices), the
 whole request is one call of the reader, which fetches the chunks with its
 own object_store client, overlapping fetching and decoding, and scatters
-them on the device: the same path as :func:`zarrs_nvcomp.read_chunks_parallel`.
+them on the device: the same path as `zarrs_nvcomp.read_chunks_parallel`.
 """
 
 from __future__ import annotations

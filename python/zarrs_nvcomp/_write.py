@@ -1,5 +1,5 @@
 """Writes into an opened array: the part of the writer that
-``Array.__setitem__`` and :func:`zarrs_nvcomp.write_chunks_parallel` share,
+``Array.__setitem__`` and `zarrs_nvcomp.write_chunks_parallel` share,
 so that the reader and the writer need not import each other."""
 
 from __future__ import annotations
@@ -32,8 +32,8 @@ def write_into(
     write_empty_chunks: bool = False,
     max_concurrent_requests: int | None = None,
 ) -> tuple[int, int]:
-    """:func:`zarrs_nvcomp.write_chunks_parallel` into ``array``, an opened
-    :class:`zarrs_nvcomp.Array`, its keyword arguments checked already."""
+    """`zarrs_nvcomp.write_chunks_parallel` into ``array``, an opened
+    `zarrs_nvcomp.Array`, its keyword arguments checked already."""
     if array.read_only:
         raise InvalidArgumentError(f"{array.url} was opened with mode='r': it cannot be written")
     strided, flips, out_shape = normalize(selection, array.shape)
@@ -86,7 +86,7 @@ def _host_view(data: Any, dtype: np.dtype, out_shape: tuple[int, ...]) -> np.nda
     """Host ``data`` cast to ``dtype`` and broadcast to the selection's shape
     (a view: a scalar takes no memory); data that NumPy cannot cast (a value
     out of the type's range, NaN for integers, text) or broadcast is an
-    :class:`InvalidArgumentError`."""
+    `InvalidArgumentError`."""
     try:
         return np.broadcast_to(np.asarray(data, dtype=dtype), out_shape)
     except (OverflowError, TypeError, ValueError) as e:
@@ -110,7 +110,7 @@ def _write_broadcast(
     max_concurrent_requests: int | None,
 ) -> tuple[int, int]:
     """Writes the broadcast ``view`` (of ``box``'s shape, at ``start``) piece by
-    piece, each a box of whole chunks of at most :data:`BROADCAST_PIECE_BYTES`
+    piece, each a box of whole chunks of at most `BROADCAST_PIECE_BYTES`
     where a chunk is no larger, so no chunk is written twice."""
     stored = fill_chunks = 0
     for offset, lens in chunk_aligned_pieces(start, box, array.chunks, view.itemsize):
@@ -136,7 +136,7 @@ def chunk_aligned_pieces(
 ) -> Iterator[tuple[list[int], list[int]]]:
     """The pieces of ``box`` at ``start`` (offsets in the box, and lengths):
     whole chunks on the axes up to the first one that brings a piece under
-    :data:`BROADCAST_PIECE_BYTES`, as many of them along that axis as fit,
+    `BROADCAST_PIECE_BYTES`, as many of them along that axis as fit,
     and the whole box on the axes after it; one chunk at a time where a
     chunk alone is larger."""
     ndim = len(box)

@@ -1,7 +1,7 @@
 """Type stubs of the Rust extension ``zarrs_nvcomp._zarrs_nvcomp``.
 
 Configurations cross as dicts (``{"algorithm": ..., "options": {...}}``),
-device names as strings parsed by :func:`parse_device`, host buffers through
+device names as strings parsed by `parse_device`, host buffers through
 the buffer protocol, device buffers as ``(pointer, length)`` pairs or one
 packed region plus item sizes (a buffer of native ``uint64``).
 """
@@ -70,14 +70,14 @@ class ContainsGroupError(ZarrsNvcompError, ValueError):
 def parse_device(device: str) -> str:
     """The normalized spelling of a device name: ``"auto"`` (also ``""``),
     ``"cpu"``, ``"cuda:N"`` (``"cuda"`` and ``"gpu"`` are ``"cuda:0"``);
-    :class:`InvalidArgumentError` otherwise. The package's one device parser."""
+    `InvalidArgumentError` otherwise. The package's one device parser."""
 
 def gpu_unavailable_reason(device: int = 0) -> str | None:
     """Why CUDA device ``device`` cannot be used, or None when it can."""
 
 def set_nvcomp_library_path(path: str) -> None:
     """Names the nvCOMP library to try right after ``NVCOMP_LIBRARY``; raises
-    :class:`CudaError` once nvCOMP was looked for."""
+    `CudaError` once nvCOMP was looked for."""
 
 def nvcomp_library_candidates() -> list[str]:
     """The files the loader tries for nvCOMP, in order."""
@@ -100,12 +100,12 @@ def has_cpu_implementation(config: dict[str, Any]) -> bool:
     """Whether the algorithm a configuration names has a CPU implementation."""
 
 def check_disjoint(inputs: DeviceRegions, outputs: DeviceRegions) -> None:
-    """Raises :class:`InvalidArgumentError` when an output region overlaps
+    """Raises `InvalidArgumentError` when an output region overlaps
     another output or an input."""
 
 @final
 class DeviceRegions:
-    """The device regions of a batch's buffers, read by :func:`read_device_regions`."""
+    """The device regions of a batch's buffers, read by `read_device_regions`."""
 
     @property
     def regions(self) -> list[tuple[int, int]]:
@@ -123,15 +123,15 @@ def read_device_regions(
     objects: list[Any], what: str, cupy_ndarray: type | None = None
 ) -> DeviceRegions:
     """Reads the address and size of every device array: instances of
-    ``cupy_ndarray`` and :class:`CudaArray` through their fields, others through
+    ``cupy_ndarray`` and `CudaArray` through their fields, others through
     ``__cuda_array_interface__`` (v3). Errors name ``what`` and the index:
-    :class:`InvalidArgumentError` (not contiguous, masked, malformed),
-    :class:`UnsupportedTypeError` (no interface)."""
+    `InvalidArgumentError` (not contiguous, masked, malformed),
+    `UnsupportedTypeError` (no interface)."""
 
 def device_regions_at(ptr: int, ranges: Buffer) -> DeviceRegions:
     """The regions of items of one device buffer at ``ptr``: item ``i`` at bytes
     ``ranges[2i]:ranges[2i + 1]`` (native ``uint64``), made without a Python
-    object per item. :class:`InvalidArgumentError` for an item that ends
+    object per item. `InvalidArgumentError` for an item that ends
     before it starts."""
 
 def classify_chain(metadata_json: str) -> dict[str, Any]:
@@ -141,13 +141,13 @@ def classify_chain(metadata_json: str) -> dict[str, Any]:
     ``fallback_reason``, ``config`` (the engine configuration of an
     algorithm, None for blosc), ``framing``, ``filters``, ``sharded``,
     ``compressor``, ``decodes_stored``, ``encodes_stored`` and ``chain``
-    (the verdict, a :class:`StoredChain`). :class:`InvalidArgumentError`
+    (the verdict, a `StoredChain`). `InvalidArgumentError`
     where the metadata is not an array's zarrs opens."""
 
 @final
 class StoredChain:
-    """The reader's verdict on a chain, for :func:`decode_stored_into` and
-    :func:`encode_stored`; pickled as its metadata."""
+    """The reader's verdict on a chain, for `decode_stored_into` and
+    `encode_stored`; pickled as its metadata."""
 
     def __new__(cls, metadata_json: str) -> StoredChain: ...
     def __getnewargs__(self) -> tuple[str]: ...
@@ -216,7 +216,7 @@ class DeviceBatch:
     def is_packed(self) -> bool:
         """Whether the buffers lie back to back from the start, without gaps."""
     def arrays(self) -> list[CudaArray]:
-        """Each buffer as a 1-D ``uint8`` :class:`CudaArray` view."""
+        """Each buffer as a 1-D ``uint8`` `CudaArray` view."""
     def span(self) -> CudaArray:
         """Bytes from the start to the last buffer's end (the packed batch when ``is_packed``)."""
     def __len__(self) -> int:
@@ -362,7 +362,7 @@ class ReaderArray:
 class CudaArray:
     """A C-order array in GPU memory, kept alive by this object: the package's
     device result where CuPy is not (the reader and the codec without CuPy,
-    the codec with ``device_outputs="views"``, :func:`device_views`).
+    the codec with ``device_outputs="views"``, `device_views`).
     Exposes ``__cuda_array_interface__`` (v3) and ``__dlpack__``, so CuPy,
     PyTorch, Numba and JAX take it without a copy. The work that wrote it has
     finished: neither interface names a stream to wait on."""

@@ -38,15 +38,15 @@ def to_dask(
     device: str | None = None,
 ) -> Any:
     """A Dask array of the zarr array at ``store`` (a URL, a zarr or obstore
-    store, a ``zarr.Array`` or an opened :class:`zarrs_nvcomp.Array`).
+    store, a ``zarr.Array`` or an opened `zarrs_nvcomp.Array`).
 
     ``chunks``: Dask's chunks of the array (anything ``dask.array`` takes);
     ``None`` blocks of whole stored chunks (shards for sharded arrays) of
-    about :data:`DEFAULT_BLOCK_BYTES`. Blocks that cut stored chunks read
+    about `DEFAULT_BLOCK_BYTES`. Blocks that cut stored chunks read
     those chunks in every block that needs them.
 
     ``device``: where each task decodes and keeps its block, as in
-    :func:`zarrs_nvcomp.read_chunks_parallel`; ``None`` is resolved here, on
+    `zarrs_nvcomp.read_chunks_parallel`; ``None`` is resolved here, on
     the client: the GPU (``"cuda"``, device 0 of each worker) when it is
     usable and CuPy is installed, else the CPU.
     """

@@ -60,8 +60,8 @@ class NvCompBatchCodec(Codec):
         yet asynchronous.) Not part of the configuration.
     device_outputs
         What the GPU's results for device inputs are: ``"cupy"`` (the
-        default), CuPy arrays (:class:`zarrs_nvcomp.CudaArray` views where
-        CuPy is not installed); ``"views"``, :class:`zarrs_nvcomp.CudaArray`
+        default), CuPy arrays (`zarrs_nvcomp.CudaArray` views where
+        CuPy is not installed); ``"views"``, `zarrs_nvcomp.CudaArray`
         views always. Both are views of one device allocation per call, which
         each keeps alive. A CuPy array costs over a microsecond per buffer to
         make, a view some tens of nanoseconds, so for batches of thousands of
@@ -77,13 +77,13 @@ class NvCompBatchCodec(Codec):
     With ``device=None`` each host batch runs where it is fastest: small
     batches on the CPU, large ones on the GPU (see
     ``zarrs_nvcomp._device_choice``); device inputs stay on the GPU.
-    :attr:`last_backend` says where the last call ran.
+    `last_backend` says where the last call ran.
 
     Host inputs (bytes, NumPy arrays, ...) give host outputs: ``bytes`` from
     encoding, flat ``uint8`` NumPy arrays from decoding (views into one
     allocation per batch). Device inputs (CuPy, PyTorch: anything with
     ``__cuda_array_interface__`` or a CUDA ``__dlpack__``) give device outputs:
-    CuPy arrays, or :class:`zarrs_nvcomp.CudaArray` views (``device_outputs``).
+    CuPy arrays, or `zarrs_nvcomp.CudaArray` views (``device_outputs``).
     """
 
     codec_id = "nvcomp_batch"
@@ -144,7 +144,7 @@ class NvCompBatchCodec(Codec):
     def backend(self) -> str:
         """The backend that runs this codec: ``"cpu"`` or ``"cuda:N"``; with
         ``device=None``, the GPU's when one is usable, though small host
-        batches run on the CPU (:attr:`last_backend`)."""
+        batches run on the CPU (`last_backend`)."""
         return self._engine.backend
 
     def _host_engine(self, items: int, nbytes: int, thresholds: _device_choice.Thresholds) -> Any:
@@ -372,7 +372,7 @@ class NvCompBatchCodec(Codec):
         """Compresses the items of one contiguous 1-D byte buffer ``data``
         (host or device), ``sizes[i]`` bytes each, back to back. Returns
         ``(buffer, sizes)`` of the same kind: the encoded items back to back
-        and their sizes (``uint64``), byte-identical to :meth:`encode_batch`
+        and their sizes (``uint64``), byte-identical to `encode_batch`
         of the items. ``out``: a buffer of exactly the encoded size to copy
         the result into (returned in place of a new one)."""
         return self._packed(data, sizes, out, stream, encode=True)
@@ -382,8 +382,8 @@ class NvCompBatchCodec(Codec):
     ) -> tuple[Any, np.ndarray]:
         """Decompresses the items of one contiguous 1-D byte buffer ``data``
         (host or device), ``sizes[i]`` bytes each. Returns ``(buffer, sizes)``
-        of the same kind, byte-identical to :meth:`decode_batch` of the items.
-        ``out``: as in :meth:`encode_packed`."""
+        of the same kind, byte-identical to `decode_batch` of the items.
+        ``out``: as in `encode_packed`."""
         return self._packed(data, sizes, out, stream, encode=False)
 
     def _packed(

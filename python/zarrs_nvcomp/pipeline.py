@@ -32,7 +32,7 @@ here; blosc arrays and the other chains are written by zarr's pipeline::
     with zarr.config.enable_gpu():
         block = zarr.open_array("data.zarr")[:]    # a CuPy array, decoded on the GPU
 
-A chunk that cannot be decoded raises :class:`zarrs_nvcomp.DecodeError`
+A chunk that cannot be decoded raises `zarrs_nvcomp.DecodeError`
 naming its key and codec.
 """
 
@@ -82,7 +82,7 @@ ReadItem = tuple["ByteGetter", "ArraySpec", "SelectorTuple", "SelectorTuple", bo
 class NvcompCodecPipeline(CodecPipeline):
     """zarr's codec pipeline over this project's batched decoders; see the
     module's documentation. The reader's classifier decides, for each chunk
-    spec, which chain is decoded in batches (:meth:`chain_for`)."""
+    spec, which chain is decoded in batches (`chain_for`)."""
 
     #: zarr's default pipeline of the same codecs: chains without a
     #: batched decoder.

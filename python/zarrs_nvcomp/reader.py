@@ -11,7 +11,7 @@ decoding them in batches on the GPU (nvCOMP) or on the CPU.
 ``progress=True`` shows a progress bar over the bytes read (tqdm when
 installed) for reads that take more than a second; ``progress=callable``
 calls ``callable(done_bytes, total_bytes)`` on the reading thread as the read
-advances. An :class:`Array` pickles as its URL and storage options (which
+advances. An `Array` pickles as its URL and storage options (which
 may hold credentials) and opens the array again when unpickled, so Dask's
 processes and distributed schedulers can read from it::
 
@@ -35,7 +35,7 @@ slices with any step, and one ``...``. Only the chunks that hold selected
 elements are read, and only the selection's elements are allocated (a
 negative step reads the ascending selection and flips it, with CuPy on the
 GPU). A selection larger than the machine's memory (the GPU's for device
-results) raises :class:`MemoryError` naming its size.
+results) raises `MemoryError` naming its size.
 """
 
 from __future__ import annotations
@@ -89,8 +89,8 @@ __all__ = [
 
 
 class Array:
-    """A zarr array opened by :func:`open_array`; ``a[selection]`` reads with
-    ``device=None``, :meth:`read` takes a device. Pickles as its URL and
+    """A zarr array opened by `open_array`; ``a[selection]`` reads with
+    ``device=None``, `read` takes a device. Pickles as its URL and
     storage options, and opens the array again when unpickled."""
 
     __slots__ = ("_inner", "_metadata", "_read_only", "_storage_options")
@@ -239,7 +239,7 @@ class Array:
     def batched_algorithm(self) -> str | None:
         """The algorithm that decodes the chunks in batches (``"blosc-lz4"`` and
         the like for blosc chunks, whose streams are decoded in batches), or
-        None when they go through the zarrs pipeline (:attr:`fallback_reason`
+        None when they go through the zarrs pipeline (`fallback_reason`
         says why)."""
         return self._inner.batched_algorithm
 
@@ -261,7 +261,7 @@ class Array:
         out: Any = None,
     ) -> Any:
         """Reads ``selection``: a NumPy array (``device="cpu"``) or a GPU array
-        (``"cuda"``/``"cuda:N"``: CuPy when installed, else :class:`CudaArray`);
+        (``"cuda"``/``"cuda:N"``: CuPy when installed, else `CudaArray`);
         ``None`` means the GPU when it is usable, CuPy is installed and CuPy
         has the data type (numbers and bool).
 
@@ -272,10 +272,10 @@ class Array:
 
         ``max_decoded_size``: the largest decoded size of one chunk, in bytes
         (default: the machine's memory for host reads, the GPU's for device
-        reads); larger chunks are a :class:`zarrs_nvcomp.DecodeError`.
+        reads); larger chunks are a `zarrs_nvcomp.DecodeError`.
 
         The process's first read that runs on the CPU where the GPU was asked
-        for or expected gives a :class:`CpuPathWarning` saying why.
+        for or expected gives a `CpuPathWarning` saying why.
 
         ``progress``: ``True`` shows a progress bar (tqdm when installed) when
         the read takes more than a second; a callable is called as
@@ -290,7 +290,7 @@ class Array:
         exactly the selection's shape and the array's dtype, C-contiguous and
         writable; ``device`` may be left out or must agree. The chunks are
         decoded straight into it, and every element is written (missing
-        chunks as the fill value). Anything else raises :class:`ValueError`
+        chunks as the fill value). Anything else raises `ValueError`
         naming what is wrong, before anything is read. Work pending on the
         stream that produced a device ``out`` is waited for first, and the
         writes are done when the call returns. The read runs without the GIL:
@@ -375,7 +375,7 @@ class Array:
 
     def __setitem__(self, selection: Any, value: Any) -> None:
         """Writes ``value`` (NumPy or GPU data) into ``selection``; see
-        :func:`zarrs_nvcomp.write_chunks_parallel`."""
+        `zarrs_nvcomp.write_chunks_parallel`."""
         write_into(self, value, selection)
 
     def __array__(self, dtype: Any = None, copy: bool | None = None) -> np.ndarray:
@@ -410,17 +410,17 @@ def open_array(
     ``secret``, ``token``, ``endpoint_url``, ``client_kwargs={"endpoint_url":
     ..., "region_name": ...}``), translated.
 
-    A local path may start with ``~``. Raises :class:`StoreError` (an
-    :class:`OSError`; a :class:`FileNotFoundError` too for a local path that
+    A local path may start with ``~``. Raises `StoreError` (an
+    `OSError`; a `FileNotFoundError` too for a local path that
     does not exist; naming its arrays for a group) when the store cannot be
-    read or holds no array there, :class:`ValueError` for an invalid URL or
-    options (naming an unknown key), :class:`TypeError` for a store the reader
+    read or holds no array there, `ValueError` for an invalid URL or
+    options (naming an unknown key), `TypeError` for a store the reader
     cannot open (an in-memory store).
 
     ``mode`` is zarr's: ``"r"`` opens it read-only (a write is an
-    :class:`InvalidArgumentError`), ``"r+"`` (the default) and ``"a"`` for
+    `InvalidArgumentError`), ``"r+"`` (the default) and ``"a"`` for
     reading and writing. zarr's creating modes (``"w"``, ``"w-"``) are
-    :func:`zarrs_nvcomp.create_array`'s job: an :class:`InvalidArgumentError`
+    `zarrs_nvcomp.create_array`'s job: an `InvalidArgumentError`
     here, as is any other mode."""
     if mode not in _MODES:
         hint = "; create arrays with zarrs_nvcomp.create_array" if mode in ("w", "w-") else ""
@@ -437,7 +437,7 @@ def open_array(
 
 
 def _reopen(url: str, storage_options: dict[str, str], mode: str) -> Array:
-    """An unpickled :class:`Array`: opened again, in the mode it was."""
+    """An unpickled `Array`: opened again, in the mode it was."""
     return open_array(url, storage_options, mode=mode)
 
 
@@ -450,21 +450,21 @@ def read_chunks_parallel(
 ) -> Any:
     """Reads ``selection`` (NumPy basic indexing; the whole array by default) of
     the zarr array at ``store`` (a URL, a store or an array, as for
-    :func:`open_array`), fetching its chunks concurrently and decoding
+    `open_array`), fetching its chunks concurrently and decoding
     them in batches. The other keyword arguments are those of
-    :meth:`Array.read` (``device``, ``max_concurrent_requests``,
+    `Array.read` (``device``, ``max_concurrent_requests``,
     ``trusted_input``, ``max_decoded_size``, ``progress``, ``out``).
 
     ``device``: ``None`` (the GPU when usable and CuPy installed, else the
     CPU), ``"cpu"`` (a NumPy array), ``"cuda"``/``"cuda:N"`` (a CuPy array, or
-    a :class:`CudaArray` without CuPy). Errors: :class:`IndexError` for bad
-    selections, :class:`StoreError`/:class:`ValueError` for stores,
-    :class:`zarrs_nvcomp.DecodeError` naming the chunk's key for bad chunks,
-    :class:`zarrs_nvcomp.GpuUnavailableError` when ``"cuda"`` cannot be used.
+    a `CudaArray` without CuPy). Errors: `IndexError` for bad
+    selections, `StoreError`/`ValueError` for stores,
+    `zarrs_nvcomp.DecodeError` naming the chunk's key for bad chunks,
+    `zarrs_nvcomp.GpuUnavailableError` when ``"cuda"`` cannot be used.
     ``max_decoded_size``: the largest decoded size of one chunk in bytes
     (default: what the destination memory holds); larger chunks are a
     ``DecodeError`` that names this option.
     ``progress``, ``out`` (an array to read into, returned): see
-    :meth:`Array.read`.
+    `Array.read`.
     """
     return open_array(store, storage_options).read(selection, **read_options)

@@ -73,8 +73,8 @@ class StorageOptions(TypedDict, total=False):
 
 
 class ReadOptions(TypedDict, total=False):
-    """The keyword arguments of :func:`zarrs_nvcomp.read_chunks_parallel`
-    beyond ``storage_options``: those of :meth:`zarrs_nvcomp.Array.read`."""
+    """The keyword arguments of `zarrs_nvcomp.read_chunks_parallel`
+    beyond ``storage_options``: those of `zarrs_nvcomp.Array.read`."""
 
     device: str | None
     """Where to decode and return the result: None, ``"cpu"``, ``"cuda"``, ``"cuda:N"``."""

@@ -87,23 +87,23 @@ def create_array(
     ``BloscCodec``), a numcodecs codec or config (``NvCompBatchCodec("lz4")``,
     ``{"id": "zstd", "level": 3}``), zarr v3 codec metadata, or ``None``.
     An argument of the wrong kind raises
-    :class:`zarrs_nvcomp.UnsupportedTypeError`, one out of range
-    :class:`zarrs_nvcomp.InvalidArgumentError`.
+    `zarrs_nvcomp.UnsupportedTypeError`, one out of range
+    `zarrs_nvcomp.InvalidArgumentError`.
     ``attributes``: the array's user attributes (JSON values), as zarr
     stores them (in ``zarr.json``; a v2 array's ``.zattrs``).
     ``dimension_names``: a name (or None) per dimension, zarr v3 only.
     An array or group already at ``store`` raises
-    :class:`zarrs_nvcomp.ContainsArrayError` or
-    :class:`zarrs_nvcomp.ContainsGroupError` (``ValueError``s, as zarr's),
+    `zarrs_nvcomp.ContainsArrayError` or
+    `zarrs_nvcomp.ContainsGroupError` (``ValueError``s, as zarr's),
     unless ``overwrite``: then everything at ``store`` is removed first
     (its metadata first), so no chunk of the old array is read as the new
     one's.
 
     All or nothing: the metadata is checked before anything is written (zarrs
     opens it, and one element goes through its codecs and back), so a
-    compressor its codec refuses raises :class:`zarrs_nvcomp.InvalidArgumentError`,
+    compressor its codec refuses raises `zarrs_nvcomp.InvalidArgumentError`,
     an ``nvcomp_batch`` algorithm that only a GPU runs (cascaded, bitcomp,
-    ans) raises :class:`zarrs_nvcomp.GpuUnavailableError` where no GPU is
+    ans) raises `zarrs_nvcomp.GpuUnavailableError` where no GPU is
     usable, and whatever was at ``store`` is left as it was, also with
     ``overwrite``. ``memory://name``
     URLs name this process's in-memory store, kept while the process runs;
@@ -156,8 +156,8 @@ def write_chunks_parallel(
 
     Returns ``(chunks stored, chunks equal to the fill value)``; the latter
     are not stored (stored ones are deleted) unless ``write_empty_chunks``.
-    Errors: :class:`IndexError` for bad selections, :class:`ValueError` for
-    data of the wrong shape, :class:`zarrs_nvcomp.StoreError` naming the
+    Errors: `IndexError` for bad selections, `ValueError` for
+    data of the wrong shape, `zarrs_nvcomp.StoreError` naming the
     chunk's key when a put (or a chunk file's write) fails.
     """
     write_empty_chunks = checked_bool("write_empty_chunks", write_empty_chunks)

@@ -3,7 +3,7 @@
 zarr calls a codec's batch ``decode``/``encode`` with the chunks of one
 codec-pipeline batch; this codec hands all of them to one engine call (one
 nvCOMP launch on the GPU). zarr's ``codec_pipeline.batch_size`` (default 1)
-decides how many chunks that is: raise it with :func:`set_batch_size` (or
+decides how many chunks that is: raise it with `set_batch_size` (or
 ``zarrs_nvcomp.set_zarr_batch_size``) before opening the array.
 
 With ``zarr.config.enable_gpu()`` chunks arrive and leave as GPU buffers and
@@ -52,7 +52,7 @@ UNLIMITED_BATCH_SIZE = 2**16
 def set_batch_size(batch_size: int | None = None) -> Any:
     """Sets zarr's ``codec_pipeline.batch_size``: how many chunks zarr hands to
     a codec per call. ``None``: all chunks of a read or write request, in
-    calls of up to :data:`UNLIMITED_BATCH_SIZE` chunks.
+    calls of up to `UNLIMITED_BATCH_SIZE` chunks.
 
     Returns zarr's config setter, so it also works as a context manager that
     restores the previous value. zarr reads the value when an array is opened.
@@ -69,9 +69,9 @@ class NvCompBatchZarrCodec(BytesBytesCodec):
     """nvCOMP batched compression as a zarr 3 bytes-to-bytes codec: what
     zarr 3's ``compressors=`` takes (``NvCompBatchZarrCodec("lz4")``, alone
     or in a list), where zarr 2 and numcodecs take
-    :class:`zarrs_nvcomp.NvCompBatchCodec`.
+    `zarrs_nvcomp.NvCompBatchCodec`.
 
-    ``algorithm`` and ``options`` as in :class:`zarrs_nvcomp.NvCompBatchCodec`;
+    ``algorithm`` and ``options`` as in `zarrs_nvcomp.NvCompBatchCodec`;
     ``device`` (None, "cpu", "cuda", "cuda:N") picks the backend and is not
     stored in the metadata.
     """
