@@ -115,6 +115,11 @@ fn create_array_metadata(
         },
         dimension_names: serde_json::from_value(field("dimension_names"))
             .map_err(|e| invalid_argument(format!("dimension_names must be names or None: {e}")))?,
+        filters: match field("filters") {
+            serde_json::Value::Null => Vec::new(),
+            serde_json::Value::Array(filters) => filters,
+            other => return Err(invalid_argument(format!("filters must be a list, not {other}"))),
+        },
     };
     let options = storage_options.unwrap_or_default();
     interruptible(py, || async { create_array(&url, &new, &options).await.map(drop) })

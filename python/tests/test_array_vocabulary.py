@@ -187,3 +187,57 @@ def test_resize_is_refused_for_a_read_only_array_and_a_wrong_rank(tmp_path):
     one_d = zarrs_nvcomp.open_array(path)
     one_d.resize(5)
     assert one_d.shape == (5,) and zarr.open_array(path).shape == (5,)
+
+
+FILTERS = {
+    "delta": lambda np_module: [np_module.Delta(dtype="<i4")],
+    "fixedscaleoffset": lambda np_module: [
+        np_module.FixedScaleOffset(offset=0, scale=10, dtype="<f8", astype="<i4")
+    ],
+    "config": lambda np_module: [{"id": "delta", "dtype": "<i4"}],
+}
+
+
+@pytest.mark.parametrize("zarr_format", [2, 3])
+@pytest.mark.parametrize("filters", sorted(FILTERS))
+def test_create_array_takes_zarrs_filters_and_zarr_reads_them(tmp_path, zarr_format, filters):
+    numcodecs = pytest.importorskip("numcodecs")
+    dtype = "f8" if filters == "fixedscaleoffset" else "i4"
+    data = (np.arange(20 * 10).reshape(20, 10) % 97).astype(dtype)
+    path = str(tmp_path / "a.zarr")
+    array = zarrs_nvcomp.create_array(
+        path, data=data, chunks=(5, 5), filters=FILTERS[filters](numcodecs), zarr_format=zarr_format
+    )
+    np.testing.assert_array_equal(zarr.open_array(path)[...], data)
+    np.testing.assert_array_equal(array[...], data)
+    # The reader decodes these filtered chains in batches.
+    assert array.batched_algorithm == "zstd", array.fallback_reason
+
+
+def test_create_array_takes_zarr_codecs_as_filters_in_and_out_of_shards(tmp_path):
+    numcodecs = pytest.importorskip("numcodecs")
+    data = np.arange(20 * 10, dtype="i4").reshape(20, 10)
+    transposed = zarrs_nvcomp.create_array(
+        str(tmp_path / "t.zarr"),
+        data=data,
+        chunks=(5, 5),
+        filters=[zarr.codecs.TransposeCodec(order=(1, 0))],
+    )
+    sharded = zarrs_nvcomp.create_array(
+        str(tmp_path / "s.zarr"),
+        data=data,
+        chunks=(5, 5),
+        shards=(10, 10),
+        filters=numcodecs.Delta(dtype="<i4"),
+    )
+    for array in (transposed, sharded):
+        np.testing.assert_array_equal(zarr.open_array(array.url)[...], data)
+        np.testing.assert_array_equal(array[...], data)
+    assert sharded.codecs[0]["configuration"]["codecs"][0]["name"] == "numcodecs.delta"
+    with pytest.raises(zarrs_nvcomp.UnsupportedTypeError, match="filters"):
+        zarrs_nvcomp.create_array(str(tmp_path / "x.zarr"), shape=(4,), dtype="i4", filters=[3])
+    with pytest.raises(zarrs_nvcomp.InvalidArgumentError):
+        zarrs_nvcomp.create_array(
+            str(tmp_path / "y.zarr"), shape=(4,), dtype="i4", filters=[{"id": "no-such-filter"}]
+        )
+    assert not (tmp_path / "x.zarr").exists() and not (tmp_path / "y.zarr").exists()

@@ -219,3 +219,27 @@ def dimension_names_arg(names: Any) -> list[str | None] | None:
         if name is not None and not isinstance(name, str):
             raise UnsupportedTypeError(f"dimension names must be strings or None, not {name!r}")
     return listed
+
+
+def filters_arg(filters: Any) -> list[dict[str, Any]]:
+    """``filters`` (None, or a list of numcodecs codecs or configurations,
+    zarr codecs or zarr v3 codec metadata) as zarr v3 codec metadata, in
+    the order they encode; a numcodecs codec ``X`` is ``numcodecs.X``."""
+    if filters is None:
+        return []
+    if isinstance(filters, str | dict) or not isinstance(filters, list | tuple):
+        filters = [filters]
+    listed = []
+    for codec in filters:
+        if hasattr(codec, "get_config"):  # a numcodecs codec
+            codec = codec.get_config()
+        elif hasattr(codec, "to_dict"):  # a zarr 3 codec
+            codec = codec.to_dict()
+        if isinstance(codec, dict) and "name" in codec:
+            listed.append(dict(codec))
+        elif isinstance(codec, dict) and "id" in codec:
+            config = {k: v for k, v in codec.items() if k != "id"}
+            listed.append({"name": f"numcodecs.{codec['id']}", "configuration": config})
+        else:
+            raise UnsupportedTypeError(f"filters must be codecs or their metadata, not {codec!r}")
+    return listed

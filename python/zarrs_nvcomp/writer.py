@@ -29,7 +29,12 @@ from typing import Any
 
 from zarrs_nvcomp._args import checked_bool, checked_int
 from zarrs_nvcomp._array_meta import attributes_json
-from zarrs_nvcomp._create_args import array_spec, dimension_names_arg, host_or_device
+from zarrs_nvcomp._create_args import (
+    array_spec,
+    dimension_names_arg,
+    filters_arg,
+    host_or_device,
+)
 from zarrs_nvcomp._stores import location
 from zarrs_nvcomp._write import write_into
 from zarrs_nvcomp._zarrs_nvcomp import (
@@ -65,6 +70,7 @@ def create_array(
     overwrite: bool = False,
     attributes: dict[str, Any] | None = None,
     dimension_names: Iterable[str | None] | None = None,
+    filters: Any = None,
 ) -> Array:
     """Creates a zarr array at ``store`` (a path, ``file://``, ``s3://`` or
     ``memory://`` URL) and opens it; with ``data``, writes it too.
@@ -92,6 +98,13 @@ def create_array(
     ``attributes``: the array's user attributes (JSON values), as zarr
     stores them (in ``zarr.json``; a v2 array's ``.zattrs``).
     ``dimension_names``: a name (or None) per dimension, zarr v3 only.
+    ``filters``: codecs applied before the compressor, in the order they
+    encode, as zarr takes them (numcodecs codecs or configurations such as
+    ``numcodecs.Delta(dtype="<i4")``, zarr codecs such as
+    ``zarr.codecs.TransposeCodec``, or v3 codec metadata). The reader
+    decodes `delta`, `fixedscaleoffset`, `bitround` and `transpose` chains
+    in batches and the others through zarrs; writes of filtered chains go
+    through zarrs' codecs.
     An array or group already at ``store`` raises
     `zarrs_nvcomp.ContainsArrayError` or
     `zarrs_nvcomp.ContainsGroupError` (``ValueError``s, as zarr's),
@@ -127,6 +140,7 @@ def create_array(
     spec["overwrite"] = checked_bool("overwrite", overwrite)
     spec["attributes"] = json.loads(attributes_json(dict(attributes or {})))
     spec["dimension_names"] = dimension_names_arg(dimension_names)
+    spec["filters"] = filters_arg(filters)
     url, options = location(store, storage_options)
     create_array_metadata(url, spec, options)
     array = open_array(url, options)

@@ -57,6 +57,12 @@ pub struct NewArray {
     /// The names of the dimensions (zarr v3 only), `None` for an unnamed
     /// one; `None`: no names.
     pub dimension_names: Option<Vec<Option<String>>>,
+    /// Filters before the compressor, as zarr v3 codec metadata in the
+    /// order they encode (`{"name": "numcodecs.delta", "configuration":
+    /// {"dtype": "<i4"}}`, `{"name": "transpose", ...}`): in a v3 chain
+    /// before `bytes` (inside the shards of a sharded array), in a v2
+    /// array's `filters` as numcodecs configurations.
+    pub filters: Vec<Value>,
     /// Whether whatever is at the place is removed first (metadata first,
     /// then every chunk and other object under it), as zarr's `overwrite`;
     /// otherwise an array or group there is [`WriteError::Exists`].
@@ -90,13 +96,22 @@ fn named(codec: &Value) -> Result<(&str, Map<String, Value>), WriteError> {
     let name = codec
         .get("name")
         .and_then(Value::as_str)
-        .ok_or_else(|| config(format!("compressor {codec} has no \"name\"")))?;
+        .ok_or_else(|| config(format!("codec {codec} has no \"name\"")))?;
     let configuration = match codec.get("configuration") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(map)) => map.clone(),
-        Some(other) => return Err(config(format!("compressor configuration {other} is not an object"))),
+        Some(other) => return Err(config(format!("codec configuration {other} is not an object"))),
     };
     Ok((name, configuration))
+}
+
+/// `codec` (zarr v3 metadata of a numcodecs codec) as a v2 numcodecs
+/// configuration: its configuration and its `id`.
+fn v2_codec(codec: &Value) -> Result<Value, WriteError> {
+    let (name, mut configuration) = named(codec)?;
+    let id = name.strip_prefix("numcodecs.").unwrap_or(name);
+    configuration.insert("id".into(), json!(id));
+    Ok(Value::Object(configuration))
 }
 
 impl NewArray {
@@ -134,12 +149,12 @@ impl NewArray {
                 }
                 let compressor = match &self.compressor {
                     None => Value::Null,
-                    Some(codec) => {
-                        let (name, mut configuration) = named(codec)?;
-                        let id = name.strip_prefix("numcodecs.").unwrap_or(name);
-                        configuration.insert("id".into(), json!(id));
-                        Value::Object(configuration)
-                    }
+                    Some(codec) => v2_codec(codec)?,
+                };
+                let filters = if self.filters.is_empty() {
+                    Value::Null
+                } else {
+                    Value::Array(self.filters.iter().map(v2_codec).collect::<Result<_, _>>()?)
                 };
                 Ok((
                     ".zarray",
@@ -151,13 +166,20 @@ impl NewArray {
                         "compressor": compressor,
                         "fill_value": self.fill_value,
                         "order": "C",
-                        "filters": null,
+                        "filters": filters,
                         "dimension_separator": ".",
                     }),
                 ))
             }
             3 => {
-                let mut codecs = vec![json!({"name": "bytes", "configuration": {"endian": "little"}})];
+                let mut codecs = self
+                    .filters
+                    .iter()
+                    .map(|filter| {
+                        named(filter).map(|(name, configuration)| json!({"name": name, "configuration": configuration}))
+                    })
+                    .collect::<Result<Vec<_>, _>>()?;
+                codecs.push(json!({"name": "bytes", "configuration": {"endian": "little"}}));
                 if let Some(codec) = &self.compressor {
                     let (name, configuration) = named(codec)?;
                     codecs.push(json!({"name": name, "configuration": configuration}));
@@ -297,6 +319,7 @@ mod tests {
             overwrite: false,
             attributes: serde_json::Map::new(),
             dimension_names: None,
+            filters: Vec::new(),
         }
     }
 

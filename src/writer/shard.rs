@@ -338,6 +338,7 @@ mod tests {
             overwrite: false,
             attributes: serde_json::Map::new(),
             dimension_names: None,
+            filters: Vec::new(),
         };
         let meta: ArrayMetadataV3 = serde_json::from_value(new.metadata().unwrap().1).unwrap();
         ArrayMetadata::V3(meta)

@@ -211,6 +211,7 @@ mod tests {
             overwrite: false,
             attributes: serde_json::Map::new(),
             dimension_names: None,
+            filters: Vec::new(),
         };
         let url = "memory://writer-wave-partial-chunks-in-one-read";
         let array = create_array_blocking(url, &new, &HashMap::new()).unwrap();

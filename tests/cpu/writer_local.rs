@@ -56,6 +56,7 @@ fn new_array(format: u8, compressor: Value, shards: Option<Vec<u64>>) -> NewArra
         overwrite: false,
         attributes: serde_json::Map::new(),
         dimension_names: None,
+        filters: Vec::new(),
     }
 }
 

@@ -72,6 +72,7 @@ fn device_data_is_gathered_and_encoded_on_the_gpu() {
             overwrite: false,
             attributes: serde_json::Map::new(),
             dimension_names: None,
+            filters: Vec::new(),
         };
         let array = create_array_blocking(url, &new, &HashMap::new()).unwrap();
         let gpu = WriteOptions::default().with_device(Backend::Cuda { device: 0 });
@@ -122,6 +123,7 @@ fn waves_encoded_at_once_on_several_engines_store_every_chunk() {
         overwrite: false,
         attributes: serde_json::Map::new(),
         dimension_names: None,
+        filters: Vec::new(),
     };
     let array = create_array_blocking(url, &new, &HashMap::new()).unwrap();
     let expected = field(40 * 70, 3);
