@@ -6,6 +6,7 @@
 # into target/zarr-tests. $1: the Python of the environment (default .venv).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+root=$PWD
 py=${1:-.venv/bin/python}
 # Absolute, the venv's link kept (resolving it would leave the venv).
 py=$(cd "$(dirname "$py")" && pwd)/$(basename "$py")
@@ -25,3 +26,5 @@ cd "$tests"
 ZARR_CODEC_PIPELINE__PATH=zarrs_nvcomp.NvcompCodecPipeline "$py" -m pytest -q -p no:cacheprovider \
   -W ignore tests/test_codecs tests/test_indexing.py tests/test_array.py \
   tests/test_v2.py tests/test_api.py
+# zarr's own selection tests (oindex, vindex, masks) on zarrs_nvcomp.Array.
+ZARR_TESTS=$tests/tests "$py" -m pytest -q -p no:cacheprovider -W ignore "$root/python/tests_zarr_own"

@@ -49,6 +49,14 @@ def is_fancy(selection: Any) -> bool:
     return any(is_index_array(s) for s in items)
 
 
+def _is_coordinate(index: Any) -> bool:
+    """Whether ``index`` is one axis of a coordinate selection: an integer
+    array, or an integer (a 0-d one)."""
+    return is_index_array(index) or (
+        isinstance(index, int | np.integer) and not isinstance(index, bool)
+    )
+
+
 def _host(index: Any) -> Any:
     """An index array on the host (a GPU array's indices are copied)."""
     if hasattr(index, "__cuda_array_interface__") and hasattr(index, "get"):
@@ -159,7 +167,7 @@ def vectorized_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, .
         if mask.shape != shape:
             raise SelectionError(f"a mask of shape {mask.shape} for an array of shape {shape}")
         items = tuple(np.nonzero(mask))
-    if len(items) != len(shape) or not all(is_index_array(i) for i in items):
+    if len(items) != len(shape) or not all(_is_coordinate(i) for i in items):
         raise SelectionError(f"vindex takes an index array for each of the {len(shape)} axes")
     try:
         arrays = np.broadcast_arrays(*(_host(i) for i in items))
