@@ -126,6 +126,11 @@ class Array:
         """The array's shape."""
         return tuple(self._inner.shape)
 
+    @shape.setter
+    def shape(self, new_shape: int | tuple[int, ...]) -> None:
+        """Assigning the shape resizes the array (`resize`), as in zarr."""
+        self.resize(new_shape)
+
     @property
     def ndim(self) -> int:
         """The number of dimensions."""
