@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from zarrs_nvcomp._read_out import device_result, resolve_device
+from zarrs_nvcomp._read_out import device_result, empty_result, resolve_device
 from zarrs_nvcomp._selection import checked_slice
 from zarrs_nvcomp._zarrs_nvcomp import CudaArray, SelectionError, UnsupportedTypeError
 
@@ -215,7 +215,7 @@ def read_plan(array: Array, plan: Plan, device: str | None, **options: Any) -> A
     dtype = array.dtype
     device = resolve_device(device, dtype)
     if not plan.boxes:
-        flat: Any = np.empty(0, dtype)
+        flat: Any = empty_result((0,), dtype, device)
     else:
         data = array._inner.read_boxes(plan.boxes, device, **options)
         count = sum(math.prod(b - a for a, b in box) for box in plan.boxes)
