@@ -136,21 +136,37 @@ def _compressor_metadata(
         raise InvalidArgumentError(
             f"unknown compressor {compressor!r}; named ones: {sorted(_NAMED)}"
         )
-    if hasattr(compressor, "get_config"):  # a numcodecs codec, NvCompBatchCodec included
-        compressor = compressor.get_config()
-    elif hasattr(compressor, "to_dict"):  # a zarr 3 codec (zarr.codecs.ZstdCodec, ...)
-        compressor = compressor.to_dict()
-    if isinstance(compressor, dict) and "name" in compressor:
-        return dict(compressor)
-    if isinstance(compressor, dict) and "id" in compressor:
-        config = {k: v for k, v in compressor.items() if k != "id"}
-        name = compressor["id"]
-        if name in ("lz4", "zlib", "blosc", "bz2", "lzma"):
+    metadata = _codec_metadata(compressor, numcodecs_ids=_NUMCODECS_COMPRESSORS)
+    if metadata is None:
+        raise UnsupportedTypeError(
+            f"compressor must be a name, a codec or its metadata, not {compressor!r}"
+        )
+    return metadata
+
+
+#: numcodecs compressors whose zarr v3 names are ``numcodecs.<id>`` (the
+#: others, zstd and gzip, are zarr v3 codecs of the same name).
+_NUMCODECS_COMPRESSORS = ("lz4", "zlib", "blosc", "bz2", "lzma")
+
+
+def _codec_metadata(codec: Any, *, numcodecs_ids: tuple[str, ...] | None) -> dict[str, Any] | None:
+    """``codec`` (a numcodecs codec or configuration, a zarr 3 codec, zarr v3
+    codec metadata) as zarr v3 codec metadata, a numcodecs ``id`` in
+    ``numcodecs_ids`` (every one for None) named ``numcodecs.<id>``; None
+    for anything else."""
+    if hasattr(codec, "get_config"):  # a numcodecs codec, NvCompBatchCodec included
+        codec = codec.get_config()
+    elif hasattr(codec, "to_dict"):  # a zarr 3 codec (zarr.codecs.ZstdCodec, ...)
+        codec = codec.to_dict()
+    if isinstance(codec, dict) and "name" in codec:
+        return dict(codec)
+    if isinstance(codec, dict) and "id" in codec:
+        config = {k: v for k, v in codec.items() if k != "id"}
+        name = codec["id"]
+        if numcodecs_ids is None or name in numcodecs_ids:
             name = f"numcodecs.{name}"
         return {"name": name, "configuration": config}
-    raise UnsupportedTypeError(
-        f"compressor must be a name, a codec or its metadata, not {compressor!r}"
-    )
+    return None
 
 
 def host_or_device(data: Any) -> Any:
@@ -231,15 +247,8 @@ def filters_arg(filters: Any) -> list[dict[str, Any]]:
         filters = [filters]
     listed = []
     for codec in filters:
-        if hasattr(codec, "get_config"):  # a numcodecs codec
-            codec = codec.get_config()
-        elif hasattr(codec, "to_dict"):  # a zarr 3 codec
-            codec = codec.to_dict()
-        if isinstance(codec, dict) and "name" in codec:
-            listed.append(dict(codec))
-        elif isinstance(codec, dict) and "id" in codec:
-            config = {k: v for k, v in codec.items() if k != "id"}
-            listed.append({"name": f"numcodecs.{codec['id']}", "configuration": config})
-        else:
+        metadata = _codec_metadata(codec, numcodecs_ids=None)
+        if metadata is None:
             raise UnsupportedTypeError(f"filters must be codecs or their metadata, not {codec!r}")
+        listed.append(metadata)
     return listed
