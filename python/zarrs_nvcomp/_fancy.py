@@ -162,8 +162,8 @@ def vectorized_plan(selection: Any, shape: tuple[int, ...], chunks: tuple[int, .
     boolean mask of the array's shape), broadcast together; the result has
     their broadcast shape."""
     items = selection if isinstance(selection, tuple) else (selection,)
-    if len(items) == 1 and is_index_array(items[0]) and _host(items[0]).dtype == bool:
-        mask = _host(items[0])
+    mask = _host(items[0]) if len(items) == 1 and is_index_array(items[0]) else None
+    if mask is not None and mask.dtype == bool:
         if mask.shape != shape:
             raise SelectionError(f"a mask of shape {mask.shape} for an array of shape {shape}")
         items = tuple(np.nonzero(mask))
