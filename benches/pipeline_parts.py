@@ -2,7 +2,7 @@
 ``read_chunks_parallel`` does not: each step of the pipeline's read timed
 alone on the same array, in one run.
 
-    python benches/pipeline_parts.py [--size-mb 256] [--chain plain] [--repeats 7]
+    python benches/pipeline_parts.py [--size-mb 256] [--chain plain] [--repeats 7] [--profile]
 
 Steps: the reader as users call it (open and read, its own output); an
 array opened once and read into its own output, and into a lent output
@@ -14,6 +14,8 @@ pipeline; zarr's read of an array opened once; and zarr's whole
 from __future__ import annotations
 
 import argparse
+import cProfile
+import pstats
 import tempfile
 from pathlib import Path
 
@@ -29,6 +31,11 @@ def main() -> None:
     parser.add_argument("--size-mb", type=int, default=256)
     parser.add_argument("--chain", choices=list(CHAINS), default="plain")
     parser.add_argument("--repeats", type=int, default=7)
+    parser.add_argument(
+        "--profile",
+        action="store_true",
+        help="also print cProfile's top functions (own time) of z[...] on the opened array",
+    )
     args = parser.parse_args()
     gpu = zarrs_nvcomp.gpu_unavailable_reason() is None
     cp = cupy_module() if gpu else None
@@ -90,6 +97,30 @@ def main() -> None:
     for name, step in steps.items():
         seconds = timed(step, args.repeats)
         print(f"{name:<30}{seconds * 1e3:>9.2f} ms{gb / seconds:>9.2f} GB/s")
+    if args.profile:
+        print_profile(z, gpu)
+
+
+def print_profile(z, gpu: bool) -> None:
+    """cProfile's top functions (own time) of ``z[...]``, profiled on zarr's
+    event-loop thread, where the pipeline's Python runs."""
+    from zarr.core.sync import sync
+
+    profiler = cProfile.Profile()
+
+    async def profiled():
+        profiler.enable()
+        try:
+            return await z._async_array.getitem(...)
+        finally:
+            profiler.disable()
+
+    with (
+        zarr.config.set(PIPELINE),
+        zarr.config.enable_gpu() if gpu else zarr.config.set({}),
+    ):
+        sync(profiled())
+    pstats.Stats(profiler).sort_stats("tottime").print_stats(25)
 
 
 if __name__ == "__main__":

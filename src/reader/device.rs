@@ -9,7 +9,8 @@ use std::sync::Arc;
 
 use zarrs::array::DataType;
 
-use super::wave::{fill_is_zero, item_error, ArenaSource, WaveCodec, WaveDecoder, WaveItem};
+use super::fetch::ArenaSource;
+use super::wave::{fill_is_zero, item_error, WaveCodec, WaveDecoder, WaveItem};
 use super::ArrayData;
 use crate::algorithm::Algorithm;
 use crate::array::chain::Filters;

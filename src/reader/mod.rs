@@ -93,7 +93,7 @@
 //! [`StoreIo::Blocking`] reads them on rayon's threads instead.
 //!
 //! With [`StoreIo::Files`], the reader reads local chunk files itself (and
-//! the indexes and inner chunks of shard files, `shard_files`): on the
+//! the indexes and inner chunks of shard files; see `fetch`): on the
 //! GPU, each wave's files straight into a pinned arena of the engine, which
 //! uploads the wave's bytes as they lie there instead of copying each chunk
 //! into its staging memory first (the copy, and the page faults of fresh
@@ -104,12 +104,10 @@
 
 mod blocking;
 mod blosc;
-mod chunk_dirs;
 mod data;
 mod device;
 mod fallback;
 mod fetch;
-mod file_fetch;
 mod host;
 mod limits;
 mod options;
@@ -117,8 +115,6 @@ mod output;
 mod parts;
 mod progress;
 mod read;
-mod shard_fetch;
-mod shard_files;
 mod stored;
 mod wave;
 mod wave_loop;

@@ -13,8 +13,9 @@ use std::marker::PhantomData;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use super::device::DeviceOutput;
+use super::fetch::ArenaSource;
 use super::host::HostOutput;
-use super::wave::{ArenaSource, WaveDecoder, WaveItem};
+use super::wave::{WaveDecoder, WaveItem};
 use crate::array::error::ReadError;
 use crate::codec::Backend;
 use crate::cuda::{CudaEngine, DeviceRegion};

@@ -3,26 +3,24 @@
 //! them to the wave loop with the decoder of the resolved backend (or to the
 //! zarrs pipeline for other chains), into new memory or the caller's.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use zarrs::array::{Array, ArraySubset};
 use zarrs::storage::AsyncReadableStorageTraits;
 
-use super::chunk_dirs::ChunkDirs;
 use super::device::DeviceWaves;
+use super::fetch::Fetcher;
 use super::host::{HostOutput, HostWaves};
 use super::output::{Lease, LeaseEnd, Leased, ReadInto, Target};
 use super::parts::{Parts, Request};
 use super::progress::Tracker;
-use super::wave::{ArenaSource, WaveCodec, WaveDecoder};
-use super::{fallback, fetch, limits, shard_fetch, shard_files, wave_loop, ArrayData, ReadOptions};
+use super::wave::{WaveCodec, WaveDecoder};
+use super::{fallback, limits, wave_loop, ArrayData, ReadOptions};
 use crate::array::chain::framing::Framing;
-use crate::array::chain::shard::{ShardGrid, Sharded};
+use crate::array::chain::shard::Sharded;
 use crate::array::chain::{self, Chain};
 use crate::array::error::ReadError;
-use crate::array::geometry::plan::Plan;
 use crate::array::geometry::selection::Selection;
-use crate::array::store::StoreIo;
 use crate::cuda::DecodeOptions;
 
 /// Reads `selection` of `array`: a [`zarrs::array::ArraySubset`] (a box) or a
@@ -230,85 +228,16 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Batches<'_, S> {
     async fn read<D: WaveDecoder>(&self, options: &ReadOptions, mut decoder: D) -> Result<D, ReadError> {
         let mut tracker = Tracker::start(options.progress.clone(), self.parts.out_len() as u64);
         let (elem, stored_size) = self.sizes;
-        let dirs = Arc::new(Mutex::new(ChunkDirs::default()));
+        let fetcher = Fetcher::new(self.array, self.sharded.map(|s| &s.grid), options);
         for plan in self.parts.batches() {
             let mut plan = plan?;
             plan.chunks
                 .iter_mut()
                 .for_each(|chunk| chunk.decoded_len = chunk.decoded_len / elem * stored_size);
-            let shards = self.sharded.map(|s| shard_fetch::group(self.array, &s.grid, &mut plan));
-            let source = Source {
-                array: self.array,
-                sharded: self.sharded.map(|s| s.grid.clone()).zip(shards),
-                dirs: dirs.clone(),
-            };
-            decoder = source
-                .read(Arc::new(plan), self.framing, options, (decoder, &mut tracker))
-                .await?;
+            let fetch = fetcher.batch(&mut plan);
+            decoder =
+                wave_loop::read_waves(Arc::new(plan), self.framing, options, (decoder, &mut tracker), fetch).await?;
         }
         Ok(decoder)
-    }
-}
-
-/// Where the chunks of a batched read come from: the array's chunks, or the
-/// inner chunks of its shards.
-struct Source<'a, S: ?Sized> {
-    array: &'a Array<S>,
-    sharded: Option<(ShardGrid, Vec<shard_fetch::ShardRequest>)>,
-    /// The read's listings of chunk directories, taken once per read.
-    dirs: Arc<Mutex<ChunkDirs>>,
-}
-
-impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Source<'_, S> {
-    /// Reads every chunk of `plan` into `decoder`.
-    async fn read<D: WaveDecoder>(
-        self,
-        plan: Arc<Plan>,
-        framing: Framing,
-        options: &ReadOptions,
-        (decoder, tracker): (D, &mut Tracker),
-    ) -> Result<D, ReadError> {
-        let chunks = plan.clone();
-        match self.sharded {
-            None => {
-                let produce = |wave_bytes, arenas, tx| async move {
-                    let waves = fetch::WaveRequests {
-                        io: &options.store_io,
-                        concurrency: options.max_concurrent_requests,
-                        wave_bytes,
-                        timeout: options.request_timeout,
-                        arenas,
-                        dirs: self.dirs,
-                    };
-                    fetch::fetch_waves(self.array, &chunks, waves, tx).await
-                };
-                wave_loop::read_waves(plan, framing, options, (decoder, tracker), produce).await
-            }
-            Some((grid, shards)) => {
-                let produce = |wave_bytes, arenas: Option<ArenaSource>, tx| async move {
-                    match &options.store_io {
-                        StoreIo::Files(dir)
-                            if shards
-                                .iter()
-                                .all(|s| crate::array::store::file_keys::is_plain_key(s.key.as_str())) =>
-                        {
-                            let dir = dir.clone();
-                            fetch::on_blocking_pool(move || {
-                                let arenas = arenas.as_ref();
-                                shard_files::fetch_shard_file_waves(
-                                    &dir, &grid, &shards, &chunks, wave_bytes, arenas, &tx,
-                                )
-                            })
-                            .await
-                        }
-                        _ => {
-                            shard_fetch::fetch_shard_waves(self.array, &grid, shards, &chunks, options, wave_bytes, tx)
-                                .await
-                        }
-                    }
-                };
-                wave_loop::read_waves(plan, framing, options, (decoder, tracker), produce).await
-            }
-        }
     }
 }

@@ -22,11 +22,11 @@
 //! items need writing only where the fill value is not zero
 //! ([`fill_is_zero`]); memory lent by the caller gets every fill written.
 
+use super::fetch::ArenaSource;
 use crate::algorithm::Algorithm;
 use crate::array::chain::framing::Framing;
 use crate::array::error::ReadError;
 use crate::array::geometry::box_copy::BoxCopy;
-use crate::cuda::FetchArena;
 use crate::error::Error;
 
 /// What the items' streams of a read are.
@@ -100,10 +100,6 @@ impl<'a> WaveItem<'a> {
     }
 }
 
-/// Hands out a [`FetchArena`] of at least the capacity asked, or `None`
-/// when none can be had (the chunks then go to ordinary memory).
-pub(crate) type ArenaSource = std::sync::Arc<dyn Fn(usize) -> Option<FetchArena> + Send + Sync>;
-
 /// Decodes waves of items into one output (host or device memory) that it
 /// owns, or is lent, until the read ends.
 pub(crate) trait WaveDecoder: Send + Sync + 'static {
@@ -114,7 +110,7 @@ pub(crate) trait WaveDecoder: Send + Sync + 'static {
     }
 
     /// Where this decoder wants fetched chunks read into: pinned memory it
-    /// uploads from without copying (one [`FetchArena`] per wave, of the
+    /// uploads from without copying (one [`FetchArena`](crate::cuda::FetchArena) per wave, of the
     /// capacity asked); `None` (the default) for ordinary memory.
     fn arenas(&self) -> Option<ArenaSource> {
         None

@@ -1,44 +1,42 @@
 //! The wave loop of a batched read, the same for every [`WaveDecoder`]: the
-//! plan's chunks are fetched concurrently in waves ([`super::fetch`]); each
+//! plan's chunks are fetched in waves ([`super::fetch`]); each
 //! wave is turned into [`WaveItem`]s (framing removed and checksums verified,
 //! in parallel) and decoded on the blocking pool while the next wave is
 //! fetched; progress is reported after each.
 
-use std::future::Future;
 use std::sync::Arc;
 use std::time::Instant;
 
 use rayon::prelude::*;
 use tokio::sync::mpsc;
 
-use super::fetch::Wave;
+use super::fetch::{BatchFetch, Wave};
 use super::progress::Tracker;
-use super::wave::{ArenaSource, WaveDecoder, WaveItem};
+use super::wave::{WaveDecoder, WaveItem};
 use super::ReadOptions;
 use crate::array::chain::framing::Framing;
 use crate::array::error::ReadError;
 use crate::array::geometry::plan::Plan;
+use zarrs::storage::AsyncReadableStorageTraits;
 
 /// Reads every chunk of `plan`, stored with `framing` around its compressed
-/// stream, into `decoder`'s output, the waves fetched by
-/// `produce(wave_bytes, arenas, tx)`, which sends waves of at least
-/// `wave_bytes` encoded bytes of `plan`'s chunks on `tx` (the last may be
-/// smaller), into the decoder's `arenas` where it can, and stops when the
-/// receiver is gone; returns the decoder once every wave is in its output.
-pub(crate) async fn read_waves<D, F, Fut>(
+/// stream, into `decoder`'s output, the waves fetched by `fetch` (into the
+/// decoder's arenas where it gives them) while the wave before is decoded;
+/// returns the decoder once every wave is in its output.
+pub(crate) async fn read_waves<D, S>(
     plan: Arc<Plan>,
     framing: Framing,
     options: &ReadOptions,
     (decoder, tracker): (D, &mut Tracker),
-    produce: F,
+    fetch: BatchFetch<'_, '_, S>,
 ) -> Result<D, ReadError>
 where
     D: WaveDecoder,
-    F: FnOnce(usize, Option<ArenaSource>, mpsc::Sender<Wave>) -> Fut,
-    Fut: Future<Output = Result<(), ReadError>>,
+    S: ?Sized + AsyncReadableStorageTraits + 'static,
 {
     let (tx, mut rx) = mpsc::channel::<Wave>(1);
-    let producer = produce(decoder.wave_bytes(options.wave_bytes).max(1), decoder.arenas(), tx);
+    let wave_bytes = decoder.wave_bytes(options.wave_bytes).max(1);
+    let producer = fetch.send_waves(plan.clone(), wave_bytes, decoder.arenas(), tx);
     let decoder = Arc::new(decoder);
     let consumer = consume_waves(&mut rx, &plan, framing, tracker, &decoder);
     futures::future::try_join(producer, consumer).await?;

@@ -1,4 +1,4 @@
-//! Chunk files of a local directory ([`StoreIo::Files`](super::StoreIo::Files))
+//! Chunk files of a local directory ([`StoreIo::Files`](crate::array::store::StoreIo::Files))
 //! read by the reader itself, straight into the memory its decoder stages
 //! from.
 //!
@@ -32,8 +32,8 @@ use tokio::sync::mpsc;
 use zarrs::storage::StorageError;
 
 use super::chunk_dirs::ChunkDirs;
-use super::fetch::Wave;
-use super::wave::ArenaSource;
+use super::waves::Wave;
+use super::ArenaSource;
 use crate::array::error::ReadError;
 use crate::array::geometry::plan::ChunkPlan;
 use crate::cuda::{ArenaSlot, FetchArena};
@@ -43,7 +43,7 @@ use crate::cuda::{ArenaSlot, FetchArena};
 /// wave's bytes in an arena of `arenas` where one can be had; `dirs` holds
 /// the read's listings of `dir`'s directories, and takes those of
 /// `chunks`. Stops at the first error, or when the receiver is gone.
-pub(crate) fn fetch_file_waves(
+pub(super) fn fetch_waves(
     dir: &Path,
     chunks: &[ChunkPlan],
     (wave_bytes, arenas): (usize, Option<&ArenaSource>),

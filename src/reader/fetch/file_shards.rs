@@ -1,7 +1,7 @@
 //! The inner chunks of a sharded read from a local directory
-//! ([`StoreIo::Files`](super::StoreIo::Files)), read by the reader itself
+//! ([`StoreIo::Files`](crate::array::store::StoreIo::Files)), read by the reader itself
 //! straight into the memory its decoder stages from, as
-//! [`file_fetch`](super::file_fetch) reads unsharded chunks: on the GPU,
+//! [`files`](super::files) reads unsharded chunks: on the GPU,
 //! each wave's shard ranges land in a pinned arena of the engine, which
 //! uploads the wave as it lies there instead of copying every inner chunk
 //! into its staging memory first.
@@ -10,7 +10,7 @@
 //!
 //! 1. each shard's file size and index are read, in parallel, and the reads
 //!    of its needed inner chunks planned as for any store
-//!    ([`shard_fetch::plan_reads`]: whole shards, or runs of ranges);
+//!    ([`shard_reads::plan_reads`]: whole shards, or runs of ranges);
 //! 2. in order, each read is given a slot of its wave's [`FetchArena`]
 //!    (ordinary memory where the decoder gives no arenas, or the arena is
 //!    full); a wave ends with the read whose inner chunks fill it, and the
@@ -35,10 +35,10 @@ use bytes::Bytes;
 use rayon::prelude::*;
 use tokio::sync::mpsc;
 
-use super::fetch::Wave;
-use super::file_fetch::{arena_capacity, failed};
-use super::shard_fetch::{self, Fetched, RangeRead, ShardRequest};
-use super::wave::ArenaSource;
+use super::files::{arena_capacity, failed};
+use super::shard_reads::{self, Fetched, RangeRead, ShardRequest};
+use super::waves::Wave;
+use super::ArenaSource;
 use crate::array::chain::shard::{index_error, ShardGrid};
 use crate::array::error::ReadError;
 use crate::array::geometry::plan::Plan;
@@ -50,11 +50,11 @@ use crate::cuda::{ArenaSlot, FetchArena};
 const SHARDS_PER_THREAD: usize = 4;
 
 /// Fetches the needed inner chunks of `shards` (of `plan`, grouped by
-/// [`shard_fetch::group`]) from their files under `dir` and sends them on
+/// [`shard_reads::group`]) from their files under `dir` and sends them on
 /// `tx` in waves of at least `wave_bytes` encoded bytes (the last may be
 /// smaller), each wave's reads in an arena of `arenas` where one can be had.
 /// Stops at the first error, or when the receiver is gone.
-pub(crate) fn fetch_shard_file_waves(
+pub(super) fn fetch_waves(
     dir: &Path,
     grid: &ShardGrid,
     shards: &[ShardRequest],
@@ -173,7 +173,7 @@ fn index_reads<'a>(
 ) -> Result<(Option<Arc<File>>, Vec<RangeRead<'a>>), ReadError> {
     let key = shard.key.as_str();
     let Some(file) = open(dir, shard)? else {
-        return Ok((None, shard_fetch::missing(shard)));
+        return Ok((None, shard_reads::missing(shard)));
     };
     let shard_len = file.metadata().map_err(failed(key))?.len();
     let at = grid.index.index_range(shard_len).map_err(|e| index_error(key, e))?;
@@ -181,7 +181,7 @@ fn index_reads<'a>(
     if read_at(&file, at.start, &mut index).map_err(failed(key))? < index.len() {
         return Err(index_error(key, "the shard shrank while its index was read"));
     }
-    let reads = shard_fetch::plan_reads((grid, plan), shard, &index, shard_len)?;
+    let reads = shard_reads::plan_reads((grid, plan), shard, &index, shard_len)?;
     Ok((Some(Arc::new(file)), reads))
 }
 
@@ -195,7 +195,7 @@ fn read_range(
     slot: Option<ArenaSlot>,
 ) -> Result<Fetched, ReadError> {
     let Some(range) = read.range.clone() else {
-        return shard_fetch::read_members(plan, read, Bytes::new());
+        return shard_reads::read_members(plan, read, Bytes::new());
     };
     let key = read.shard.key.as_str();
     let file = file.ok_or_else(|| index_error(key, "a read planned without its shard's file"))?;
@@ -213,5 +213,5 @@ fn read_range(
         }
     };
     // A read cut short by the file's end is named by `read_members`.
-    shard_fetch::read_members(plan, read, bytes)
+    shard_reads::read_members(plan, read, bytes)
 }

@@ -1,35 +1,24 @@
-//! Fetching the inner chunks of a sharded read ([`crate::array::chain::shard`]): for each
-//! touched shard, its index (at its end: one suffix read, which also gives
-//! the shard's size, on the reader's own [`ObjectStorage`]; otherwise its
-//! size, then one ranged read), then the byte ranges of the inner chunks
-//! the plan needs, coalesced into few ranged reads. Reads run
-//! concurrently, at most [`ReadOptions::max_concurrent_requests`] of each
-//! kind in flight; the inner chunks arrive in the same [`Wave`]s as the
-//! chunks of an unsharded read, so all inner chunks of all shards of a wave
-//! are decoded in one batch. Shard files of a local directory read by the
-//! reader itself ([`super::shard_files`]) are planned by the same
-//! [`plan_reads`] and sliced by the same [`read_members`].
+//! The reads of a sharded read's shards, planned the same for every
+//! backend ([`super::store_shards`], [`super::file_shards`]): the plan's
+//! inner chunks grouped by shard ([`group`]); for each shard, once its
+//! index is read, the byte ranges of the inner chunks the plan needs,
+//! coalesced into few reads ([`plan_reads`]: the whole shard, or runs of
+//! ranges over small gaps); and each read's bytes sliced into its inner
+//! chunks ([`read_members`]). Nothing here does I/O.
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::ops::Range;
-use std::time::Duration;
 
 use bytes::Bytes;
-use futures::{StreamExt, TryStreamExt};
 use rayon::prelude::*;
-use tokio::sync::mpsc;
 use zarrs::array::Array;
-use zarrs::storage::byte_range::ByteRange;
-use zarrs::storage::{AsyncReadableStorageTraits, StorageError, StoreKey};
+use zarrs::storage::StoreKey;
 
-use super::fetch::{self, Wave};
-use super::ReadOptions;
 use crate::array::chain::shard::{index_error, inner_key, ShardGrid};
 use crate::array::error::ReadError;
+use crate::array::geometry::limits::{max_encoded_len, stored_too_large};
 use crate::array::geometry::plan::Plan;
-use crate::array::store::object_storage::ObjectStorage;
-use crate::format::shard_index::{IndexLocation, ShardIndexError, ShardIndexSpec};
+use crate::format::shard_index::ShardIndexError;
 
 /// Two needed ranges of a shard are read as one when the gap between them is
 /// at most this fraction of the run read so far: the bytes read beyond those
@@ -114,68 +103,6 @@ pub(crate) fn group<S: ?Sized + Send + Sync>(array: &Array<S>, grid: &ShardGrid,
     shards
 }
 
-/// Fetches the inner chunks of `plan` from `shards` (grouped by [`group`]):
-/// sends waves of at least `wave_bytes` encoded bytes on `tx` (the last may
-/// be smaller) and stops when the receiver is gone.
-pub(crate) async fn fetch_shard_waves<S>(
-    array: &Array<S>,
-    grid: &ShardGrid,
-    shards: Vec<ShardRequest>,
-    plan: &Plan,
-    options: &ReadOptions,
-    wave_bytes: usize,
-    tx: mpsc::Sender<Wave>,
-) -> Result<(), ReadError>
-where
-    S: ?Sized + AsyncReadableStorageTraits + 'static,
-{
-    let storage = array.storage();
-    let (concurrency, timeout) = (options.max_concurrent_requests.max(1), options.request_timeout);
-    let reads = futures::stream::iter(shards.iter())
-        .map(|shard| read_index(&*storage, (grid, plan), shard, timeout))
-        .buffer_unordered(concurrency)
-        .map_ok(|reads| futures::stream::iter(reads).map(Ok))
-        .try_flatten()
-        .map_ok(|read| fetch_range(&*storage, plan, read, timeout))
-        .try_buffer_unordered(concurrency);
-    fetch::send_waves(reads, wave_bytes, &tx).await
-}
-
-/// `request` on `key`, within `timeout`, with the store's errors naming the key.
-async fn request<T>(
-    key: &str,
-    timeout: Option<Duration>,
-    request: impl Future<Output = Result<T, StorageError>>,
-) -> Result<T, ReadError> {
-    let result = match timeout {
-        Some(limit) => tokio::time::timeout(limit, request)
-            .await
-            .map_err(|_| ReadError::Timeout {
-                key: key.to_string(),
-                after: limit,
-            })?,
-        None => request.await,
-    };
-    result.map_err(|source| ReadError::Fetch {
-        key: key.to_string(),
-        source,
-    })
-}
-
-/// Reads and parses the index of `shard`, and plans the reads of its
-/// members' bytes.
-async fn read_index<'a, S: ?Sized + AsyncReadableStorageTraits + 'static>(
-    storage: &S,
-    (grid, plan): (&ShardGrid, &Plan),
-    shard: &'a ShardRequest,
-    timeout: Option<Duration>,
-) -> Result<Vec<RangeRead<'a>>, ReadError> {
-    match fetch_index(storage, grid.index, &shard.key, timeout).await? {
-        Some((index, shard_len)) => plan_reads((grid, plan), shard, &index, shard_len),
-        None => Ok(missing(shard)),
-    }
-}
-
 /// The one read of a missing shard: none, every member missing.
 pub(super) fn missing(shard: &ShardRequest) -> Vec<RangeRead<'_>> {
     vec![RangeRead {
@@ -211,44 +138,14 @@ pub(super) fn plan_reads<'a>(
             let range = entries[linear as usize].clone();
             let chunk = &plan.chunks[i];
             match range.as_ref().map_or(0, |r| r.end - r.start) {
-                len if len > crate::array::geometry::limits::max_encoded_len(chunk.decoded_len) => Err(
-                    crate::array::geometry::limits::stored_too_large(&chunk.key, len, chunk.decoded_len),
-                ),
+                len if len > max_encoded_len(chunk.decoded_len) => {
+                    Err(stored_too_large(&chunk.key, len, chunk.decoded_len))
+                }
                 _ => Ok((i, range)),
             }
         })
         .collect::<Result<_, _>>()?;
     Ok(coalesce(shard, needed, shard_len, index.len()))
-}
-
-/// The index of the shard at `key` and the shard's size; `None` where the
-/// shard is missing. A shard shorter than its index is an error naming it.
-async fn fetch_index<S: ?Sized + AsyncReadableStorageTraits + 'static>(
-    storage: &S,
-    spec: ShardIndexSpec,
-    key: &StoreKey,
-    timeout: Option<Duration>,
-) -> Result<Option<(Bytes, u64)>, ReadError> {
-    let name = key.as_str();
-    if let (IndexLocation::End, Some(objects)) = (spec.location, ObjectStorage::of(storage)) {
-        let Some((index, shard_len)) = request(name, timeout, objects.get_suffix(key, spec.index_len())).await? else {
-            return Ok(None);
-        };
-        // A shard shorter than its index comes back whole: its size says so.
-        spec.index_range(shard_len).map_err(|e| index_error(name, e))?;
-        return Ok(Some((index, shard_len)));
-    }
-    // The size first: a suffix read longer than a truncated shard is not
-    // an error every store reports, and zarrs' storage gives no size with it.
-    let Some(shard_len) = request(name, timeout, storage.size_key(key)).await? else {
-        return Ok(None);
-    };
-    let at = spec.index_range(shard_len).map_err(|e| index_error(name, e))?;
-    let at = ByteRange::FromStart(at.start, Some(at.end - at.start));
-    let index = request(name, timeout, storage.get_partial(key, at))
-        .await?
-        .ok_or_else(|| index_error(name, "the shard disappeared while it was read"))?;
-    Ok(Some((index, shard_len)))
 }
 
 /// The reads that fetch `needed` (inner chunks and their ranges) of a shard
@@ -298,29 +195,6 @@ fn coalesce(
         first.index_bytes = index_bytes;
     }
     reads
-}
-
-/// Fetches one read; returns its inner chunks' bytes (slices of what was
-/// read) and the other bytes fetched for it (the shard's index, gaps).
-async fn fetch_range<S: ?Sized + AsyncReadableStorageTraits>(
-    storage: &S,
-    plan: &Plan,
-    read: RangeRead<'_>,
-    timeout: Option<Duration>,
-) -> Result<Fetched, ReadError> {
-    let key = read.shard.key.as_str();
-    let Some(range) = read.range.clone() else {
-        return read_members(plan, read, Bytes::new());
-    };
-    let len = range.end - range.start;
-    let bytes = request(
-        key,
-        timeout,
-        storage.get_partial(&read.shard.key, ByteRange::FromStart(range.start, Some(len))),
-    )
-    .await?
-    .ok_or_else(|| index_error(key, "the shard disappeared while it was read"))?;
-    read_members(plan, read, bytes)
 }
 
 /// The inner chunks of `read` as slices of `bytes`, what was read of its
