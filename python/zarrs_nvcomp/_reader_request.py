@@ -11,6 +11,7 @@ them on the device: the same path as `zarrs_nvcomp.read_chunks_parallel`.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = ["ReaderRequest", "reader_request"]
@@ -50,18 +51,25 @@ def reader_request(
     prefix = keys.prefix(path)
     if prefix is None:
         return None
+    start = f"{prefix}/" if prefix else ""
+    cut = len(start)
     selected: list[dict[int, Any]] = [{} for _ in range(ndim)]
+    # One pass of plain operations per item: zarr hands over an item per
+    # chunk, thousands for a large read, and this runs before any is fetched.
     for getter, spec, chunk_selection, _, _ in items:
-        coords = keys.coords(getattr(getter, "path", ""), prefix)
-        if coords is None or getattr(getter, "store", None) is not store:
+        chunk_path = getattr(getter, "path", "")
+        if getattr(getter, "store", None) is not store or not chunk_path.startswith(start):
             return None
-        if len(chunk_selection) != ndim:
+        coords = keys.parse(chunk_path[cut:])
+        if coords is None or len(chunk_selection) != ndim:
             return None
-        for axis, (coord, part) in enumerate(zip(coords, chunk_selection, strict=True)):
-            origin = coord * spec.shape[axis]
+        for axis, coord, part, size in zip(
+            range(ndim), coords, chunk_selection, spec.shape, strict=True
+        ):
+            origin = coord * size
             if isinstance(part, slice):
-                start, stop, step = part.indices(spec.shape[axis])
-                selected[axis][origin + start] = range(origin + start, origin + stop, step)
+                first, stop, step = part.indices(size)
+                selected[axis][origin + first] = range(origin + first, origin + stop, step)
             elif isinstance(part, int):
                 selected[axis][origin + part] = origin + part
             else:
@@ -101,6 +109,8 @@ class _ChunkKeys:
     chunk's coordinates, checked against zarr's own encoding of them."""
 
     def __init__(self, metadata: Any, ndim: int) -> None:
+        from zarr.core.chunk_key_encodings import DefaultChunkKeyEncoding, V2ChunkKeyEncoding
+
         self.metadata = metadata
         encoding = getattr(metadata, "chunk_key_encoding", None)
         if encoding is None:  # zarr v2
@@ -110,21 +120,34 @@ class _ChunkKeys:
             self.separator = encoding.separator
             self.tag = getattr(encoding, "name", "default") == "default"
         self.parts = (ndim + self.tag) if self.separator == "/" else 1
+        # zarr's two encodings, written as they encode: the coordinates in
+        # decimal without leading zeros, joined by the separator (after "c"
+        # for the default encoding). Other encodings are checked by encoding
+        # the parsed coordinates again.
+        self.pattern = None
+        if ndim and (
+            encoding is None or type(encoding) in (DefaultChunkKeyEncoding, V2ChunkKeyEncoding)
+        ):
+            sep = re.escape(self.separator)
+            number = "(?:0|[1-9][0-9]*)"
+            tag = f"c{sep}" if self.tag else ""
+            self.pattern = re.compile(f"{tag}{number}(?:{sep}{number}){{{ndim - 1}}}")
 
     def prefix(self, path: str) -> str | None:
         """The array's path in the store, from the path of one of its chunks."""
         parts = path.split("/")
-        if len(parts) < self.parts or self._coords("/".join(parts[-self.parts :])) is None:
+        if len(parts) < self.parts or self.parse("/".join(parts[-self.parts :])) is None:
             return None
         return "/".join(parts[: -self.parts])
 
-    def coords(self, path: str, prefix: str) -> tuple[int, ...] | None:
-        start = f"{prefix}/" if prefix else ""
-        if not path.startswith(start):
-            return None
-        return self._coords(path[len(start) :])
-
-    def _coords(self, key: str) -> tuple[int, ...] | None:
+    def parse(self, key: str) -> tuple[int, ...] | None:
+        """The coordinates of the chunk at ``key`` (relative to the array),
+        None where zarr would not encode any chunk's coordinates as ``key``."""
+        if self.pattern is not None:
+            if self.pattern.fullmatch(key) is None:
+                return None
+            body = key[2:] if self.tag else key
+            return tuple(map(int, body.split(self.separator)))
         body = key
         if self.tag:
             if not key.startswith("c" + self.separator):
