@@ -39,7 +39,6 @@ naming its key and codec.
 from __future__ import annotations
 
 import asyncio
-import logging
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -55,6 +54,7 @@ from zarrs_nvcomp import _buffers
 from zarrs_nvcomp._batched_chain import BatchedChain, classify
 from zarrs_nvcomp._batched_write import write_batched
 from zarrs_nvcomp._engine_batch import chunk_key, decode_stored
+from zarrs_nvcomp._opened_arrays import UNREADABLE, open_for_pipeline
 from zarrs_nvcomp._reader_request import ReaderRequest, reader_request
 from zarrs_nvcomp._zarr_compat import fill_value_or_default, get_results
 from zarrs_nvcomp._zarrs_nvcomp import DecodeError
@@ -94,10 +94,6 @@ class NvcompCodecPipeline(CodecPipeline):
     spec: ArraySpec | None = field(default=None, compare=False, repr=False)
     #: The classifier's verdicts, by chunk spec.
     _chains: dict[tuple[Any, ...], tuple[BatchedChain | None, str | None]] = field(
-        default_factory=dict, compare=False, repr=False
-    )
-    #: Arrays opened by the reader, by URL and options.
-    _opened: dict[tuple[str, tuple[tuple[str, str], ...]], Any] = field(
         default_factory=dict, compare=False, repr=False
     )
 
@@ -247,20 +243,8 @@ class NvcompCodecPipeline(CodecPipeline):
         batches."""
         from zarrs_nvcomp.reader import open_array
 
-        key = (request.url, tuple(sorted(request.options.items())))
-        array = self._opened.get(key)
-        if array is None or (
-            array is not _UNREADABLE and array.shape != tuple(self.metadata.shape)
-        ):
-            try:
-                array = open_array(request.url, request.options)
-            except (OSError, TypeError, ValueError) as e:
-                # Metadata zarr reads and zarrs does not (a v2 null fill value
-                # of raw bytes, ...): zarr's store API and the engine read it.
-                _log.debug("zarrs_nvcomp: the reader cannot open %s: %s", request.url, e)
-                array = _UNREADABLE
-            self._opened[key] = array
-        if array is _UNREADABLE or array.batched_algorithm is None:
+        array = open_for_pipeline(request.url, request.options, self.metadata, open_array)
+        if array is UNREADABLE or array.batched_algorithm is None:
             return False
         on_device = not isinstance(out, np.ndarray)
         device = f"cuda:{_buffers.cupy_module().cuda.Device().id}" if on_device else "cpu"
@@ -274,11 +258,6 @@ class NvcompCodecPipeline(CodecPipeline):
             raise DecodeError(f"{e} (codec {codec}, array {request.url})") from None
         return True
 
-
-#: What ``_opened`` holds for an array the reader cannot open.
-_UNREADABLE = object()
-
-_log = logging.getLogger("zarrs_nvcomp.pipeline")
 
 # zarr finds pipelines by module and name: "zarrs_nvcomp.NvcompCodecPipeline",
 # where the package exports it.
