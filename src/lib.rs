@@ -88,6 +88,7 @@ pub mod algorithm;
 #[cfg(feature = "array")]
 mod array;
 pub mod batch;
+mod blosc;
 mod builder;
 pub mod codec;
 pub(crate) mod cpu;
@@ -112,9 +113,9 @@ pub mod zarrs_plugins;
 
 pub use algorithm::{Algorithm, DataType};
 pub use batch::Batch;
+pub use blosc::format::{BloscCodec, Shuffle};
 pub use codec::{Backend, BackendKind, BatchCodec, ParseBackendError};
 pub use error::{Error, GpuUnavailable, Result, WorkerError};
-pub use format::blosc::{BloscCodec, Shuffle};
 pub use format::filters::{DeltaType, ElementFilters};
 pub use format::scale_offset::ScaleOffset;
 pub use limits::default_max_decoded_size;

@@ -19,6 +19,7 @@ pub(crate) mod error;
 pub(crate) mod geometry;
 pub(crate) mod runtime;
 pub mod store;
+pub(crate) mod wave_item;
 
 use zarrs::array::Array;
 

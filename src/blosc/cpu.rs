@@ -1,10 +1,10 @@
 //! Whole blosc chunks decoded on the host by c-blosc (the library zarrs'
-//! `blosc` codec links), after [`crate::format::blosc::parse`] has checked
+//! `blosc` codec links), after [`super::format::parse`] has checked
 //! every size and offset c-blosc would otherwise trust.
 
 use std::ffi::c_void;
 
-use crate::format::blosc;
+use super::format as blosc;
 
 /// Decodes the blosc chunk `chunk` into `out`, which must be exactly its
 /// decoded size; the reason where the chunk is malformed or does not decode.

@@ -1,11 +1,11 @@
-//! Tests of [`super::blosc`]: the blosc1 parser's decode items, decoded with
+//! Tests of [`super::format`]: the blosc1 parser's decode items, decoded with
 //! CPU codecs and unshuffled, equal c-blosc's own decode for every
 //! compressor, shuffle, typesize and block size. (A module of their own:
 //! they outgrow the parser's file.)
 
 use std::io::Read;
 
-use super::blosc::{parse, BloscCodec, BloscHeaderError, BloscItem, Shuffle, Unshuffle};
+use super::format::{parse, BloscCodec, BloscHeaderError, BloscItem, Shuffle, Unshuffle};
 use zarrs::array::codec::bytes_to_bytes::blosc::{
     blosc_compress_bytes, blosc_decompress_bytes, BloscCompressionLevel, BloscCompressor, BloscShuffleMode,
 };

@@ -1,5 +1,5 @@
 //! Blosc chunks on the batched GPU path: each fetched chunk's header is
-//! parsed on the host ([`crate::format::blosc::parse`]), and the streams of
+//! parsed on the host ([`super::format::parse`]), and the streams of
 //! all chunks of a wave become one [`BloscBatch`]: every compressed stream
 //! an item of the nvCOMP batch of its algorithm (raw LZ4 blocks, Snappy,
 //! Zstandard frames, zlib streams as raw DEFLATE with their Adler-32 checked
@@ -21,14 +21,14 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
-use super::wave::{fill_is_zero, item_error, WaveItem};
+use super::format::{self as blosc, BloscCodec, BloscItem, BloscLayout, Shuffle};
 use crate::algorithm::{Algorithm, DataType};
 use crate::array::error::ReadError;
+use crate::array::wave_item::{fill_is_zero, item_error, WaveItem};
 use crate::cuda::{
     BlockPlace, BlockTarget, BloscBatch, CudaEngine, DecodeOptions, DeviceRegion, RowCopy, Scatter, StreamBatch,
     WidenPlace,
 };
-use crate::format::blosc::{self, BloscCodec, BloscItem, BloscLayout, Shuffle};
 use crate::format::deflate;
 use crate::format::filters::ElementFilters;
 use crate::format::scale_offset::ScaleOffset;
@@ -50,7 +50,7 @@ enum Chunk {
 /// and `scale_offset` on each chunk, the places of missing chunks filled
 /// with `fill` (written also where it is zero unless `zeroed`: the output
 /// starts zeroed).
-pub(super) fn decode_on_device(
+pub(crate) fn decode_on_device(
     engine: &CudaEngine,
     out: DeviceRegion,
     (fill, zeroed): (&[u8], bool),
@@ -92,7 +92,7 @@ fn prepare(item: &WaveItem<'_>) -> Result<Option<Chunk>, ReadError> {
     }
     if layout.items.iter().any(|s| s.codec == Some(BloscCodec::BloscLz)) {
         let mut decoded = vec![0u8; nbytes];
-        crate::cpu::blosc::decode_into(bytes, &mut decoded).map_err(corrupt)?;
+        super::cpu::decode_into(bytes, &mut decoded).map_err(corrupt)?;
         return Ok(Some(Chunk::Decoded(decoded)));
     }
     for (k, stream) in layout.items.iter().enumerate() {
@@ -287,5 +287,5 @@ fn add_stream<'a>(
 }
 
 #[cfg(test)]
-#[path = "blosc_tests.rs"]
+#[path = "plan_tests.rs"]
 mod tests;

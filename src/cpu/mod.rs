@@ -5,7 +5,7 @@
 //! [`snappy`], [`zstd`], [`deflate`] for raw deflate and gzip, [`gdeflate`]),
 //! reading and writing its framing through [`crate::format`]; `codec` maps an
 //! [`Algorithm`] onto them and `growing` decodes streams that declare no size.
-//! [`blosc`] decodes whole blosc chunks with c-blosc, for the reader.
+//! Whole blosc chunks are decoded with c-blosc by [`crate::blosc`], the codec's own module.
 //! This module spreads a batch over threads and owns the policy shared by
 //! every format:
 //!
@@ -23,8 +23,6 @@
 //! * errors name the lowest failing index of the batch, whatever order the
 //!   threads finished in.
 
-#[cfg(feature = "array")]
-pub(crate) mod blosc;
 pub(crate) mod deflate;
 pub(crate) mod gdeflate;
 pub(crate) mod lz4;

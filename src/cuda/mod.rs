@@ -65,8 +65,8 @@ mod ptx;
 mod scale_offset;
 mod scatter;
 mod staging;
-mod unshuffle;
 
+pub use blosc::unshuffle::BlockUnshuffle;
 pub use blosc::{BlockPlace, BlockTarget, BloscBatch, StreamBatch, WidenPlace};
 pub(crate) use copies::Rows;
 pub use device_batch::DeviceBatch;
@@ -74,7 +74,6 @@ pub use engine::CudaEngine;
 pub(crate) use fetch_arena::{ArenaSlot, FetchArena};
 pub use scale_offset::Widen;
 pub use scatter::{RowCopy, Scatter};
-pub use unshuffle::BlockUnshuffle;
 
 /// How a batch is decoded on the GPU: from the size limit
 /// ([`DecodeOptions::from`]) and [`DecodeOptions::with_trusted`].

@@ -15,7 +15,7 @@
 //! | [`gzip`] | gzip member | RFC 1952 header, CRC-32 and ISIZE trailer |
 //! | [`gdeflate`] | zarrs `gdeflate` | u64 LE decoded length, page count and page sizes, then the pages |
 //! | [`ans`] | nvCOMP ANS | u32 LE decoded length leading each chunk |
-//! | [`blosc`] | Blosc 1 chunk | 16-byte header, block offsets, split streams: the items a batched decoder takes |
+//! | [`crate::blosc::format`] | Blosc 1 chunk | 16-byte header, block offsets, split streams: the items a batched decoder takes |
 //! | [`filters`] | decoded chunks | the byte swap and `delta` running sum undone on each decoded chunk (not framing: shared by both backends) |
 //! | [`scale_offset`] | decoded chunks | numcodecs `fixedscaleoffset`'s integers widened to floats (not framing: shared by both backends) |
 //! | [`checksum`] | decoded bytes | the CRC-32, XXH64 and Adler-32 formats store of them, and the wording of a mismatch |
@@ -37,9 +37,6 @@
 //!   need when the head is too short.
 
 pub(crate) mod ans;
-pub(crate) mod blosc;
-#[cfg(test)]
-mod blosc_items;
 pub(crate) mod checksum;
 pub(crate) mod deflate;
 pub(crate) mod filters;

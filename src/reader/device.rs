@@ -10,12 +10,13 @@ use std::sync::Arc;
 use zarrs::array::DataType;
 
 use super::fetch::ArenaSource;
-use super::wave::{fill_is_zero, item_error, WaveCodec, WaveDecoder, WaveItem};
+use super::wave::{WaveCodec, WaveDecoder};
 use super::ArrayData;
 use crate::algorithm::Algorithm;
 use crate::array::chain::Filters;
 use crate::array::device_array::{cuda_error, DeviceArray};
 use crate::array::error::ReadError;
+use crate::array::wave_item::{fill_is_zero, item_error, WaveItem};
 use crate::cuda::{CudaEngine, DecodeOptions, DeviceRegion, RowCopy, Scatter};
 
 /// The device memory a read writes: a new [`DeviceArray`] (zeroed), or
@@ -88,7 +89,7 @@ impl DeviceOutput {
 /// worker process unless the input is trusted) whose decoded buffers are
 /// scattered into the output, with the fill value where items are missing,
 /// by one kernel launch; the decoded batch lives only until then. Waves of
-/// blosc chunks are decoded by [`super::blosc`].
+/// blosc chunks are decoded by [`crate::blosc::plan`].
 pub(crate) struct DeviceWaves {
     codec: WaveCodec,
     options: DecodeOptions,
@@ -141,7 +142,7 @@ impl WaveDecoder for DeviceWaves {
         match &self.codec {
             WaveCodec::Algorithm(algorithm) => self.decode_streams(algorithm, wave),
             // A new output starts zeroed; lent memory may hold anything.
-            WaveCodec::Blosc => super::blosc::decode_on_device(
+            WaveCodec::Blosc => crate::blosc::plan::decode_on_device(
                 &out.engine,
                 out.region,
                 (&self.fill, out.owned.is_some()),

@@ -5,11 +5,12 @@
 use rayon::prelude::*;
 use zarrs::array::DataType;
 
-use super::wave::{fill_is_zero, item_error, WaveCodec, WaveDecoder, WaveItem};
+use super::wave::{WaveCodec, WaveDecoder};
 use super::ArrayData;
 use crate::array::chain::Filters;
 use crate::array::error::ReadError;
 use crate::array::geometry::box_copy::BoxCopy;
+use crate::array::wave_item::{fill_is_zero, item_error, WaveItem};
 use crate::codec::{Backend, BatchCodec};
 use crate::format::checksum::ContentCheck;
 
@@ -155,7 +156,7 @@ fn fill_pattern(row: &mut [u8], pattern: &[u8]) {
 /// where it was decoded, before it is placed; a `fixedscaleoffset` widens
 /// the decoded item from the scratch into the output, or into a second
 /// scratch buffer that is copied. Blosc chunks are decoded whole
-/// by c-blosc, after their structure is checked ([`crate::cpu::blosc`]).
+/// by c-blosc, after their structure is checked ([`crate::blosc::cpu`]).
 pub(crate) struct HostWaves {
     /// The codec of the streams; `None` for blosc chunks.
     codec: Option<BatchCodec>,
@@ -210,7 +211,7 @@ impl HostWaves {
     /// [`Self::decode_into`] but for the filters.
     fn decode_only(&self, item: &WaveItem<'_>, stream: &[u8], target: &mut [u8]) -> Result<(), ReadError> {
         let Some(codec) = &self.codec else {
-            return crate::cpu::blosc::decode_into(stream, target).map_err(|reason| ReadError::Corrupt {
+            return crate::blosc::cpu::decode_into(stream, target).map_err(|reason| ReadError::Corrupt {
                 key: item.key.to_string(),
                 reason,
             });

@@ -103,7 +103,6 @@
 //! finds none free is fetched into ordinary memory.
 
 mod blocking;
-mod blosc;
 mod data;
 mod device;
 mod fallback;

@@ -15,8 +15,9 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use super::device::DeviceOutput;
 use super::fetch::ArenaSource;
 use super::host::HostOutput;
-use super::wave::{WaveDecoder, WaveItem};
+use super::wave::WaveDecoder;
 use crate::array::error::ReadError;
+use crate::array::wave_item::WaveItem;
 use crate::codec::Backend;
 use crate::cuda::{CudaEngine, DeviceRegion};
 

@@ -6,19 +6,20 @@
 //! of the decoded bytes), each chunk's decoded size checked, by the reader's
 //! wave decoders, each chunk into its own byte range of memory the caller
 //! lends: on the GPU with one nvCOMP batch (blosc: one per algorithm and one
-//! unshuffle launch, [`super::blosc`]), on the CPU in parallel.
+//! unshuffle launch, [`crate::blosc::plan`]), on the CPU in parallel.
 
 use rayon::prelude::*;
 
 use super::device::DeviceWaves;
 use super::host::{HostOutput, HostWaves};
 use super::output::Target;
-use super::wave::{WaveCodec, WaveDecoder, WaveItem};
+use super::wave::{WaveCodec, WaveDecoder};
 use super::{limits, ReadInto, ReadOptions};
 use crate::array::chain::class::{BatchedCodec, ChainClass};
 use crate::array::chain::Filters;
 use crate::array::error::ReadError;
 use crate::array::geometry::box_copy::BoxCopy;
+use crate::array::wave_item::WaveItem;
 use crate::cuda::DecodeOptions;
 
 /// One stored chunk for [`decode_stored_chunks_into`].

@@ -12,11 +12,12 @@ use tokio::sync::mpsc;
 
 use super::fetch::{BatchFetch, Wave};
 use super::progress::Tracker;
-use super::wave::{WaveDecoder, WaveItem};
+use super::wave::WaveDecoder;
 use super::ReadOptions;
 use crate::array::chain::framing::Framing;
 use crate::array::error::ReadError;
 use crate::array::geometry::plan::Plan;
+use crate::array::wave_item::WaveItem;
 use zarrs::storage::AsyncReadableStorageTraits;
 
 /// Reads every chunk of `plan`, stored with `framing` around its compressed

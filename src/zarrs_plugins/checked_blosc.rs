@@ -21,7 +21,7 @@ use zarrs::metadata::v3::MetadataV3;
 use zarrs::plugin::PluginCreateError;
 
 use super::filter::impl_whole_chunk_codec_traits;
-use crate::format::blosc;
+use crate::blosc::format as blosc;
 
 /// zarrs' `blosc` codec with every chunk checked before decoding (see the
 /// [module documentation](self)).

@@ -4,6 +4,9 @@
 //! the reader never refers to the writer and the writer names few of the reader's
 //! items.
 //!
+//! A codec's module ([`CODECS`]) holds its parts of several layers: each
+//! of its submodules is placed on its own, as `codec::part`.
+//!
 //! Every `crate::X` path in code (comments and literals skipped; `use
 //! crate::{a, b}` groups, `super::` paths that climb to the crate root, and
 //! names the crate root re-exports, such as `crate::Error`, resolved to their
@@ -25,15 +28,29 @@ const LAYERS: &[&[&str]] = &[
         "profile",
         "par",
     ],
-    &["format"],
+    &["format", "blosc", "blosc::format", "blosc::format_tests"],
     &["algorithm"],
-    &["cpu"],
+    &["cpu", "blosc::cpu"],
     &["cuda"],
     &["codec"],
     &["zarrs_codec", "data_types", "zarrs_plugins"],
-    &["array"],
+    &["array", "blosc::plan", "blosc::plan_tests"],
     &["reader", "writer"],
 ];
+
+/// The modules of one codec whose parts lie in several layers (its format,
+/// its CPU decoder, its GPU plan): their submodules are placed one by one.
+const CODECS: &[&str] = &["blosc"];
+
+/// The module a path names, from its segments after the crate root: the
+/// first, or for a codec of [`CODECS`] the first two (`blosc::format`).
+fn module_named<'a>(mut segments: impl Iterator<Item = &'a str>) -> String {
+    let first = segments.next().unwrap_or_default();
+    match segments.next() {
+        Some(part) if CODECS.contains(&first) && !part.is_empty() => format!("{first}::{part}"),
+        _ => first.to_string(),
+    }
+}
 
 /// One reference of a file to a top-level module.
 #[derive(Debug)]
@@ -214,14 +231,21 @@ fn root_reexports(lib: &str) -> BTreeMap<String, String> {
         let Some(path) = statement.trim().strip_prefix("pub use ") else {
             continue;
         };
-        let module = ident(path);
-        let rest = path.trim_start()[module.len()..].trim_start_matches("::");
+        let head = ident(path);
+        let rest = path.trim_start()[head.len()..].trim_start_matches("::");
+        let (module, rest) = match CODECS.contains(&head) {
+            true => {
+                let part = ident(rest);
+                (format!("{head}::{part}"), rest[part.len()..].trim_start_matches("::"))
+            }
+            false => (head.to_string(), rest),
+        };
         let items: Vec<&str> = match rest.strip_prefix('{') {
             Some(group) => group_heads(group),
             None => vec![rest.rsplit("::").next().unwrap_or(rest)],
         };
         for item in items {
-            names.insert(ident(item).to_string(), module.to_string());
+            names.insert(ident(item).to_string(), module.clone());
         }
     }
     names
@@ -249,7 +273,7 @@ fn references(src: &Path, file: &Path, reexports: &BTreeMap<String, String>) -> 
     let text = std::fs::read_to_string(file).unwrap();
     let code = code_only(&text);
     let path = module_path(src, file);
-    let from = path[0].clone();
+    let from = module_named(path.iter().map(String::as_str));
     let mut found = Vec::new();
     let mut push = |at: usize, name: &str| {
         let to = reexports.get(name).map_or(name, String::as_str);
@@ -283,7 +307,7 @@ fn references(src: &Path, file: &Path, reexports: &BTreeMap<String, String>) -> 
         let rest = code[after..].trim_start();
         match rest.strip_prefix('{') {
             Some(group) => group_heads(group).into_iter().for_each(|name| push(at, name)),
-            None => push(at, ident(rest)),
+            None => push(at, &module_named(rest.split("::").map(ident))),
         }
     }
     found
@@ -317,7 +341,7 @@ fn every_module_has_a_layer() {
     let modules: BTreeSet<String> = files
         .iter()
         .filter(|f| !f.starts_with(src.join("bin")) && **f != src.join("lib.rs"))
-        .map(|f| module_path(&src, f)[0].clone())
+        .map(|f| module_named(module_path(&src, f).iter().map(String::as_str)))
         .collect();
     let unplaced: Vec<&String> = modules.iter().filter(|m| layer_of(m).is_none()).collect();
     assert!(unplaced.is_empty(), "modules without a layer in LAYERS: {unplaced:?}");

@@ -2,7 +2,7 @@
 //! shuffle, typesize and length (trailing bytes, short bitshuffled blocks,
 //! misaligned addresses, blocks large enough to span many thread blocks) in
 //! one launch equal the shuffles' definitions, written out here (the crate's
-//! host unshuffle is checked against c-blosc in `format::blosc_items`).
+//! host unshuffle is checked against c-blosc in `blosc::format_tests`).
 //!
 //! Ignored without a GPU; run with `cargo test --release --test gpu_unshuffle -- --include-ignored`.
 

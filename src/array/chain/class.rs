@@ -13,7 +13,7 @@ use zarrs::storage::store::MemoryStore;
 use crate::array::chain::framing::Framing;
 use crate::array::chain::shard::Sharded;
 use crate::array::chain::{self, Chain};
-use crate::format::blosc::BloscCodec;
+use crate::blosc::format::BloscCodec;
 use crate::format::filters::ElementFilters;
 
 /// How the reader decodes the chunks of an array ([`classify_array`]).

@@ -60,7 +60,7 @@ use zarrs::metadata::v3::MetadataV3;
 use zarrs::metadata::ArrayMetadata;
 
 use crate::algorithm::{Algorithm, DataType};
-use crate::format::blosc::BloscCodec;
+use crate::blosc::format::BloscCodec;
 use crate::format::filters::ElementFilters;
 use crate::format::scale_offset::ScaleOffset;
 
@@ -104,7 +104,7 @@ pub(crate) struct FastChain {
     pub filters: Filters,
 }
 
-/// A blosc chain: chunks of c-blosc's format (see [`crate::format::blosc`]).
+/// A blosc chain: chunks of c-blosc's format (see [`crate::blosc::format`]).
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct BloscChain {
     /// The compressor the metadata names (each chunk's header may differ).

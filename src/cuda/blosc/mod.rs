@@ -10,16 +10,18 @@
 //! included.
 //!
 //! A [`BloscBatch`] says all of this in offsets; it is planned on the host
-//! (`crate::reader`'s blosc planning), so its caller never handles device
+//! ([`crate::blosc::plan`]), so its caller never handles device
 //! addresses.
+
+pub(super) mod unshuffle;
 
 use std::ops::Range;
 
 use rayon::prelude::*;
 
+use self::unshuffle::{enqueue_unshuffle, BlockUnshuffle};
 use super::checksums::Adler32Check;
-use super::copies::copy_all;
-use super::copies::Copy;
+use super::copies::{copy_all, Copy};
 use super::decode_core::decode_core;
 use super::decode_pass::dest::Dest;
 use super::engine::Scratch;
@@ -29,12 +31,10 @@ use super::memory::{ensure_pinned, DeviceBuffer};
 use super::scale_offset::enqueue_scale_offset;
 use super::scatter::enqueue_scatter;
 use super::staging::Inputs;
-use super::unshuffle::enqueue_unshuffle;
-use super::unshuffle::BlockUnshuffle;
 use super::{CudaEngine, DecodeOptions, DeviceRegion, Scatter, Widen};
 use crate::algorithm::Algorithm;
+use crate::blosc::format::Shuffle;
 use crate::error::Result;
-use crate::format::blosc::Shuffle;
 use crate::format::filters::ElementFilters;
 use crate::format::scale_offset::ScaleOffset;
 use crate::profile::Profile;
@@ -195,7 +195,7 @@ const SPAN_PER_STORED_BYTE: usize = 3;
 ///
 /// # Safety
 /// As [`CudaEngine::decode_blosc`].
-pub(super) unsafe fn decode_blosc(
+pub(in crate::cuda) unsafe fn decode_blosc(
     engine: &CudaEngine,
     batch: &BloscBatch<'_>,
     dst: DeviceRegion,

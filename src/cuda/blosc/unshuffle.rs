@@ -8,14 +8,14 @@ use std::sync::Arc;
 use cudarc::driver::sys::CUstream;
 use cudarc::driver::CudaContext;
 
-use super::kernel_cache::{KernelFamily, LoadedKernel, Table};
-use super::memory::upload_table;
-use super::ptx::grid_dim;
-use super::CudaEngine;
+use crate::blosc::format::Shuffle;
+use crate::cuda::kernel_cache::{KernelFamily, LoadedKernel, Table};
+use crate::cuda::memory::upload_table;
+use crate::cuda::ptx::grid_dim;
+use crate::cuda::CudaEngine;
 use crate::error::Result;
-use crate::format::blosc::Shuffle;
 
-const PTX: &str = include_str!("kernels/unshuffle.ptx");
+const PTX: &str = include_str!("../kernels/unshuffle.ptx");
 const THREADS: u32 = 256;
 /// Bytes of an entry of average size one thread block is given before the
 /// grid stops growing: enough work per block to pay for its launch.
@@ -144,7 +144,7 @@ mod tests {
 
     #[test]
     fn kinds_match_the_kernel_source() {
-        let source = include_str!("kernels/unshuffle.cu");
+        let source = include_str!("../kernels/unshuffle.cu");
         assert!(source.contains("enum { KIND_COPY = 0, KIND_BYTE = 1, KIND_BIT = 2 };"));
         let block = |shuffle| BlockUnshuffle {
             src: 0,
