@@ -1,5 +1,5 @@
 """Missing chunks of local arrays, found by listing their directories once per
-read (``src/reader/chunk_dirs.rs``) rather than by a failed ``stat`` each."""
+read (``src/reader/fetch/chunk_dirs.rs``) rather than by a failed ``stat`` each."""
 
 from __future__ import annotations
 
