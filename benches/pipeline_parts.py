@@ -15,8 +15,11 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import itertools
 import pstats
+import statistics
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -34,7 +37,7 @@ def main() -> None:
     parser.add_argument(
         "--profile",
         action="store_true",
-        help="also print cProfile's top functions (own time) of z[...] on the opened array",
+        help="also print the phases of z[...] on the opened array and cProfile's top functions",
     )
     args = parser.parse_args()
     gpu = zarrs_nvcomp.gpu_unavailable_reason() is None
@@ -98,7 +101,67 @@ def main() -> None:
         seconds = timed(step, args.repeats)
         print(f"{name:<30}{seconds * 1e3:>9.2f} ms{gb / seconds:>9.2f} GB/s")
     if args.profile:
+        print_phases(z, gpu, synced, args.repeats)
         print_profile(z, gpu)
+
+
+def print_phases(z, gpu: bool, synced, repeats: int) -> None:
+    """The medians of the phases of ``z[...]``: zarr's work before the
+    pipeline is called (indexing, one item per chunk), the pipeline's before
+    the reader reads (its request, the thread hop, the kept open), the
+    reader's read, the hop back, and zarr's work after."""
+    from zarrs_nvcomp import NvcompCodecPipeline
+
+    marks: dict[str, float] = {}
+    read, read_with_reader = (
+        NvcompCodecPipeline.read,
+        NvcompCodecPipeline._read_with_reader,
+    )
+
+    async def timed_read(self, *args, **kwargs):
+        marks["pipeline called"] = time.perf_counter()
+        try:
+            return await read(self, *args, **kwargs)
+        finally:
+            marks["pipeline returned"] = time.perf_counter()
+
+    def timed_read_with_reader(self, *args, **kwargs):
+        marks["reader thread"] = time.perf_counter()
+        try:
+            return read_with_reader(self, *args, **kwargs)
+        finally:
+            marks["reader read"] = time.perf_counter()
+
+    NvcompCodecPipeline.read = timed_read
+    NvcompCodecPipeline._read_with_reader = timed_read_with_reader
+    rows: list[list[float]] = []
+    try:
+        with (
+            zarr.config.set(PIPELINE),
+            zarr.config.enable_gpu() if gpu else zarr.config.set({}),
+        ):
+            for _ in range(repeats + 1):
+                start = time.perf_counter()
+                synced(z[...])
+                end = time.perf_counter()
+                points = [start, *(marks[k] for k in MARKS), end]
+                rows.append([b - a for a, b in itertools.pairwise(points)])
+    finally:
+        NvcompCodecPipeline.read = read
+        NvcompCodecPipeline._read_with_reader = read_with_reader
+    names = [
+        "zarr before the pipeline",
+        "pipeline before the reader",
+        "the reader's read",
+        "back in the pipeline",
+        "zarr after the pipeline",
+    ]
+    for name, times in zip(names, zip(*rows[1:], strict=True), strict=True):
+        print(f"  {name:<28}{statistics.median(times) * 1e3:>9.2f} ms")
+
+
+#: The marks of ``print_phases``, in the order they are made.
+MARKS = ["pipeline called", "reader thread", "reader read", "pipeline returned"]
 
 
 def print_profile(z, gpu: bool) -> None:
