@@ -12,6 +12,7 @@ them on the device: the same path as `zarrs_nvcomp.read_chunks_parallel`.
 from __future__ import annotations
 
 import re
+from operator import attrgetter
 from typing import Any
 
 __all__ = ["ReaderRequest", "reader_request"]
@@ -52,28 +53,51 @@ def reader_request(
     if prefix is None:
         return None
     start = f"{prefix}/" if prefix else ""
-    cut = len(start)
-    selected: list[dict[int, Any]] = [{} for _ in range(ndim)]
-    # One pass of plain operations per item: zarr hands over an item per
-    # chunk, thousands for a large read, and this runs before any is fetched.
-    for getter, spec, chunk_selection, _, _ in items:
-        chunk_path = getattr(getter, "path", "")
-        if getattr(getter, "store", None) is not store or not chunk_path.startswith(start):
+    getters = [item[0] for item in items]
+    try:
+        stores = set(map(id, map(attrgetter("store"), getters)))
+        paths = list(map(attrgetter("path"), getters))
+    except AttributeError:
+        return None
+    if stores != {id(store)}:
+        return None
+    all_coords = keys.parse_all(paths, start)
+    if all_coords is None:
+        return None
+    # A box: each chunk's part on an axis depends on its coordinate on that
+    # axis alone, and the chunks are every combination of the coordinates,
+    # each once. Zarr hands over an item per chunk, thousands for a large
+    # read, and this runs before any is fetched: the checks are made a
+    # column of items at a time.
+    shapes = {tuple(item[1].shape) for item in items}
+    selections = [item[2] for item in items]
+    if len(shapes) != 1 or {len(s) for s in selections} != {ndim}:
+        return None
+    if len(set(all_coords)) != len(items):
+        return None
+    chunk_shape = shapes.pop()
+    selected: list[dict[int, Any]] = []
+    count = 1
+    for axis, size in enumerate(chunk_shape):
+        coords = [c[axis] for c in all_coords]
+        parts = [s[axis] for s in selections]
+        if not set(map(type, parts)) <= {slice, int}:
             return None
-        coords = keys.parse(chunk_path[cut:])
-        if coords is None or len(chunk_selection) != ndim:
+        by_coord = dict(zip(reversed(coords), reversed(parts), strict=True))
+        if [by_coord[c] for c in coords] != parts:
             return None
-        for axis, coord, part, size in zip(
-            range(ndim), coords, chunk_selection, spec.shape, strict=True
-        ):
+        count *= len(by_coord)
+        ranges: dict[int, Any] = {}
+        for coord, part in by_coord.items():
             origin = coord * size
             if isinstance(part, slice):
                 first, stop, step = part.indices(size)
-                selected[axis][origin + first] = range(origin + first, origin + stop, step)
-            elif isinstance(part, int):
-                selected[axis][origin + part] = origin + part
+                ranges[origin + first] = range(origin + first, origin + stop, step)
             else:
-                return None
+                ranges[origin + part] = origin + part
+        selected.append(ranges)
+    if count != len(items):
+        return None
     selection = tuple(_axis_selection(parts) for parts in selected)
     if any(s is None for s in selection):
         return None
@@ -125,6 +149,7 @@ class _ChunkKeys:
         # for the default encoding). Other encodings are checked by encoding
         # the parsed coordinates again.
         self.pattern = None
+        self.key_groups = ""
         if ndim and (
             encoding is None or type(encoding) in (DefaultChunkKeyEncoding, V2ChunkKeyEncoding)
         ):
@@ -132,6 +157,9 @@ class _ChunkKeys:
             number = "(?:0|[1-9][0-9]*)"
             tag = f"c{sep}" if self.tag else ""
             self.pattern = re.compile(f"{tag}{number}(?:{sep}{number}){{{ndim - 1}}}")
+            group = f"({number})"
+            self.key_groups = f"{tag}{group}" + f"{sep}{group}" * (ndim - 1)
+        self.ndim = ndim
 
     def prefix(self, path: str) -> str | None:
         """The array's path in the store, from the path of one of its chunks."""
@@ -139,6 +167,27 @@ class _ChunkKeys:
         if len(parts) < self.parts or self.parse("/".join(parts[-self.parts :])) is None:
             return None
         return "/".join(parts[: -self.parts])
+
+    def parse_all(self, paths: list[str], start: str) -> list[tuple[int, ...]] | None:
+        """The coordinates of the chunks at ``paths``, each ``start`` and a
+        chunk key; None where any is not. Keys of zarr's two encodings are
+        parsed by one pass of a regular expression over all the paths, one
+        per line (a path of its own lines is refused: the lines would not
+        be as many as the paths)."""
+        if self.pattern is None:
+            cut = len(start)
+            parsed = [self.parse(path[cut:]) if path.startswith(start) else None for path in paths]
+            return None if any(c is None for c in parsed) else parsed  # type: ignore[return-value]
+        text = "\n".join(paths)
+        if text.count("\n") != len(paths) - 1:
+            return None
+        lines = re.compile(f"^{re.escape(start)}{self.key_groups}$", re.MULTILINE)
+        found = lines.findall(text)
+        if len(found) != len(paths):
+            return None
+        if self.ndim == 1:
+            return [(int(number),) for number in found]
+        return [tuple(map(int, numbers)) for numbers in found]
 
     def parse(self, key: str) -> tuple[int, ...] | None:
         """The coordinates of the chunk at ``key`` (relative to the array),
