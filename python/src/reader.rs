@@ -391,5 +391,9 @@ fn data_to_python(py: Python<'_>, data: ArrayData, typestr: Option<String>) -> P
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_class::<ReaderArray>()
+    m.add_class::<ReaderArray>()?;
+    m.add(
+        "DEFAULT_MAX_METADATA_SIZE",
+        zarrs_nvcomp::reader::DEFAULT_MAX_METADATA_SIZE,
+    )
 }

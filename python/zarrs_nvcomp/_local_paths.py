@@ -10,7 +10,11 @@ import json
 import os
 from pathlib import Path
 
-from zarrs_nvcomp._zarrs_nvcomp import ArrayNotFoundError, NodeTypeValidationError
+from zarrs_nvcomp._zarrs_nvcomp import (
+    DEFAULT_MAX_METADATA_SIZE,
+    ArrayNotFoundError,
+    NodeTypeValidationError,
+)
 
 __all__ = ["check_array_path", "expand_user"]
 
@@ -63,18 +67,15 @@ def _arrays_below(group: Path) -> list[str]:
     return sorted(arrays)
 
 
-# The reader's default bound on a metadata document (DEFAULT_MAX_METADATA_SIZE):
-# a larger zarr.json (or one that is /dev/zero) is left for the reader to refuse.
-_MAX_METADATA_SIZE = 64 << 20
-
-
 def _node_type(path: Path) -> str | None:
     """The ``node_type`` of the zarr.json at ``path``, or None where there is
     none or it cannot be read; the reader reports what is wrong with it."""
     try:
         with open(path / "zarr.json", "rb") as document:
-            text = document.read(_MAX_METADATA_SIZE + 1)
-        if len(text) > _MAX_METADATA_SIZE:
+            text = document.read(DEFAULT_MAX_METADATA_SIZE + 1)
+        # A larger zarr.json (or one that is /dev/zero) is left for the
+        # reader to refuse, with its bound (the reader's own) in the error.
+        if len(text) > DEFAULT_MAX_METADATA_SIZE:
             return None
         return json.loads(text).get("node_type")
     except (OSError, ValueError, AttributeError, RecursionError):

@@ -16,6 +16,8 @@ from typing_extensions import Buffer
 ALGORITHMS: list[str]
 #: The algorithms with a CPU implementation (the others need a GPU).
 CPU_ALGORITHMS: list[str]
+#: The reader's default bound on the bytes of a metadata document.
+DEFAULT_MAX_METADATA_SIZE: int
 
 class ZarrsNvcompError(Exception):
     """The base of every exception zarrs_nvcomp raises."""
