@@ -148,17 +148,14 @@ class _ChunkKeys:
         # decimal without leading zeros, joined by the separator (after "c"
         # for the default encoding). Other encodings are checked by encoding
         # the parsed coordinates again.
-        self.pattern = None
-        self.key_groups = ""
+        self.pattern: re.Pattern[str] | None = None
         if ndim and (
             encoding is None or type(encoding) in (DefaultChunkKeyEncoding, V2ChunkKeyEncoding)
         ):
             sep = re.escape(self.separator)
-            number = "(?:0|[1-9][0-9]*)"
+            number = "(0|[1-9][0-9]*)"
             tag = f"c{sep}" if self.tag else ""
-            self.pattern = re.compile(f"{tag}{number}(?:{sep}{number}){{{ndim - 1}}}")
-            group = f"({number})"
-            self.key_groups = f"{tag}{group}" + f"{sep}{group}" * (ndim - 1)
+            self.pattern = re.compile(f"{tag}{number}" + f"{sep}{number}" * (ndim - 1))
         self.ndim = ndim
 
     def prefix(self, path: str) -> str | None:
@@ -181,7 +178,7 @@ class _ChunkKeys:
         text = "\n".join(paths)
         if text.count("\n") != len(paths) - 1:
             return None
-        lines = re.compile(f"^{re.escape(start)}{self.key_groups}$", re.MULTILINE)
+        lines = re.compile(f"^{re.escape(start)}{self.pattern.pattern}$", re.MULTILINE)
         found = lines.findall(text)
         if len(found) != len(paths):
             return None
@@ -193,10 +190,8 @@ class _ChunkKeys:
         """The coordinates of the chunk at ``key`` (relative to the array),
         None where zarr would not encode any chunk's coordinates as ``key``."""
         if self.pattern is not None:
-            if self.pattern.fullmatch(key) is None:
-                return None
-            body = key[2:] if self.tag else key
-            return tuple(map(int, body.split(self.separator)))
+            match = self.pattern.fullmatch(key)
+            return None if match is None else tuple(map(int, match.groups()))
         body = key
         if self.tag:
             if not key.startswith("c" + self.separator):
