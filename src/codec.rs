@@ -257,7 +257,7 @@ impl BatchCodec {
     /// Compresses every buffer of `inputs`.
     pub fn encode_batch<B: AsRef<[u8]> + Sync>(&self, inputs: &[B]) -> Result<Batch> {
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
-        crate::fork::in_pool(|| match self.cuda() {
+        crate::pool::in_pool(|| match self.cuda() {
             Some(engine) => engine.encode_batch(&self.algorithm, &inputs),
             None => cpu::encode_batch(&self.algorithm, &inputs),
         })
@@ -266,7 +266,7 @@ impl BatchCodec {
     /// Decompresses every buffer of `inputs`.
     pub fn decode_batch<B: AsRef<[u8]> + Sync>(&self, inputs: &[B]) -> Result<Batch> {
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
-        crate::fork::in_pool(|| match self.cuda() {
+        crate::pool::in_pool(|| match self.cuda() {
             Some(engine) => engine.decode_batch(&self.algorithm, &inputs, self.decode_options()),
             None => cpu::decode_batch(&self.algorithm, &inputs, self.max_decoded_size()),
         })
@@ -284,7 +284,7 @@ impl BatchCodec {
         storage: impl FnOnce(usize) -> Vec<u8> + Send,
     ) -> Result<Batch> {
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
-        crate::fork::in_pool(|| match self.cuda() {
+        crate::pool::in_pool(|| match self.cuda() {
             Some(engine) => engine.decode_batch_in(&self.algorithm, &inputs, self.decode_options(), storage),
             None => cpu::decode_batch_in(&self.algorithm, &inputs, self.max_decoded_size(), storage),
         })
@@ -295,7 +295,7 @@ impl BatchCodec {
     /// where the lists differ in length, checked by either backend).
     pub fn decode_batch_into<B: AsRef<[u8]> + Sync>(&self, inputs: &[B], outputs: &mut [&mut [u8]]) -> Result<()> {
         let inputs: Vec<&[u8]> = inputs.iter().map(AsRef::as_ref).collect();
-        crate::fork::in_pool(|| match self.cuda() {
+        crate::pool::in_pool(|| match self.cuda() {
             Some(engine) => engine.decode_batch_into(&self.algorithm, &inputs, outputs, self.decode_options()),
             None => cpu::decode_batch_into(&self.algorithm, &inputs, outputs, self.max_decoded_size()),
         })

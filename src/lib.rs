@@ -100,7 +100,7 @@ pub mod fork;
 pub(crate) mod format;
 mod host_memory;
 pub mod limits;
-pub(crate) mod par;
+pub(crate) mod pool;
 mod profile;
 #[cfg(feature = "array")]
 pub mod reader;

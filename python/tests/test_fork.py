@@ -129,6 +129,36 @@ def test_zarr_reads_in_a_fork_pool(tmp_path, device):
         np.testing.assert_array_equal(got, data[row])
 
 
+def pipeline_rows(rows: tuple[int, int]) -> bool:
+    """Writes ``rows`` of the inherited array through the codec pipeline,
+    then reads them back; whether they read back as written."""
+    z, data = INHERITED["pipeline_array"], INHERITED["pipeline_data"]
+    with zarr.config.set({"codec_pipeline.path": "zarrs_nvcomp.NvcompCodecPipeline"}):
+        z[rows[0] : rows[1]] = data[rows[0] : rows[1]]
+        return bool((z[rows[0] : rows[1]] == data[rows[0] : rows[1]]).all())
+
+
+@pytest.mark.parametrize("store", ["memory", "local"])
+def test_codec_pipeline_reads_and_writes_in_a_fork_pool(tmp_path, store):
+    # A memory store's chunks are fetched by zarr and decoded (and encoded)
+    # in batch calls into Rust, a local store's read by the chunk-parallel
+    # reader: both hung in children once the parent had used them.
+    data = np.arange(64 * 48, dtype=np.int32).reshape(64, 48) % 1000
+    target = zarr.storage.MemoryStore() if store == "memory" else str(tmp_path / "p.zarr")
+    with zarr.config.set({"codec_pipeline.path": "zarrs_nvcomp.NvcompCodecPipeline"}):
+        z = zarr.create_array(
+            target, shape=data.shape, chunks=(8, 8), dtype=data.dtype,
+            compressors=zarr.codecs.ZstdCodec(level=1),
+            serializer=zarr.codecs.BytesCodec(),
+        )  # fmt: skip
+        z[:] = data * 0
+        np.testing.assert_array_equal(z[:], data * 0)
+    INHERITED["pipeline_array"], INHERITED["pipeline_data"] = z, data
+    assert in_fork_pool(pipeline_rows, [(0, 16), (16, 40)]) == [True, True]
+    if store == "local":
+        np.testing.assert_array_equal(zarr.open_array(target, mode="r")[:40], data[:40])
+
+
 def gpu_child() -> tuple[str, str, bool]:
     """In a child of a parent that used CUDA: the reason the GPU is unusable,
     the error of a ``"cuda"`` codec, and whether ``device=None`` decodes on the CPU."""

@@ -59,7 +59,7 @@ pub(crate) fn decode_on_device(
 ) -> Result<(), ReadError> {
     // Host work only: nothing to wait for before a mark.
     let mut profile = crate::profile::Profile::new(|| {});
-    let chunks: Vec<Option<Chunk>> = crate::par::collect_in_order(wave.par_iter().map(prepare))?;
+    let chunks: Vec<Option<Chunk>> = crate::pool::collect_in_order(wave.par_iter().map(prepare))?;
     profile.mark("blosc headers parsed");
     let mut batch = plan_batch(wave, &chunks, (fill, zeroed), scale_offset);
     batch.filters = filters;

@@ -118,7 +118,7 @@ fn compress_page(page: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
 
 /// Encodes one buffer in zarrs' `gdeflate` layout, pages compressed in parallel.
 pub(crate) fn encode_paged(input: &[u8], level: i32, index: usize) -> Result<Vec<u8>> {
-    let pages = crate::par::collect_in_order(
+    let pages = crate::pool::collect_in_order(
         input
             .par_chunks(PAGE_SIZE)
             .map(|page| compress_page(page, level, index)),

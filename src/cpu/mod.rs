@@ -42,7 +42,7 @@ pub(crate) use growing::{grow, SCRATCH_KEEP_BYTES};
 use crate::algorithm::Algorithm;
 use crate::batch::Batch;
 use crate::error::{Error, Result};
-use crate::par::collect_in_order;
+use crate::pool::collect_in_order;
 
 /// Result of decoding into a buffer of fixed capacity.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -323,7 +323,7 @@ pub(crate) struct DeviceChecks {
 /// shares the cores among both pools' threads.
 pub(crate) fn check_pool() -> &'static rayon::ThreadPool {
     static POOL: PerProcess<rayon::ThreadPool> = PerProcess::new();
-    POOL.get(|| crate::fork::new_pool("zarrs-nvcomp-check"))
+    POOL.get(|| crate::pool::new_pool("zarrs-nvcomp-check"))
 }
 
 /// Why a gzip stream whose first member ends before its last 8 bytes is

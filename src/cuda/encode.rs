@@ -285,7 +285,7 @@ fn encode_on_cpu(
     inputs: Inputs<'_>,
     routes: &[EncodeRoute],
 ) -> Result<Vec<Option<Vec<u8>>>> {
-    crate::par::collect_in_order(routes.par_iter().enumerate().map(|(i, r)| match (r, inputs) {
+    crate::pool::collect_in_order(routes.par_iter().enumerate().map(|(i, r)| match (r, inputs) {
         (EncodeRoute::Gpu(_), _) => Ok(None),
         (EncodeRoute::Cpu, Inputs::Host(bufs)) => cpu::encode_one(algorithm, bufs[i], i).map(Some),
         (EncodeRoute::Cpu, Inputs::Device(regions)) => {

@@ -240,7 +240,7 @@ impl WaveDecoder for HostWaves {
 
     fn decode_wave(&self, wave: &[WaveItem<'_>]) -> Result<(), ReadError> {
         // The error reported is that of the wave's first failing chunk.
-        let decoded = crate::par::collect_in_order(wave.par_iter().map_init(
+        let decoded = crate::pool::collect_in_order(wave.par_iter().map_init(
             Scratch::default,
             |scratch: &mut Scratch, item| {
                 let Some(stream) = item.stream else {

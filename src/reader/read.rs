@@ -9,14 +9,13 @@ use zarrs::array::{Array, ArraySubset};
 use zarrs::storage::AsyncReadableStorageTraits;
 
 use super::device::DeviceWaves;
-use super::fetch::Fetcher;
 use super::host::{HostOutput, HostWaves};
 use super::output::{Lease, LeaseEnd, Leased, ReadInto, Target};
 use super::parts::{Parts, Request};
 use super::progress::Tracker;
-use super::wave::{WaveCodec, WaveDecoder};
-use super::{fallback, limits, wave_loop, ArrayData, ReadOptions};
-use crate::array::chain::framing::Framing;
+use super::wave::WaveCodec;
+use super::wave_loop::Batches;
+use super::{fallback, limits, ArrayData, ReadOptions};
 use crate::array::chain::shard::Sharded;
 use crate::array::chain::{self, Chain};
 use crate::array::error::ReadError;
@@ -208,36 +207,5 @@ fn profile_read(started: std::time::Instant, planned: std::time::Duration, alloc
             ms(allocated),
             ms(started.elapsed())
         );
-    }
-}
-
-/// The chunks of a batched read, planned in batches ([`Parts::batches`]).
-struct Batches<'a, S: ?Sized> {
-    array: &'a Array<S>,
-    sharded: Option<&'a Sharded<S>>,
-    parts: &'a Parts<'a, S>,
-    /// Bytes of an element of the array and of the compressor's output
-    /// (other where a `fixedscaleoffset` widens them).
-    sizes: (usize, usize),
-    framing: Framing,
-}
-
-impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Batches<'_, S> {
-    /// Reads every batch into `decoder`, one after the other; progress is
-    /// the whole read's.
-    async fn read<D: WaveDecoder>(&self, options: &ReadOptions, mut decoder: D) -> Result<D, ReadError> {
-        let mut tracker = Tracker::start(options.progress.clone(), self.parts.out_len() as u64);
-        let (elem, stored_size) = self.sizes;
-        let fetcher = Fetcher::new(self.array, self.sharded.map(|s| &s.grid), options);
-        for plan in self.parts.batches() {
-            let mut plan = plan?;
-            plan.chunks
-                .iter_mut()
-                .for_each(|chunk| chunk.decoded_len = chunk.decoded_len / elem * stored_size);
-            let fetch = fetcher.batch(&mut plan);
-            decoder =
-                wave_loop::read_waves(Arc::new(plan), self.framing, options, (decoder, &mut tracker), fetch).await?;
-        }
-        Ok(decoder)
     }
 }

@@ -96,7 +96,7 @@ pub fn decode_stored_chunks_into(
         })
         .collect();
     // Checked in parallel: CRC-32C sums read every byte.
-    let wave: Vec<WaveItem<'_>> = crate::par::collect_in_order(
+    let wave: Vec<WaveItem<'_>> = crate::pool::collect_in_order(
         chunks
             .par_iter()
             .zip(&places)
@@ -115,7 +115,7 @@ pub fn decode_stored_chunks_into(
         None => {
             let decoder =
                 HostWaves::new(codec, max_decoded_size, target.into_host(&shape, len)?, no_fill)?.with_filters(filters);
-            crate::fork::in_pool(|| decoder.decode_wave(&wave))
+            crate::pool::in_pool(|| decoder.decode_wave(&wave))
         }
         Some(engine) => {
             let decode = DecodeOptions {
@@ -123,9 +123,8 @@ pub fn decode_stored_chunks_into(
                 trusted: options.trusted_input,
             };
             let out = target.into_device(engine, &shape, len)?;
-            DeviceWaves::new(codec, decode, out, no_fill)
-                .with_filters(filters)
-                .decode_wave(&wave)
+            let decoder = DeviceWaves::new(codec, decode, out, no_fill).with_filters(filters);
+            crate::pool::in_pool(|| decoder.decode_wave(&wave))
         }
     }
 }

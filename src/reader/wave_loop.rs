@@ -1,5 +1,6 @@
-//! The wave loop of a batched read, the same for every [`WaveDecoder`]: the
-//! plan's chunks are fetched in waves ([`super::fetch`]); each
+//! The wave loop of a batched read, the same for every [`WaveDecoder`]: for
+//! each batch of the read's plan ([`Batches`]), the read's [`Fetcher`]
+//! fetches the chunks in waves ([`super::fetch`]); each
 //! wave is turned into [`WaveItem`]s (framing removed and checksums verified,
 //! in parallel) and decoded on the blocking pool while the next wave is
 //! fetched; progress is reported after each.
@@ -9,22 +10,55 @@ use std::time::Instant;
 
 use rayon::prelude::*;
 use tokio::sync::mpsc;
+use zarrs::array::Array;
+use zarrs::storage::AsyncReadableStorageTraits;
 
-use super::fetch::{BatchFetch, Wave};
+use super::fetch::{BatchFetch, Fetcher, Wave};
+use super::parts::Parts;
 use super::progress::Tracker;
 use super::wave::WaveDecoder;
 use super::ReadOptions;
 use crate::array::chain::framing::Framing;
+use crate::array::chain::shard::Sharded;
 use crate::array::error::ReadError;
 use crate::array::geometry::plan::Plan;
 use crate::array::wave_item::WaveItem;
-use zarrs::storage::AsyncReadableStorageTraits;
+
+/// The chunks of a batched read, planned in batches ([`Parts::batches`]).
+pub(crate) struct Batches<'a, S: ?Sized> {
+    pub array: &'a Array<S>,
+    pub sharded: Option<&'a Sharded<S>>,
+    pub parts: &'a Parts<'a, S>,
+    /// Bytes of an element of the array and of the compressor's output
+    /// (other where a `fixedscaleoffset` widens them).
+    pub sizes: (usize, usize),
+    pub framing: Framing,
+}
+
+impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Batches<'_, S> {
+    /// Reads every batch into `decoder`, one after the other; progress is
+    /// the whole read's.
+    pub(crate) async fn read<D: WaveDecoder>(&self, options: &ReadOptions, mut decoder: D) -> Result<D, ReadError> {
+        let mut tracker = Tracker::start(options.progress.clone(), self.parts.out_len() as u64);
+        let (elem, stored_size) = self.sizes;
+        let fetcher = Fetcher::new(self.array, self.sharded.map(|s| &s.grid), options);
+        for plan in self.parts.batches() {
+            let mut plan = plan?;
+            plan.chunks
+                .iter_mut()
+                .for_each(|chunk| chunk.decoded_len = chunk.decoded_len / elem * stored_size);
+            let fetch = fetcher.batch(&mut plan);
+            decoder = read_waves(Arc::new(plan), self.framing, options, (decoder, &mut tracker), fetch).await?;
+        }
+        Ok(decoder)
+    }
+}
 
 /// Reads every chunk of `plan`, stored with `framing` around its compressed
 /// stream, into `decoder`'s output, the waves fetched by `fetch` (into the
 /// decoder's arenas where it gives them) while the wave before is decoded;
 /// returns the decoder once every wave is in its output.
-pub(crate) async fn read_waves<D, S>(
+async fn read_waves<D, S>(
     plan: Arc<Plan>,
     framing: Framing,
     options: &ReadOptions,
@@ -64,7 +98,8 @@ async fn consume_waves<D: WaveDecoder>(
         let fetched = start.elapsed();
         let (decoder, plan) = (decoder.clone(), plan.clone());
         tokio::task::spawn_blocking(move || {
-            crate::fork::in_pool(|| decoder.decode_wave(&wave_items(&plan, framing, &wave)?))?;
+            let items = wave_items(&plan, framing, &wave)?;
+            crate::pool::in_pool(|| decoder.decode_wave(&items))?;
             log::debug!("zarrs-nvcomp reader: decoded a wave of {chunks} chunks, {bytes} compressed bytes");
             Ok::<_, ReadError>(())
         })
@@ -90,7 +125,7 @@ async fn consume_waves<D: WaveDecoder>(
 /// decoded size and its box in the output. A framing that does not fit is
 /// [`ReadError::Corrupt`] naming the chunk.
 fn wave_items<'a>(plan: &'a Plan, framing: Framing, wave: &'a Wave) -> Result<Vec<WaveItem<'a>>, ReadError> {
-    crate::par::collect_in_order(wave.items.par_iter().map(|(i, bytes)| {
+    crate::pool::collect_in_order(wave.items.par_iter().map(|(i, bytes)| {
         let chunk = &plan.chunks[*i];
         WaveItem::stored(&chunk.key, bytes.as_deref(), framing, chunk.decoded_len, &chunk.copy)
     }))

@@ -168,10 +168,12 @@ pub fn encode_stored_chunks(chain: &ChainClass, chunks: &[&[u8]]) -> crate::Resu
         }
     };
     let encoded = BatchCodec::new(algorithm, Backend::Cpu)?.encode_batch(chunks)?;
-    Ok((0..chunks.len())
-        .into_par_iter()
-        .map(|i| chain.framing.frame(encoded.get(i), chunks[i]))
-        .collect())
+    Ok(crate::pool::in_pool(|| {
+        (0..chunks.len())
+            .into_par_iter()
+            .map(|i| chain.framing.frame(encoded.get(i), chunks[i]))
+            .collect()
+    }))
 }
 
 /// What becomes of each chunk: `Fill` where `keep` is false, else the next

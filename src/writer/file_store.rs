@@ -67,7 +67,7 @@ pub(super) fn make_dir(path: &Path, made: &mut Vec<PathBuf>) -> std::io::Result<
 /// framing and shard assembly run on rayon's pool meanwhile.
 fn write_pool() -> &'static rayon::ThreadPool {
     static POOL: PerProcess<rayon::ThreadPool> = PerProcess::new();
-    POOL.get(|| crate::fork::new_pool("zarrs-nvcomp-write"))
+    POOL.get(|| crate::pool::new_pool("zarrs-nvcomp-write"))
 }
 
 /// Makes the directories the files of `keys` go in under `dir`, in
@@ -79,13 +79,14 @@ pub(super) fn make_dirs(dir: &Path, keys: &[String]) -> Result<Vec<PathBuf>, Wri
         .collect();
     parents.sort_by(|a, b| a.1.cmp(&b.1));
     parents.dedup_by(|a, b| a.1 == b.1);
-    let made: Vec<Vec<PathBuf>> = write_pool().install(|| {
-        crate::par::collect_in_order(parents.par_iter().map(|(key, parent)| {
+    let made: Vec<Vec<PathBuf>> = crate::pool::collect_in_order_on(
+        write_pool(),
+        parents.par_iter().map(|(key, parent)| {
             let mut made = Vec::new();
             make_dir(parent, &mut made).map_err(failed(key))?;
             Ok::<_, WriteError>(made)
-        }))
-    })?;
+        }),
+    )?;
     Ok(made.into_iter().flatten().collect())
 }
 
@@ -141,8 +142,9 @@ pub(super) fn store_files(
     made: Vec<PathBuf>,
 ) -> Result<WriteSummary, WriteError> {
     let summary = summarize(&wave);
-    write_pool().install(|| {
-        crate::par::collect_in_order(wave.par_iter().map(|(key, stored)| {
+    crate::pool::collect_in_order_on(
+        write_pool(),
+        wave.par_iter().map(|(key, stored)| {
             let path = dir.join(key);
             match stored {
                 Stored::Put(bytes) => write_staged(&path, bytes),
@@ -152,8 +154,8 @@ pub(super) fn store_files(
                 },
             }
             .map_err(failed(key))
-        }))
-    })?;
+        }),
+    )?;
     remove_stale_staging(dir, &wave, &made);
     if summary.fill_chunks > 0 {
         // Deepest first: a directory is empty once those below it are gone.

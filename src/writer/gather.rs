@@ -83,10 +83,10 @@ fn copy_rows(copy: &BoxCopy, src: &[u8], dst: &mut [u8]) {
 
 /// Every chunk of a wave, whole, in host memory: from `data` (the subset, C
 /// order) over the chunk's `old` stored values (partial chunks) or the fill.
-/// Runs on the pool of [`crate::fork::in_pool`]: its callers are async tasks,
+/// Runs on the pool of [`crate::pool::in_pool`]: its callers are async tasks,
 /// outside any pool, and rayon's global pool has no threads in a forked child.
 pub(crate) fn gather_host(chunks: &[ChunkWrite], data: &[u8], old: &[Option<&[u8]>], fill: &[u8]) -> Vec<Vec<u8>> {
-    crate::fork::in_pool(|| {
+    crate::pool::in_pool(|| {
         chunks
             .par_iter()
             .zip(old)

@@ -165,7 +165,7 @@ pub(crate) async fn encode_wave(
     let task = match (data, engine) {
         (WriteData::Host(bytes), _) => {
             let chunks = gather::gather_host(wave, bytes, &old.chunks(), &fill);
-            tokio::task::spawn_blocking(move || crate::fork::in_pool(|| encoder.host(&wave_owned, chunks, &fill)))
+            tokio::task::spawn_blocking(move || crate::pool::in_pool(|| encoder.host(&wave_owned, chunks, &fill)))
         }
         (WriteData::Device { ptr, .. }, Some(engine)) => {
             // SAFETY: `WriteData::device`'s contract; the gather has finished

@@ -52,7 +52,7 @@ pub(crate) async fn write_with_zarrs<S: ?Sized + AsyncReadableWritableStorageTra
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| WriteError::InvalidSubset { source: e.into() })?;
         let (encoder, keys) = (encoder.clone(), wave.iter().map(|c| c.key.clone()).collect::<Vec<_>>());
-        let encode = move || crate::fork::in_pool(|| encoder.encode(&keys, &shapes, bufs));
+        let encode = move || crate::pool::in_pool(|| encoder.encode(&keys, &shapes, bufs));
         let stored = joined(tokio::task::spawn_blocking(encode).await)?;
         let keyed = wave.into_iter().map(|c| c.key).zip(stored).collect();
         summary += destination.store(keyed, dirs).join().await?;
@@ -81,7 +81,7 @@ impl ZarrsEncoder {
         gathered: Vec<Vec<u8>>,
     ) -> Result<Vec<Stored>, WriteError> {
         let options = CodecOptions::default();
-        crate::par::collect_in_order((keys, shapes, gathered).into_par_iter().map(|(key, shape, buf)| {
+        crate::pool::collect_in_order((keys, shapes, gathered).into_par_iter().map(|(key, shape, buf)| {
             if !self.write_fill && gather::is_fill(&buf, &self.fill) {
                 return Ok(Stored::Fill);
             }

@@ -26,7 +26,7 @@ const LAYERS: &[&[&str]] = &[
         "fork",
         "host_memory",
         "profile",
-        "par",
+        "pool",
     ],
     &["format", "blosc", "blosc::format", "blosc::format_tests"],
     &["algorithm"],

@@ -19,7 +19,7 @@ pub const CPU_WAVE_BYTES_PER_THREAD: usize = 8 << 20;
 /// Compressed bytes of a CPU wave for `requested`: at most
 /// [`CPU_WAVE_BYTES_PER_THREAD`] per thread of rayon's pool.
 pub(crate) fn cpu_wave_bytes(requested: usize) -> usize {
-    requested.min(CPU_WAVE_BYTES_PER_THREAD.saturating_mul(crate::fork::num_threads()))
+    requested.min(CPU_WAVE_BYTES_PER_THREAD.saturating_mul(crate::pool::num_threads()))
 }
 
 /// Bytes of a chunk of `shape` with elements of `elem` bytes; `None` where

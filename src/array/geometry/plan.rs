@@ -350,9 +350,8 @@ impl<'a, S: ?Sized + Send + Sync> Planner<'a, S> {
         let windows = self.windows(&range)?;
         // Indices below the count, at most the output's elements: usize.
         let range = range.start as usize..range.end as usize;
-        let chunks = crate::fork::in_pool(|| {
-            crate::par::collect_in_order(range.into_par_iter().map(|k| self.chunk(&meeting(&windows, k as u64))))
-        })?;
+        let chunks =
+            crate::pool::collect_in_order(range.into_par_iter().map(|k| self.chunk(&meeting(&windows, k as u64))))?;
         Ok(Plan {
             shape: self.shape.clone(),
             steps: self.steps.clone(),

@@ -82,7 +82,7 @@ impl ChunkDirs {
             .filter(|&(_, n)| n >= MIN_KEYS_TO_LIST)
             .collect();
         let room = MAX_NAMES_HELD.saturating_sub(self.names_held);
-        let listed: Vec<(&str, Listing)> = crate::fork::in_pool(|| {
+        let listed: Vec<(&str, Listing)> = crate::pool::in_pool(|| {
             wanted
                 .into_par_iter()
                 .map(|(dir, keys)| {

@@ -71,14 +71,13 @@ pub(super) fn fetch_waves(
     let mut wave = Wave::default();
     // The wave's arena: `None` until its first read, `Some(None)` when none could be had.
     let mut arena: Option<Option<FetchArena>> = None;
-    let round = SHARDS_PER_THREAD * crate::fork::num_threads();
+    let round = SHARDS_PER_THREAD * crate::pool::num_threads();
     for part in shards.chunks(round) {
         if tx.is_closed() {
             return Ok(()); // the read was dropped (cancelled)
         }
-        let planned: Vec<(Option<Arc<File>>, Vec<RangeRead<'_>>)> = crate::fork::in_pool(|| {
-            crate::par::collect_in_order(part.par_iter().map(|shard| index_reads(dir, (grid, plan), shard)))
-        })?;
+        let planned: Vec<(Option<Arc<File>>, Vec<RangeRead<'_>>)> =
+            crate::pool::collect_in_order(part.par_iter().map(|shard| index_reads(dir, (grid, plan), shard)))?;
         let mut reads = planned
             .into_iter()
             .flat_map(|(file, reads)| reads.into_iter().map(move |read| (file.clone(), read)))
@@ -99,13 +98,11 @@ pub(super) fn fetch_waves(
                     break;
                 }
             }
-            let fetched: Vec<_> = crate::fork::in_pool(|| {
-                crate::par::collect_in_order(
-                    taken
-                        .into_par_iter()
-                        .map(|(file, read, slot)| read_range(file.as_deref(), plan, read, slot)),
-                )
-            })?;
+            let fetched: Vec<_> = crate::pool::collect_in_order(
+                taken
+                    .into_par_iter()
+                    .map(|(file, read, slot)| read_range(file.as_deref(), plan, read, slot)),
+            )?;
             for (items, other_bytes) in fetched {
                 wave.fetched_bytes += other_bytes;
                 let last = items.len().saturating_sub(1);

@@ -65,9 +65,8 @@ pub(super) fn fetch_waves(
             return Ok(()); // the read was dropped (cancelled)
         }
         let part = &chunks[next..chunks.len().min(next + round)];
-        let lens: Vec<Option<usize>> = crate::fork::in_pool(|| {
-            crate::par::collect_in_order(part.par_iter().map(|chunk| file_len(dir, chunk, dirs)))
-        })?;
+        let lens: Vec<Option<usize>> =
+            crate::pool::collect_in_order(part.par_iter().map(|chunk| file_len(dir, chunk, dirs)))?;
         // The round ends with the chunk that fills the wave.
         let mut bytes = wave.compressed_bytes;
         let mut taken = Vec::with_capacity(lens.len());
@@ -81,12 +80,11 @@ pub(super) fn fetch_waves(
             }
         }
         let part = &part[..taken.len()];
-        let fetched: Vec<Option<Bytes>> = crate::fork::in_pool(|| {
-            crate::par::collect_in_order(taken.into_par_iter().zip(part).map(|((len, slot), chunk)| match len {
+        let fetched: Vec<Option<Bytes>> =
+            crate::pool::collect_in_order(taken.into_par_iter().zip(part).map(|((len, slot), chunk)| match len {
                 Some(len) => read(dir, chunk, len, slot),
                 None => Ok(None),
-            }))
-        })?;
+            }))?;
         for (k, bytes) in fetched.into_iter().enumerate() {
             if let Some(full) = wave.push(next + k, bytes, wave_bytes) {
                 if tx.blocking_send(full).is_err() {
@@ -116,7 +114,7 @@ const MAX_ROUND: usize = 4096;
 /// rounds of 1,024 files of 64 KiB instead of 256 took untrusted reads of
 /// 1 GiB from 10.5-10.6 GB/s to 11.7-12.3.
 fn round_len(largest: usize) -> usize {
-    (16 * crate::fork::num_threads()).max((ROUND_BYTES / largest.max(1)).min(MAX_ROUND))
+    (16 * crate::pool::num_threads()).max((ROUND_BYTES / largest.max(1)).min(MAX_ROUND))
 }
 
 /// Bytes of an arena for one wave of chunks that decode to `decoded` bytes

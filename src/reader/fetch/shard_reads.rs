@@ -73,7 +73,7 @@ pub(crate) fn group<S: ?Sized + Send + Sync>(array: &Array<S>, grid: &ShardGrid,
     // Each inner chunk located in parallel (16,384 of them for a GiB in
     // 64 KiB inner chunks), grouped in the plan's order with each shard's
     // key made once, then named in parallel.
-    let located: Vec<(Vec<u64>, Vec<u64>, u64)> = crate::fork::in_pool(|| {
+    let located: Vec<(Vec<u64>, Vec<u64>, u64)> = crate::pool::in_pool(|| {
         plan.chunks
             .par_iter()
             .map(|chunk| grid.locate(&chunk.indices))
@@ -93,7 +93,7 @@ pub(crate) fn group<S: ?Sized + Send + Sync>(array: &Array<S>, grid: &ShardGrid,
         shards[at].members.push((i, *linear));
         owners.push(at);
     }
-    crate::fork::in_pool(|| {
+    crate::pool::in_pool(|| {
         plan.chunks
             .par_iter_mut()
             .zip(&located)

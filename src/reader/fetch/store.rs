@@ -102,7 +102,7 @@ pub(super) fn fetch_waves_blocking<S: ?Sized + AsyncReadableStorageTraits + 'sta
     wave_bytes: usize,
     tx: &mpsc::Sender<Wave>,
 ) -> Result<(), ReadError> {
-    let round = 16 * crate::fork::num_threads();
+    let round = 16 * crate::pool::num_threads();
     let mut wave = Wave::default();
     for (r, part) in chunks.chunks(round).enumerate() {
         if tx.is_closed() {
@@ -110,12 +110,10 @@ pub(super) fn fetch_waves_blocking<S: ?Sized + AsyncReadableStorageTraits + 'sta
         }
         // Only the fetches run on the pool: a pool thread blocked on sending
         // a wave would leave the decoder of that wave one thread short.
-        let fetched: Vec<Option<Bytes>> = crate::fork::in_pool(|| {
-            crate::par::collect_in_order(
-                part.par_iter()
-                    .map(|chunk| futures::executor::block_on(fetch_one(array, chunk, None))),
-            )
-        })?;
+        let fetched: Vec<Option<Bytes>> = crate::pool::collect_in_order(
+            part.par_iter()
+                .map(|chunk| futures::executor::block_on(fetch_one(array, chunk, None))),
+        )?;
         for (k, bytes) in fetched.into_iter().enumerate() {
             if let Some(full) = wave.push(r * round + k, bytes, wave_bytes) {
                 if tx.blocking_send(full).is_err() {
