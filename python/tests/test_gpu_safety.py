@@ -126,8 +126,9 @@ def test_the_worker_follows_scratch_memory_the_engine_replaced():
     assert "all decoded" in proc.stdout
 
 
-# Raw deflate streams are inflated whole on the host too: nvCOMP's decoder
-# accepts distances reaching before the output's start and undefined codes.
+# Raw deflate streams are walked whole before nvCOMP sees them too: its
+# decoder accepts distances reaching before the output's start and undefined
+# codes.
 @pytest.mark.parametrize("algorithm", ["zstd", "gzip", "deflate", "gdeflate", "snappy", "lz4"])
 def test_corrupt_buffer_error_names_the_buffer(algorithm):
     cpu = NvCompBatchCodec(algorithm, device="cpu")

@@ -13,7 +13,7 @@ use crate::cpu;
 use crate::error::{Error, Result};
 use crate::fork::PerProcess;
 use crate::format::checksum::ContentCheck;
-use crate::format::{self, ans, deflate, gdeflate, gzip, lz4, snappy, BufferEnds};
+use crate::format::{self, ans, gdeflate, gzip, lz4, snappy, BufferEnds};
 
 /// nvCOMP's per-chunk compression limit for LZ4, Snappy, cascaded, bitcomp and ANS.
 pub(crate) const SMALL_CHUNK_LIMIT: usize = 1 << 24;
@@ -306,14 +306,26 @@ pub(crate) fn lowest_buffer_error(errors: impl IntoIterator<Item = Error>) -> Re
     }
 }
 
+/// A raw DEFLATE stream of buffer `buffer`, its bytes `stream`, which
+/// [`check_on_host`] leaves to the device; `whole` where it must take all
+/// of them (a gzip member's, which nvCOMP decodes as one).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct DeflateStream {
+    pub buffer: usize,
+    pub stream: Range<usize>,
+    pub whole: bool,
+}
+
 /// What [`check_on_host`] leaves to the device: the Huffman streams of the
-/// Zstandard literals, and the frames' sequences.
+/// Zstandard literals, the frames' sequences, and raw DEFLATE streams.
 #[derive(Debug, Default)]
 pub(crate) struct DeviceChecks {
     /// The literals sections' Huffman streams.
     pub literals: Vec<LiteralStreams>,
     /// The frames' sequences.
     pub sequences: Vec<FrameSequences>,
+    /// The DEFLATE streams.
+    pub deflate: Vec<DeflateStream>,
 }
 
 /// The threads [`check_on_host`] runs on: a pool of their own, so that a
@@ -338,9 +350,9 @@ pub(crate) const MULTI_MEMBER_GZIP: &str = "a gzip stream of several members (RF
 ///
 /// nvCOMP's deflate decoder accepts matches reaching before the start of
 /// the output and codes DEFLATE does not define, anywhere in a stream, which
-/// the CPU decoder rejects: each stream is inflated whole on the host, into
-/// a window-sized buffer ([`deflate::check_stream`], the CPU backend's
-/// reason). Its Zstandard decoder checks little of a frame: each frame's
+/// the CPU decoder rejects: each stream is walked whole as zlib inflates
+/// it, on the device (`super::gate::inflate`; the host reads gzip's header
+/// here). Its Zstandard decoder checks little of a frame: each frame's
 /// literals and sequences are decoded without their output
 /// ([`format::zstd::check_frames`]), on the host but for the
 /// literals' Huffman streams and the walk of the sequences, which are
@@ -366,21 +378,24 @@ fn check_on_host_walking(
     exact_sizes: Option<&[usize]>,
     (below, total): (u64, u64),
 ) -> Result<DeviceChecks> {
-    let stream = |index: usize, buf: &[u8]| -> std::result::Result<format::zstd::Defer, String> {
+    type Kept = (format::zstd::Defer, Option<DeflateStream>);
+    let stream = |index: usize, buf: &[u8]| -> std::result::Result<Kept, String> {
         let mut kept = format::zstd::Defer {
             walk_below: below,
             ..Default::default()
         };
+        let deflate = |stream, whole| {
+            Some(DeflateStream {
+                buffer: index,
+                stream,
+                whole,
+            })
+        };
         match algorithm {
-            Algorithm::Gzip { .. } => {
-                let start = gzip::header_len(buf)?;
-                let body = &buf[start..buf.len() - gzip::TRAILER_LEN];
-                if deflate::check_stream(body)? != body.len() {
-                    // nvCOMP would decode the first member alone, checked
-                    // against the last member's trailer.
-                    return Err(MULTI_MEMBER_GZIP.into());
-                }
-            }
+            // nvCOMP would decode the first of several members alone,
+            // checked against the last member's trailer: the member must
+            // take the whole body.
+            Algorithm::Gzip { .. } => return Ok((kept, deflate(gzip::body(buf)?, true))),
             Algorithm::Zstd => {
                 format::zstd::check_frames(buf, &mut kept).map_err(|e| format!("bad Zstandard frame: {e}"))?;
             }
@@ -388,11 +403,9 @@ fn check_on_host_walking(
                 let size = exact_sizes.and_then(|sizes| sizes.get(index));
                 lz4::validate_block(buf, *size.ok_or("no decoded size was given for an LZ4 block")?)?;
             }
-            _ => {
-                deflate::check_stream(buf)?;
-            }
+            _ => return Ok((kept, deflate(0..buf.len(), false))),
         }
-        Ok(kept)
+        Ok((kept, None))
     };
     let checked: Vec<_> = bufs
         .par_iter()
@@ -401,7 +414,8 @@ fn check_on_host_walking(
         .collect();
     let mut device = DeviceChecks::default();
     for (index, kept) in checked.into_iter().enumerate() {
-        let kept = kept.map_err(|reason| Error::Corrupt { index, reason })?;
+        let (kept, deflate) = kept.map_err(|reason| Error::Corrupt { index, reason })?;
+        device.deflate.extend(deflate);
         let literals = kept.literals.into_iter();
         device
             .literals

@@ -47,7 +47,7 @@ use super::engine::{CudaEngine, Scratch};
 use super::framing;
 use super::gate::check_ahead::CheckedAhead;
 use super::gate::host_copies::{self, host_views};
-use super::gate::{huffman, sequences};
+use super::gate::{huffman, inflate, sequences};
 use super::isolation::{self, Request, Shared};
 use super::memory::{ensure_device, ensure_pinned, ensure_shared, PinnedBuffer};
 use super::staging::{results_bytes, scatter_into, transfer_groups, InputArea, Inputs, Staging, Table};
@@ -143,9 +143,10 @@ pub(super) fn decode_pass(
         _ => None,
     };
     let guarded = !options.trusted && chunking::checked_on_host(algorithm, exact_sizes.is_some());
-    // Device inputs are copied whole: raw DEFLATE is inflated whole, and
-    // each Zstandard block's literals start with a tree that only
-    // walking the frame's blocks finds.
+    // Device inputs are copied whole: each Zstandard block's literals start
+    // with a tree that only walking the frame's blocks finds, and a DEFLATE
+    // stream the device's walk refuses is inflated on the host for its
+    // error.
     let copies = match inputs {
         // SAFETY: the callers that pass device regions vouch for them.
         Inputs::Device(regions) if guarded => Some(unsafe { host_copies::copy_to_host(engine, s, regions)? }),
@@ -186,7 +187,7 @@ pub(super) fn decode_pass(
             let (device, done) = handle.outcome();
             profile.note("host check", done);
             let device = device?;
-            if device.literals.is_empty() && device.sequences.is_empty() {
+            if device.literals.is_empty() && device.sequences.is_empty() && device.deflate.is_empty() {
                 return Ok(());
             }
             let table = Table::of(s.pinned_in.as_mut().expect("staged by stage_inputs"), pieces.len());
@@ -200,7 +201,9 @@ pub(super) fn decode_pass(
             let sequences =
                 unsafe { sequences::check_sequences(engine, s, pieces, &staged, &device.sequences, bufs, profile) };
             profile.mark("sequences");
-            chunking::lowest_buffer_error([literals.err(), sequences.err()].into_iter().flatten())
+            let deflate =
+                unsafe { inflate::check_deflate_streams(engine, s, pieces, &staged, &device.deflate, bufs, profile) };
+            chunking::lowest_buffer_error([literals.err(), sequences.err(), deflate.err()].into_iter().flatten())
         };
         let enqueued = enqueue_pass(
             engine,

@@ -87,8 +87,9 @@ pub struct DecodeOptions {
     /// checksum): then nvCOMP decodes in this process. Otherwise a worker
     /// process does (see [`isolation`]), so that a corrupt buffer cannot hang
     /// the process or leave its CUDA context unusable, and deflate and gzip
-    /// buffers are also inflated whole on the host, since nvCOMP accepts
-    /// matches and codes the CPU decoder rejects, and Zstandard frames are
+    /// streams are also walked whole as zlib inflates them, by this crate's
+    /// own kernel, since nvCOMP accepts matches and codes the CPU decoder
+    /// rejects, and Zstandard frames are
     /// read there (`format::zstd::check_frames`), their literals' Huffman
     /// streams and their sequences walked on the device by this crate's own
     /// kernels, since nvCOMP checks little of them (buffers in

@@ -19,7 +19,10 @@
 //! distance lies within the bytes decoded so far nor that every code is one
 //! DEFLATE defines (literal/length codes 286 and 287, distance codes 30 and
 //! 31), and an H200 fuzz run found such codes anywhere in a stream, not only
-//! in its first 32 KiB of output. Only a whole decode finds them.
+//! in its first 32 KiB of output. Only a whole decode finds them. Untrusted
+//! streams are walked so on the device (`crate::cuda::gate::inflate`); this
+//! is the host's walk of those it cannot place and those it refuses, which
+//! words their errors as the CPU backend does.
 
 use std::cell::RefCell;
 

@@ -117,6 +117,12 @@ pub(crate) fn header_len(buf: &[u8]) -> Result<usize, String> {
     Ok(at)
 }
 
+/// The bytes of `buf`, a gzip member, that hold its DEFLATE stream:
+/// between its header and its trailer.
+pub(crate) fn body(buf: &[u8]) -> Result<std::ops::Range<usize>, String> {
+    Ok(header_len(buf)?..buf.len() - TRAILER_LEN)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -99,4 +99,4 @@ fn u64_le(bytes: &[u8], at: usize) -> Option<u64> {
 #[path = "../../tests/common/corpus.rs"]
 mod corpus;
 #[cfg(test)]
-use corpus::gpu_corpus;
+pub(crate) use corpus::gpu_corpus;
