@@ -3,19 +3,25 @@
 //! exactly the streams zlib inflates, and say where they end as zlib does.
 
 use super::*;
-use crate::cuda::ptx::host_build;
+use crate::cuda::ptx::{host_build, MARGIN};
 use crate::format::zstd::{samples, xorshift};
 
 type Entry = unsafe extern "C" fn(*const u64, u64, *mut u64);
 
-/// The host build's verdicts on `streams`.
+/// The host build's verdicts on `streams`, each copied [`MARGIN`] bytes
+/// inside a buffer of its own, as the kernel needs.
 fn kernel_verdicts(entry: &Entry, streams: &[&[u8]]) -> Vec<u64> {
-    let words: Vec<u64> = streams
+    let padded: Vec<Vec<u8>> = streams
         .iter()
-        .flat_map(|s| [s.as_ptr() as u64, s.len() as u64])
+        .map(|s| [&[0xa5; MARGIN][..], s, &[0x5a; MARGIN]].concat())
+        .collect();
+    let words: Vec<u64> = padded
+        .iter()
+        .zip(streams)
+        .flat_map(|(p, s)| [p[MARGIN..].as_ptr() as u64, s.len() as u64])
         .collect();
     let mut verdicts = vec![0u64; streams.len()];
-    // SAFETY: the words name the streams, alive for the call.
+    // SAFETY: the words name the padded streams, alive for the call.
     unsafe { entry(words.as_ptr(), streams.len() as u64, verdicts.as_mut_ptr()) };
     verdicts
 }
