@@ -14,6 +14,7 @@ mod reader_chains;
 mod reader_filters;
 mod reader_grids;
 mod reader_local;
+mod reader_references;
 mod reader_s3;
 mod reader_sharded;
 mod sizes;

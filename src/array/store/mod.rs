@@ -6,6 +6,7 @@
 //! | `s3://bucket/prefix` | Amazon S3 or an S3-compatible server (feature `s3`) |
 //! | `http://host/path`, `https://...` | read-only HTTP (feature `http`) |
 //! | `memory://name` | `name` in this process's in-memory store |
+//! | `reference://path` | `path` in a kerchunk reference set (JSON, version 0 or 1): read-only; storage option `fo` names its file (a local path), or `references` holds its text; `remote_protocol` is the scheme of its URLs written without one; other options go to the stores its URLs name |
 //!
 //! A URL whose scheme needs a feature this crate was built without is
 //! [`ReadError::InvalidUrl`] naming the feature.
@@ -52,6 +53,8 @@ pub(crate) mod metadata_document;
 pub(crate) mod object_storage;
 pub(crate) mod open;
 pub(crate) mod options;
+pub(crate) mod reference_store;
+pub(crate) mod references;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -290,6 +293,7 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
             )
             .into(),
         )),
+        "reference" => reference_store::open(url, options),
         // The authority is part of the name: `memory://a` is `a`.
         "memory" => with_prefix(memory(), url.split_once("://").map_or("", |(_, rest)| rest)),
         #[cfg(not(feature = "s3"))]
@@ -346,7 +350,7 @@ pub fn open_store(url: &str, options: &HashMap<String, String>) -> Result<Arc<dy
             Ok(Arc::new(builder.build().map_err(|e| invalid(e.into()))?))
         }
         other => Err(invalid(
-            format!("unsupported scheme {other:?}; supported: file, s3, http(s), memory, or a path").into(),
+            format!("unsupported scheme {other:?}; supported: file, s3, http(s), memory, reference, or a path").into(),
         )),
     }
 }
