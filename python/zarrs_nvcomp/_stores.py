@@ -20,6 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from zarrs_nvcomp._local_paths import expand_user
+from zarrs_nvcomp._references import reference_options
 from zarrs_nvcomp._zarrs_nvcomp import InvalidArgumentError, UnsupportedTypeError
 
 __all__ = ["location", "translate_storage_options"]
@@ -117,6 +118,8 @@ def location(store: Any, storage_options: Mapping[str, Any] | None) -> tuple[str
     (with ``storage_options``), a zarr store, an obstore store or a zarr
     array (whose store carries its own options: ``storage_options`` must be
     None). ``TypeError`` for stores the reader cannot open."""
+    if isinstance(store, str) and store.startswith("reference://"):
+        return store, reference_options(storage_options, translate_storage_options)
     if isinstance(store, str):
         return expand_user(store), translate_storage_options(storage_options)
     if hasattr(store, "__fspath__"):
