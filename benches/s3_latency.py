@@ -1,0 +1,238 @@
+"""Reads from an S3-compatible endpoint at cloud latency: a local server
+that serves a directory as bucket ``bucket`` (GET with ranges and HEAD,
+unsigned) and waits ``--delay-ms`` before answering each request, at most
+``--mbps`` per response, and answers ``--error-rate`` of requests with 503
+SlowDown; so that the client is measured, not the server.
+
+    python benches/s3_latency.py [--delay-ms 20] [--mbps 0] [--error-rate 0]
+                                 [--size-mb 64] [--repeats 2] [--peers]
+
+Arrays (float32 field, zstd level 1, written by zarr-python): 64 KiB chunks
+(``plain``) and 64 KiB inner chunks in 4 MiB shards (``sharded``). Each is
+read whole on the CPU by ``read_chunks_parallel`` and, with ``--peers``, by
+zarr-python over obstore (``zarr.storage.ObjectStore``), the readers
+taking turns; best of ``--repeats`` after a warm-up. Printed: seconds,
+requests the server answered for one read, the ratio peer / ours, and the
+latency bound: one round trip per 64 requests in flight (the reader's
+default ``max_concurrent_requests``), at least two for a sharded read (its
+indexes, then their chunks).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import math
+import random
+import tempfile
+import threading
+import time
+import warnings
+from email.utils import formatdate
+from http import HTTPStatus
+from pathlib import Path
+
+import numpy as np
+import zarr
+import zarr.codecs as zc
+import zarrs_nvcomp
+from bench_data import field_f32
+
+BUCKET = "bucket"
+IN_FLIGHT = 64
+
+
+class Server:
+    """The endpoint: one asyncio server on its own thread (no thread per
+    request, so that thousands of requests wait their delay at once)."""
+
+    def __init__(self, root: Path, delay: float, mbps: float, error_rate: float):
+        self.root, self.delay, self.mbps, self.error_rate = (
+            root,
+            delay,
+            mbps,
+            error_rate,
+        )
+        self.requests = 0
+        self.files: dict[str, bytes] = {}
+        started = threading.Event()
+        self.loop = asyncio.new_event_loop()
+
+        async def serve() -> None:
+            self.server = await asyncio.start_server(
+                self._connection, "127.0.0.1", 0, backlog=4096
+            )
+            self.port = self.server.sockets[0].getsockname()[1]
+            started.set()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.server.serve_forever()
+
+        threading.Thread(
+            target=self.loop.run_until_complete, args=(serve(),), daemon=True
+        ).start()
+        started.wait()
+
+    def _object(self, target: str) -> bytes | None:
+        bucket, _, key = target.split("?")[0].lstrip("/").partition("/")
+        if bucket != BUCKET or not key:
+            return None
+        if key not in self.files:
+            path = self.root / key
+            self.files[key] = path.read_bytes() if path.is_file() else None
+        return self.files[key]
+
+    async def _connection(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> None:
+        try:
+            while head := await reader.readuntil(b"\r\n\r\n"):
+                lines = head.decode("latin-1").split("\r\n")
+                method, target, _ = lines[0].split(" ", 2)
+                headers = {
+                    k.lower(): v.strip()
+                    for k, _, v in (x.partition(":") for x in lines[1:] if x)
+                }
+                status, meta, body = await self._answer(
+                    method, target, headers.get("range")
+                )
+                reply = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}"]
+                reply += [f"{k}: {v}" for k, v in meta.items()]
+                reply.append(f"Content-Length: {len(body)}")
+                writer.write(("\r\n".join(reply) + "\r\n\r\n").encode("latin-1"))
+                if method != "HEAD":
+                    writer.write(body)
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def _answer(
+        self, method: str, target: str, ranged: str | None
+    ) -> tuple[int, dict, bytes]:
+        self.requests += 1
+        await asyncio.sleep(self.delay)
+        if random.random() < self.error_rate:
+            return (
+                503,
+                {},
+                b"<Error><Code>SlowDown</Code><Message>Slow Down</Message></Error>",
+            )
+        data = self._object(target)
+        if data is None:
+            return (
+                404,
+                {},
+                b"<Error><Code>NoSuchKey</Code><Message>none</Message></Error>",
+            )
+        size = len(data)
+        meta = {"ETag": f'"{size}"', "Last-Modified": formatdate(usegmt=True)}
+        status = 200
+        if ranged and ranged.startswith("bytes="):
+            first, _, last = ranged[len("bytes=") :].partition("-")
+            start, end = (
+                (max(size - int(last), 0), size) if not first else (int(first), size)
+            )
+            if first and last:
+                end = min(int(last) + 1, size)
+            if start >= size and size:
+                return 416, {"Content-Range": f"bytes */{size}"}, b""
+            meta["Content-Range"] = f"bytes {start}-{end - 1}/{size}"
+            data, status = data[start:end], 206
+        if self.mbps and method == "GET":
+            await asyncio.sleep(len(data) * 8 / (self.mbps * 1e6))
+        return status, meta, data
+
+    def shutdown(self) -> None:
+        self.loop.call_soon_threadsafe(self.server.close)
+
+
+def write_arrays(root: Path, size_mb: int) -> dict[str, np.ndarray]:
+    columns = 4096
+    rows = (size_mb << 20) // (4 * columns)
+    data = field_f32(rows * columns * 4).reshape(rows, columns)
+    arrays = {"plain": {}, "sharded": {"shards": (256, columns)}}
+    for name, extra in arrays.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            z = zarr.create_array(
+                str(root / f"{name}.zarr"), shape=data.shape, chunks=(4, columns),
+                dtype="f4", compressors=zc.ZstdCodec(level=1), **extra,
+            )  # fmt: skip
+            z[...] = data
+    return {name: data for name in arrays}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--delay-ms", type=float, default=20)
+    parser.add_argument("--mbps", type=float, default=0, help="per response; 0: no cap")
+    parser.add_argument("--error-rate", type=float, default=0)
+    parser.add_argument("--size-mb", type=int, default=64)
+    parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument(
+        "--peers", action="store_true", help="also zarr-python over obstore"
+    )
+    args = parser.parse_args()
+    root = Path(tempfile.mkdtemp(prefix="s3_latency_"))
+    arrays = write_arrays(root, args.size_mb)
+    server = Server(root, args.delay_ms / 1e3, args.mbps, args.error_rate)
+    endpoint = f"http://127.0.0.1:{server.port}"
+    options = {"endpoint": endpoint, "allow_http": "true", "skip_signature": "true"}
+    options["region"] = "us-east-1"
+
+    def ours(name: str) -> np.ndarray:
+        url = f"s3://{BUCKET}/{name}.zarr"
+        return zarrs_nvcomp.read_chunks_parallel(
+            url, storage_options=options, device="cpu"
+        )
+
+    def peer(name: str) -> np.ndarray:
+        from obstore.store import S3Store
+
+        store = S3Store(
+            BUCKET, endpoint=endpoint, skip_signature=True, region="us-east-1",
+            client_options={"allow_http": True},
+        )  # fmt: skip
+        z = zarr.open_array(
+            zarr.storage.ObjectStore(store, read_only=True), path=f"{name}.zarr"
+        )
+        return z[...]
+
+    readers = {"ours": ours, **({"zarr+obstore": peer} if args.peers else {})}
+    print(
+        f"{args.size_mb} MiB arrays, {args.delay_ms:g} ms a request, "
+        f"{args.mbps or 'no'} Mb/s cap, {args.error_rate:g} errors"
+    )
+    print(
+        f"{'array':<10}{'reader':<14}{'seconds':>9}{'requests':>10}{'bound s':>9}{'ratio':>7}"
+    )
+    for name, data in arrays.items():
+        best: dict[str, float] = {}
+        requests: dict[str, int] = {}
+        for turn in range(args.repeats + 1):
+            for reader, read in readers.items():
+                before = server.requests
+                start = time.perf_counter()
+                got = read(name)
+                took = time.perf_counter() - start
+                np.testing.assert_array_equal(got, data)
+                if turn:
+                    best[reader] = min(best.get(reader, math.inf), took)
+                requests[reader] = server.requests - before
+        for reader in readers:
+            rounds = max(
+                math.ceil(requests[reader] / IN_FLIGHT), 2 if name == "sharded" else 1
+            )
+            bound = rounds * args.delay_ms / 1e3
+            ratio = best.get("zarr+obstore", math.nan) / best[reader]
+            print(
+                f"{name:<10}{reader:<14}{best[reader]:>9.3f}{requests[reader]:>10}"
+                f"{bound:>9.3f}{ratio:>7.2f}"
+            )
+    server.shutdown()
+
+
+if __name__ == "__main__":
+    main()
