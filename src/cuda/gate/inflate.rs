@@ -34,7 +34,7 @@ const PTX: &str = include_str!("../kernels/inflate.ptx");
 /// Words per stream, the kernel's `STREAM_WORDS`.
 const STREAM_WORDS: usize = 2;
 /// Threads per thread block, the kernel's `WALKERS_PER_BLOCK`.
-const WALKERS_PER_BLOCK: usize = 8;
+const WALKERS_PER_BLOCK: usize = 32;
 /// The kernel's verdict on a stream it refuses; otherwise the bytes the
 /// stream takes.
 const REFUSED: u64 = u64::MAX;

@@ -34,20 +34,17 @@
 //
 // Codes are decoded by a table of their first FAST_BITS bits where they
 // are that short (most literal/length and distance codes), else bit by bit
-// over the code's counts. On a host core the table took a walk of zlib
-// level 1 field data from 104 to about 270 MB/s of output. The tables and
-// counts are each walker's own, in shared memory: in local memory every
-// lookup waited on the memory system, and a walker of a 1 MiB stream took
-// about 0.4 s on an H100 (untrusted gzip reads of 1 GiB at 1.93 GB/s
-// against 8.11 trusted). WALKERS_PER_BLOCK walkers take 28 KiB.
+// over the code's counts; the table and the counts are a walker's own, in
+// local memory. On a host core the table took a walk of zlib level 1 field
+// data from 104 to about 290 MB/s of output.
 
 #include "prelude.h"
 #include "bits.h"
 
-enum { STREAM_WORDS = 2, WALKERS_PER_BLOCK = 8 };
+enum { STREAM_WORDS = 2, WALKERS_PER_BLOCK = 32 };
 enum { MAX_BITS = 15, LITLEN_CODES = 288, DIST_CODES = 32, CODE_LENGTH_CODES = 19 };
 enum { END_OF_BLOCK = 256 };
-enum { FAST_BITS = 9, FAST = 1 << FAST_BITS, SYMBOL_BITS = 9 };
+enum { FAST_BITS = 10, FAST = 1 << FAST_BITS, SYMBOL_BITS = 9 };
 
 #define REFUSED (~0ULL)
 
@@ -321,13 +318,14 @@ DEVICE u64 walk_stream(const u8 *in, u64 len, Codes *c) {
 // one walker a stream.
 KERNEL void deflate_streams(const u64 *streams, u64 count, u64 *verdicts) {
 #ifdef __CUDA__
-    static __attribute__((shared)) Codes codes[WALKERS_PER_BLOCK];
-    u32 t = __nvvm_read_ptx_sreg_tid_x();
-    u64 i = (u64)__nvvm_read_ptx_sreg_ctaid_x() * WALKERS_PER_BLOCK + t;
-    if (i < count) verdicts[i] = walk_stream((const u8 *)streams[STREAM_WORDS * i], streams[STREAM_WORDS * i + 1], &codes[t]);
+    u64 first = (u64)__nvvm_read_ptx_sreg_ctaid_x() * __nvvm_read_ptx_sreg_ntid_x() + __nvvm_read_ptx_sreg_tid_x();
+    u64 step = (u64)__nvvm_read_ptx_sreg_nctaid_x() * __nvvm_read_ptx_sreg_ntid_x();
 #else
-    Codes c;
-    for (u64 i = 0; i < count; i++)
-        verdicts[i] = walk_stream((const u8 *)streams[STREAM_WORDS * i], streams[STREAM_WORDS * i + 1], &c);
+    u64 first = 0, step = 1;
 #endif
+    Codes c;
+    for (u64 i = first; i < count; i += step) {
+        const u8 *in = (const u8 *)streams[STREAM_WORDS * i];
+        verdicts[i] = walk_stream(in, streams[STREAM_WORDS * i + 1], &c);
+    }
 }
