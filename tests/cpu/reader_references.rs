@@ -12,7 +12,9 @@ use base64::Engine as _;
 use reader_common::*;
 use serde_json::{json, Map, Value};
 use zarrs::array::Array;
-use zarrs_nvcomp::reader::{open_array, open_store, read_chunks_parallel, ReadError, ReadOptions, StoreIo};
+use zarrs_nvcomp::reader::{
+    open_array, open_store, read_chunks_parallel, ObjectStoreArray, ReadError, ReadOptions, StoreIo,
+};
 use zarrs_object_store::AsyncObjectStore;
 
 /// Writes a zlib array of float32 under `dir` (one chunk missing), then a
@@ -59,6 +61,16 @@ async fn referenced_array(dir: &std::path::Path) -> (Array<Store>, std::path::Pa
     (array, path)
 }
 
+/// Asserts that the reader's read of all of `opened` holds zarrs' read of
+/// all of `array`.
+async fn assert_whole_read_equal(opened: &ObjectStoreArray, array: &Array<Store>) {
+    let all = zarrs::array::ArraySubset::new_with_shape(array.shape().to_vec());
+    let data = read_chunks_parallel(opened, &all, &ReadOptions::default())
+        .await
+        .unwrap();
+    assert!(data.into_host_bytes().unwrap() == zarrs_read(array, &all).await);
+}
+
 fn fo(path: &std::path::Path) -> HashMap<String, String> {
     HashMap::from([("fo".to_string(), path.to_str().unwrap().to_string())])
 }
@@ -85,11 +97,7 @@ async fn an_array_packed_in_one_file_reads_through_its_references() {
     }
     // As users open it: by URL and storage options.
     let opened = open_array("reference://", &fo(&refs)).await.unwrap();
-    let all = zarrs::array::ArraySubset::new_with_shape(array.shape().to_vec());
-    let data = read_chunks_parallel(&opened, &all, &ReadOptions::default())
-        .await
-        .unwrap();
-    assert!(data.into_host_bytes().unwrap() == zarrs_read(&array, &all).await);
+    assert_whole_read_equal(&opened, &array).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -107,11 +115,7 @@ async fn a_path_in_the_set_and_the_json_given_inline_open_the_same_array() {
     let text = json!({"version": 1, "templates": set["templates"], "refs": moved}).to_string();
     let options = HashMap::from([("references".to_string(), text)]);
     let opened = open_array("reference://group/temp", &options).await.unwrap();
-    let all = zarrs::array::ArraySubset::new_with_shape(array.shape().to_vec());
-    let data = read_chunks_parallel(&opened, &all, &ReadOptions::default())
-        .await
-        .unwrap();
-    assert!(data.into_host_bytes().unwrap() == zarrs_read(&array, &all).await);
+    assert_whole_read_equal(&opened, &array).await;
 }
 
 #[tokio::test(flavor = "multi_thread")]

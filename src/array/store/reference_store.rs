@@ -134,13 +134,9 @@ impl ReferenceStore {
         with_prefix(Arc::new(self), prefix)
     }
 
-    /// The bytes `range` of the object at `url` (all of it for `None`).
-    async fn read(&self, url: &str, range: Option<std::ops::Range<u64>>) -> object_store::Result<Bytes> {
-        let (store, path) = self.targets.get(url).expect("every URL of the set has its store");
-        match range {
-            Some(range) => store.get_range(path, range).await,
-            None => store.get(path).await?.bytes().await,
-        }
+    /// The store and path of `url`, one of the set's.
+    fn target(&self, url: &str) -> &Target {
+        self.targets.get(url).expect("every URL of the set has its store")
     }
 }
 
@@ -188,13 +184,13 @@ impl ObjectStore for ReferenceStore {
             source: "no reference for this key".into(),
         };
         let reference = self.refs.get(location.as_ref()).ok_or_else(not_found)?;
-        // The whole object's bytes, read only where its size is not known.
-        let (size, whole) = match reference {
-            Reference::Inline(bytes) => (bytes.len() as u64, Some(bytes.clone())),
-            Reference::Range { range: Some(r), .. } => (r.end - r.start, None),
+        // Inline bytes, or where the object's bytes start in its target.
+        let (size, source) = match reference {
+            Reference::Inline(bytes) => (bytes.len() as u64, Err(bytes)),
+            Reference::Range { url, range: Some(r) } => (r.end - r.start, Ok((url, r.start))),
             Reference::Range { url, range: None } => {
-                let bytes = self.read(url, None).await?;
-                (bytes.len() as u64, Some(bytes))
+                let (store, path) = self.target(url);
+                (store.head(path).await?.size, Ok((url, 0)))
             }
         };
         let meta = meta(location, size);
@@ -206,14 +202,13 @@ impl ObjectStore for ReferenceStore {
             })?,
             None => 0..size,
         };
-        let data = match (options.head, whole, reference) {
-            (true, ..) => Bytes::new(),
-            (false, Some(whole), _) => whole.slice(range.start as usize..range.end as usize),
-            (false, None, Reference::Range { url, range: Some(at) }) => {
-                self.read(url, Some(at.start + range.start..at.start + range.end))
-                    .await?
+        let data = match source {
+            _ if options.head || range.is_empty() => Bytes::new(),
+            Err(bytes) => bytes.slice(range.start as usize..range.end as usize),
+            Ok((url, start)) => {
+                let (store, path) = self.target(url);
+                store.get_range(path, start + range.start..start + range.end).await?
             }
-            (false, None, _) => unreachable!("only bounded ranges are read on demand"),
         };
         Ok(GetResult {
             payload: GetResultPayload::Stream(stream::once(async move { Ok(data) }).boxed()),
