@@ -3,7 +3,6 @@
 //! stream, the size it decodes to and its place in the output, and the
 //! mapping of a batch's errors onto the items' keys.
 
-use crate::array::chain::framing::Framing;
 use crate::array::error::ReadError;
 use crate::array::geometry::box_copy::BoxCopy;
 use crate::error::Error;
@@ -27,35 +26,7 @@ pub(crate) struct WaveItem<'a> {
     pub adler32: Option<u32>,
 }
 
-impl<'a> WaveItem<'a> {
-    /// The item of a stored chunk (`None`: missing) inside `framing`: its
-    /// compressed stream, checksums verified, and any Adler-32 its decoded
-    /// bytes must have. A framing that does not fit is
-    /// [`ReadError::Corrupt`] naming the chunk by `key`.
-    pub(crate) fn stored(
-        key: &'a str,
-        stored: Option<&'a [u8]>,
-        framing: Framing,
-        decoded_len: usize,
-        place: &'a BoxCopy,
-    ) -> Result<Self, ReadError> {
-        let stream = stored
-            .map(|bytes| {
-                framing.apply(bytes).map_err(|reason| ReadError::Corrupt {
-                    key: key.to_string(),
-                    reason,
-                })
-            })
-            .transpose()?;
-        Ok(Self {
-            key,
-            stream,
-            decoded_len,
-            place,
-            adler32: stored.and_then(|bytes| framing.adler32_of(bytes)),
-        })
-    }
-
+impl WaveItem<'_> {
     /// Whether the decoded bytes are, whole, one run of the output: then they
     /// can be decoded in place.
     pub(crate) fn is_whole_run(&self) -> bool {

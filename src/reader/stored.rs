@@ -100,7 +100,7 @@ pub fn decode_stored_chunks_into(
         chunks
             .par_iter()
             .zip(&places)
-            .map(|(c, place)| WaveItem::stored(c.key, Some(c.bytes), chain.framing, c.decoded_len, place)),
+            .map(|(c, place)| chain.framing.item(c.key, Some(c.bytes), c.decoded_len, place)),
     )?;
     // Every item is present: no fill value is ever written.
     let no_fill = Vec::new();

@@ -41,12 +41,16 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> Batches<'_, S> {
     pub(crate) async fn read<D: WaveDecoder>(&self, options: &ReadOptions, mut decoder: D) -> Result<D, ReadError> {
         let mut tracker = Tracker::start(options.progress.clone(), self.parts.out_len() as u64);
         let (elem, stored_size) = self.sizes;
-        let fetcher = Fetcher::new(self.array, self.sharded.map(|s| &s.grid), options);
+        let mut fetcher = None;
         for plan in self.parts.batches() {
             let mut plan = plan?;
             plan.chunks
                 .iter_mut()
                 .for_each(|chunk| chunk.decoded_len = chunk.decoded_len / elem * stored_size);
+            // Made with the first batch's fetch and kept for the others:
+            // it holds the read's listings of chunk directories.
+            let fetcher =
+                fetcher.get_or_insert_with(|| Fetcher::new(self.array, self.sharded.map(|s| &s.grid), options));
             let fetch = fetcher.batch(&mut plan);
             decoder = read_waves(Arc::new(plan), self.framing, options, (decoder, &mut tracker), fetch).await?;
         }
@@ -127,6 +131,6 @@ async fn consume_waves<D: WaveDecoder>(
 fn wave_items<'a>(plan: &'a Plan, framing: Framing, wave: &'a Wave) -> Result<Vec<WaveItem<'a>>, ReadError> {
     crate::pool::collect_in_order(wave.items.par_iter().map(|(i, bytes)| {
         let chunk = &plan.chunks[*i];
-        WaveItem::stored(&chunk.key, bytes.as_deref(), framing, chunk.decoded_len, &chunk.copy)
+        framing.item(&chunk.key, bytes.as_deref(), chunk.decoded_len, &chunk.copy)
     }))
 }

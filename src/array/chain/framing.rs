@@ -9,11 +9,14 @@
 //! | CRC-32C (Castagnoli) of all the above, little endian | 4 | a trailing v3 `crc32c` |
 //!
 //! [`Framing::apply`] checks the CRC-32C and the zlib header and returns the
-//! stream; the Adler-32 ([`Framing::adler32_of`]) can only be checked after
+//! stream ([`Framing::item`]: as the item a decoder of a wave takes); the Adler-32 ([`Framing::adler32_of`]) can only be checked after
 //! decoding. [`Framing::frame`] writes what `apply` takes apart. Every
 //! reader, writer and front end (the Python codec pipeline through
 //! `decode_stored_chunks_into`) frames and unframes chunks here.
 
+use crate::array::error::ReadError;
+use crate::array::geometry::box_copy::BoxCopy;
+use crate::array::wave_item::WaveItem;
 use crate::format::deflate;
 
 /// How to get the compressed stream out of one stored chunk.
@@ -57,6 +60,35 @@ impl Framing {
             deflate::check_zlib_header(body)?;
         }
         Ok(&body[self.strip_front..body.len() - self.strip_back])
+    }
+
+    /// The wave item of the stored chunk `stored` (`None`: missing), named
+    /// `key`, that decodes to `decoded_len` bytes placed at `place`: its
+    /// compressed stream, checksums verified, and any Adler-32 its decoded
+    /// bytes must have. A framing that does not fit is
+    /// [`ReadError::Corrupt`] naming the chunk.
+    pub(crate) fn item<'a>(
+        &self,
+        key: &'a str,
+        stored: Option<&'a [u8]>,
+        decoded_len: usize,
+        place: &'a BoxCopy,
+    ) -> Result<WaveItem<'a>, ReadError> {
+        let stream = stored
+            .map(|bytes| {
+                self.apply(bytes).map_err(|reason| ReadError::Corrupt {
+                    key: key.to_string(),
+                    reason,
+                })
+            })
+            .transpose()?;
+        Ok(WaveItem {
+            key,
+            stream,
+            decoded_len,
+            place,
+            adler32: stored.and_then(|bytes| self.adler32_of(bytes)),
+        })
     }
 
     /// The chunk to store of the compressed stream `payload` of `decoded`

@@ -10,12 +10,13 @@
 //!    a round of many chunks needs no more descriptors than threads;
 //! 2. in order, each file is given its bytes: a slot of its wave's
 //!    [`FetchArena`] where the decoder gives arenas, ordinary memory where it
-//!    gives none or the arena is full. A wave ends where [`Wave::push`] ends
-//!    it, and so does the round: the next wave's chunks go to an arena of
-//!    their own, taken only once this wave is sent, when the channel's bound
-//!    means the wave two before it has been decoded and its arena is free;
-//! 3. the files are opened and read into their bytes, in parallel, and the chunks
-//!    pushed into the wave in plan order.
+//!    gives none or the arena is full. A round ends with the chunk that
+//!    brings its [`Wave`] to `wave_bytes`;
+//! 3. the files are opened and read into their bytes, in parallel, and the
+//!    chunks join the wave in plan order. A full wave is sent, and the next
+//!    wave's chunks go to an arena of their own, taken only once this wave
+//!    is sent, when the channel's bound means the wave two before it has
+//!    been decoded and its arena is free.
 //!
 //! Only the files of plain keys are read here (see
 //! [`file_keys`](crate::array::store::file_keys)); reads of other keys go through
@@ -85,13 +86,19 @@ pub(super) fn fetch_waves(
                 Some(len) => read(dir, chunk, len, slot),
                 None => Ok(None),
             }))?;
+        // The round's chunks are the wave's, and share its arena: it is
+        // sent once it is full.
         for (k, bytes) in fetched.into_iter().enumerate() {
-            if let Some(full) = wave.push(next + k, bytes, wave_bytes) {
-                if tx.blocking_send(full).is_err() {
-                    return Ok(());
-                }
-                arena = None;
+            let len = bytes.as_ref().map_or(0, Bytes::len);
+            wave.compressed_bytes += len;
+            wave.fetched_bytes += len;
+            wave.items.push((next + k, bytes));
+        }
+        if wave.compressed_bytes >= wave_bytes {
+            if tx.blocking_send(std::mem::take(&mut wave)).is_err() {
+                return Ok(());
             }
+            arena = None;
         }
         next += part.len();
     }

@@ -1,6 +1,7 @@
 //! Fetched chunks grouped into waves of bounded compressed size, the unit
-//! the decoder takes: every backend of [`super`] pushes what it fetches
-//! into a [`Wave`] and sends it on when full.
+//! the decoder takes: every backend of [`super`] sends what it fetches in
+//! [`Wave`]s, each sent on when full (the local files' backend fills its
+//! waves round by round, as its arenas are).
 
 use bytes::Bytes;
 use futures::TryStreamExt;
