@@ -315,7 +315,7 @@ impl object_store::ObjectStore for Recording {
 }
 
 #[tokio::test(flavor = "multi_thread")]
-async fn a_shards_index_at_its_end_is_one_request() {
+async fn a_shard_read_whole_is_one_request_and_a_part_of_one_starts_with_its_index() {
     let store = memory_store();
     for location in ["end", "start"] {
         let path = format!("counted-{location}");
@@ -330,34 +330,67 @@ async fn a_shards_index_at_its_end_is_one_request() {
         let array = zarrs::array::Array::async_open(storage, &format!("/{path}"))
             .await
             .unwrap();
-        recording.take();
-        let all = ArraySubset::new_with_shape(vec![40, 56]);
-        let data = read_chunks_parallel(&array, &all, &cpu()).await.unwrap();
-        assert_eq!(data.into_host_bytes().unwrap(), zarrs_read(&written, &all).await);
         let shards = ["0/0", "0/1", "1/0", "1/1"].map(|s| format!("{path}/c/{s}"));
-        let mut lens = Vec::new();
-        for key in &shards[..3] {
-            lens.push(get(&store, key).await.len() as u64);
-        }
-        // The inner chunks of every present shard, back to back between
-        // the index's 260 bytes and the other end, in one ranged read.
-        let data = |len: u64| if location == "end" { 0..len - 260 } else { 260..len };
-        let runs = shards[..3]
-            .iter()
-            .zip(&lens)
-            .map(|(key, len)| format!("RANGES {key} [{:?}]", data(*len)));
-        let mut expected: Vec<String> = match location {
-            // One suffix read per shard gives its index and its size.
-            "end" => shards.iter().map(|key| format!("GET {key} bytes=-260")).collect(),
-            // The size first, then the index.
-            _ => shards
-                .iter()
-                .map(|key| format!("HEAD {key}"))
-                .chain(shards[..3].iter().map(|key| format!("RANGES {key} [0..260]")))
-                .collect(),
+        let read = |subset: ArraySubset| {
+            let (array, written, recording) = (&array, &written, &recording);
+            async move {
+                recording.take();
+                let data = read_chunks_parallel(array, &subset, &cpu()).await.unwrap();
+                assert_eq!(data.into_host_bytes().unwrap(), zarrs_read(written, &subset).await);
+                recording.take()
+            }
         };
-        expected.extend(runs);
+
+        // Every inner chunk of every shard: each shard whole, in one request.
+        let whole: Vec<String> = shards.iter().map(|key| format!("GET {key} all")).collect();
+        assert_eq!(
+            read(ArraySubset::new_with_shape(vec![40, 56])).await,
+            whole,
+            "index at the {location}"
+        );
+
+        // The first two rows of inner chunks of shards 0/0 and 0/1: each
+        // index first, then the eight inner chunks, back to back in the
+        // shard, in one ranged read.
+        let mut expected = Vec::new();
+        for key in &shards[..2] {
+            let shard = get(&store, key).await;
+            let pairs = index_pairs(&shard, 16, location, true);
+            let present: Vec<&(u64, u64)> = pairs[..8].iter().filter(|p| p.0 != u64::MAX).collect();
+            let start = present.iter().map(|p| p.0).min().unwrap();
+            let end = present.iter().map(|p| p.0 + p.1).max().unwrap();
+            expected.push(format!("RANGES {key} [{:?}]", start..end));
+            expected.extend(match location {
+                // One suffix read gives the index and the shard's size.
+                "end" => vec![format!("GET {key} bytes=-260")],
+                // The size first, then the index.
+                _ => vec![format!("HEAD {key}"), format!("RANGES {key} [0..260]")],
+            });
+        }
         expected.sort();
-        assert_eq!(recording.take(), expected, "index at the {location}");
+        let part = ArraySubset::new_with_ranges(&[0..10, 0..56]);
+        assert_eq!(read(part).await, expected, "index at the {location}");
+
+        // A shard larger than its inner chunks can make it is not read
+        // whole: its response is dropped unread, and its index read first.
+        let key = &shards[0];
+        let mut grown = get(&store, key).await.to_vec();
+        let at = if location == "end" {
+            grown.len() - 260
+        } else {
+            grown.len()
+        };
+        grown.splice(at..at, std::iter::repeat_n(0u8, 4 << 20));
+        // The index's offsets are from the shard's start: unchanged.
+        object_store::ObjectStoreExt::put(&*store, &key.as_str().into(), grown.into())
+            .await
+            .unwrap();
+        let requests = read(ArraySubset::new_with_ranges(&[0..20, 0..28])).await;
+        let index = match location {
+            "end" => format!("GET {key} bytes=-260"),
+            _ => format!("RANGES {key} [0..260]"),
+        };
+        assert!(requests.contains(&format!("GET {key} all")), "{requests:?}");
+        assert!(requests.contains(&index), "index at the {location}: {requests:?}");
     }
 }

@@ -28,6 +28,8 @@ pub(crate) struct Sharded<S: ?Sized> {
 pub(crate) struct ShardGrid {
     /// Inner chunks per shard along each dimension.
     pub chunks_per_shard: Vec<u64>,
+    /// Inner chunks of the array along each dimension.
+    pub inner_chunks: Vec<u64>,
     /// How to find and read a shard's index.
     pub index: ShardIndexSpec,
 }
@@ -127,9 +129,11 @@ impl<S: ?Sized> Sharded<S> {
         inner_meta.codecs = config.codecs;
         let inner = Array::new_with_metadata(array.storage(), array.path().as_str(), ArrayMetadata::V3(inner_meta))
             .map_err(|e| format!("inner chunks: {e}"))?;
+        let inner_chunks = inner.chunk_grid_shape().to_vec();
         Ok(Self {
             inner,
             grid: ShardGrid {
+                inner_chunks,
                 chunks_per_shard,
                 index,
             },
@@ -149,6 +153,17 @@ impl ShardGrid {
             .zip(&self.chunks_per_shard)
             .fold(0, |acc, (i, n)| acc * n + i);
         (shard, within, linear)
+    }
+
+    /// Inner chunks of the shard at `shard` (shard grid indices) that lie in
+    /// the array: all its inner chunks but at the array's far edges.
+    pub(crate) fn chunks_in(&self, shard: &[u64]) -> u64 {
+        shard
+            .iter()
+            .zip(&self.chunks_per_shard)
+            .zip(&self.inner_chunks)
+            .map(|((s, per), total)| total.saturating_sub(s.saturating_mul(*per)).min(*per))
+            .product()
     }
 
     /// The indices inside a shard of the inner chunk at C-order `linear`.
@@ -173,5 +188,26 @@ pub(crate) fn index_error(shard_key: &str, reason: impl std::fmt::Display) -> Re
     ReadError::Corrupt {
         key: shard_key.to_string(),
         reason: format!("shard index: {reason}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn shards_at_the_far_edges_hold_fewer_inner_chunks() {
+        let grid = ShardGrid {
+            chunks_per_shard: vec![4, 3],
+            // 10 x 7 inner chunks: the last shards hold 2 rows and 1 column.
+            inner_chunks: vec![10, 7],
+            index: ShardIndexSpec::from_index_codecs(&[MetadataV3::new("bytes")], IndexLocation::End, 12).unwrap(),
+        };
+        assert_eq!(grid.chunks_in(&[0, 0]), 12);
+        assert_eq!(grid.chunks_in(&[2, 0]), 2 * 3);
+        assert_eq!(grid.chunks_in(&[0, 2]), 4);
+        assert_eq!(grid.chunks_in(&[2, 2]), 2);
+        // A shard beyond the array holds none.
+        assert_eq!(grid.chunks_in(&[3, 0]), 0);
     }
 }

@@ -1,5 +1,7 @@
 //! The inner chunks of a sharded read fetched through the store
-//! ([`crate::array::chain::shard`]): for each touched shard, its index (at
+//! ([`crate::array::chain::shard`]): a shard whose every inner chunk is
+//! read is fetched whole in one request, on the reader's own
+//! [`ObjectStorage`]; for each other touched shard, its index (at
 //! its end: one suffix read, which also gives the shard's size, on the
 //! reader's own [`ObjectStorage`]; otherwise its size, then one ranged
 //! read), then the reads [`shard_reads::plan_reads`] plans. Requests run
@@ -43,29 +45,61 @@ where
     S: ?Sized + AsyncReadableStorageTraits + 'static,
 {
     let storage = array.storage();
+    let storage = &*storage;
     let concurrency = concurrency.max(1);
     let reads = futures::stream::iter(shards.iter())
-        .map(|shard| read_index(&*storage, (grid, plan), shard, timeout))
+        .map(|shard| read_index(storage, (grid, plan), shard, timeout))
         .buffer_unordered(concurrency)
-        .map_ok(|reads| futures::stream::iter(reads).map(Ok))
+        .map_ok(|steps| futures::stream::iter(steps).map(Ok))
         .try_flatten()
-        .map_ok(|read| fetch_range(&*storage, plan, read, timeout))
+        .map_ok(|step| async move {
+            match step {
+                Step::Read(read) => fetch_range(storage, plan, read, timeout).await,
+                Step::Fetched(fetched) => Ok(fetched),
+            }
+        })
         .try_buffer_unordered(concurrency);
     send_waves(reads, wave_bytes, tx).await
 }
 
+/// What is left to fetch of a shard once its index is read: a range to
+/// read, or inner chunks already fetched with a shard read whole.
+enum Step<'a> {
+    Read(RangeRead<'a>),
+    Fetched(Fetched),
+}
+
 /// Reads and parses the index of `shard`, and plans the reads of its
-/// members' bytes.
+/// members' bytes. A shard whose every inner chunk is read is fetched
+/// whole, index and all, in one request, where the store is the reader's
+/// own and the shard is no larger than its chunks can make it (see
+/// [`ShardRequest::whole_len`]); a larger one is read as the others.
 async fn read_index<'a, S: ?Sized + AsyncReadableStorageTraits + 'static>(
     storage: &S,
     (grid, plan): (&ShardGrid, &Plan),
     shard: &'a ShardRequest,
     timeout: Option<Duration>,
-) -> Result<Vec<RangeRead<'a>>, ReadError> {
-    match fetch_index(storage, grid.index, &shard.key, timeout).await? {
-        Some((index, shard_len)) => shard_reads::plan_reads((grid, plan), shard, &index, shard_len),
-        None => Ok(shard_reads::missing(shard)),
+) -> Result<Vec<Step<'a>>, ReadError> {
+    if let (Some(max_len), Some(objects)) = (shard.whole_len, ObjectStorage::of(storage)) {
+        let name = shard.key.as_str();
+        match request(name, timeout, objects.get_at_most(&shard.key, max_len)).await? {
+            None => return Ok(steps(shard_reads::missing(shard))),
+            Some(Ok(bytes)) => {
+                let fetched = shard_reads::whole_members((grid, plan), shard, &bytes)?;
+                return Ok(fetched.into_iter().map(Step::Fetched).collect());
+            }
+            Some(Err(_)) => {}
+        }
     }
+    match fetch_index(storage, grid.index, &shard.key, timeout).await? {
+        Some((index, shard_len)) => shard_reads::plan_reads((grid, plan), shard, &index, shard_len).map(steps),
+        None => Ok(steps(shard_reads::missing(shard))),
+    }
+}
+
+/// `reads`, each a step left to fetch.
+fn steps(reads: Vec<RangeRead<'_>>) -> Vec<Step<'_>> {
+    reads.into_iter().map(Step::Read).collect()
 }
 
 /// The index of the shard at `key` and the shard's size; `None` where the
