@@ -15,7 +15,10 @@ taking turns; best of ``--repeats`` after a warm-up. Printed: seconds,
 requests the server answered for one read, the ratio peer / ours, and the
 latency bound: one round trip per 64 requests in flight (the reader's
 default ``max_concurrent_requests``), and at least one for the metadata and
-one for the chunks (a sharded read: one more, for the shards' indexes).
+one for the chunks (shards read whole bring their indexes with them). The
+row ``ours, local`` is the same read from the directory the server serves:
+the time this machine takes to decode the array, which no client
+overlaps entirely with the round trips.
 """
 
 from __future__ import annotations
@@ -200,7 +203,16 @@ def main() -> None:
         )
         return z[...]
 
-    readers = {"ours": ours, **({"zarr+obstore": peer} if args.peers else {})}
+    def local(name: str) -> np.ndarray:
+        return zarrs_nvcomp.read_chunks_parallel(
+            str(root / f"{name}.zarr"), device="cpu"
+        )
+
+    readers = {
+        "ours": ours,
+        **({"zarr+obstore": peer} if args.peers else {}),
+        "ours, local": local,
+    }
     print(
         f"{args.size_mb} MiB arrays, {args.delay_ms:g} ms a request, "
         f"{args.mbps or 'no'} Mb/s cap, {args.error_rate:g} errors"
@@ -222,9 +234,10 @@ def main() -> None:
                     best[reader] = min(best.get(reader, math.inf), took)
                 requests[reader] = server.requests - before
         for reader in readers:
-            rounds = max(
-                math.ceil(requests[reader] / IN_FLIGHT), 3 if name == "sharded" else 2
-            )
+            if reader == "ours, local":
+                print(f"{name:<10}{reader:<14}{best[reader]:>9.3f}")
+                continue
+            rounds = max(math.ceil(requests[reader] / IN_FLIGHT), 2)
             bound = rounds * args.delay_ms / 1e3
             ratio = best.get("zarr+obstore", math.nan) / best[reader]
             print(

@@ -1,7 +1,7 @@
 """The reader against awkward keys and bad servers: object keys with spaces,
 ``%`` and non-ASCII next to their percent-encoded twins (S3 and local),
-plain HTTP without ``allow_http``, Ctrl-C during a stalled read, and the
-time an open of a stalled server takes."""
+plain HTTP without ``allow_http``, Ctrl-C during a stalled read, the
+time an open of a stalled server takes, and a server that throttles."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ import pytest
 import zarr
 from conftest import interrupt, interruptible_python, s3_options, upload
 
-from zarrs_nvcomp import StoreTimeoutError, open_array, read_chunks_parallel
+from zarrs_nvcomp import StoreError, StoreTimeoutError, open_array, read_chunks_parallel
 
 #: Names that a percent-decoding or -encoding reader confuses with each other.
 TWIN_NAMES = ["a b.zarr", "a%20b.zarr", "ü.zarr", "%C3%BC.zarr", "100%.zarr"]
@@ -168,7 +168,11 @@ def test_ctrl_c_interrupts_a_read_of_stalled_chunks(stalling_http):
 
 
 def test_open_of_a_silent_server_takes_one_budget_and_names_the_request(silent_server):
-    options = {**s3_options(f"http://127.0.0.1:{silent_server.port}"), "timeout": "2s"}
+    options = {
+        **s3_options(f"http://127.0.0.1:{silent_server.port}"),
+        "timeout": "2s",
+        "max_retries": "3",
+    }
     start = time.monotonic()
     with pytest.raises(StoreTimeoutError) as info:
         open_array("s3://bucket/stalled.zarr", storage_options=options)
@@ -186,3 +190,66 @@ def test_a_stalled_chunk_fetch_is_a_timeout(stalling_http):
     with pytest.raises(StoreTimeoutError, match="c/0/0"):
         read_chunks_parallel(stalling_http, (slice(0, 8), slice(0, 8)), storage_options=options)
     assert time.monotonic() - start < 10
+
+
+# --- throttling servers -----------------------------------------------------
+
+
+def serve_throttled(root: Path, gets: dict[str, int]) -> http.server.ThreadingHTTPServer:
+    """An HTTP server of ``root`` that answers every first GET of a path
+    with 503 SlowDown, as S3 answers a client over its request rate, and
+    counts the GETs of each path in ``gets``."""
+    lock = threading.Lock()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            with lock:
+                gets[self.path] = seen = gets.get(self.path, 0) + 1
+            file = root / self.path.lstrip("/")
+            if seen == 1:
+                status, body = 503, b"<Error><Code>SlowDown</Code></Error>"
+            elif file.is_file():
+                status, body = 200, file.read_bytes()
+            else:
+                status, body = 404, b""
+            self.send_response(status)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    return server
+
+
+@pytest.mark.parametrize("retries", [None, "0"])
+def test_throttled_requests_are_retried_each_chunk_fetched_once(tmp_path, retries):
+    """By default the read retries each refused request and returns the
+    array, each chunk served once, after one refusal; without retries the
+    first refusal is the error."""
+    data = np.arange(48 * 40, dtype=np.int32).reshape(48, 40)
+    z = zarr.create_array(
+        str(tmp_path / "a.zarr"), shape=data.shape, chunks=(8, 8), dtype=data.dtype
+    )
+    z[:] = data
+    gets: dict[str, int] = {}
+    server = serve_throttled(tmp_path, gets)
+    url = f"http://127.0.0.1:{server.server_address[1]}/a.zarr"
+    options = {"allow_http": "true", **({"max_retries": retries} if retries else {})}
+    try:
+        if retries == "0":
+            with pytest.raises(StoreError, match="503"):
+                read_chunks_parallel(url, storage_options=options, device="cpu")
+            return
+        got = read_chunks_parallel(url, storage_options=options, device="cpu")
+    finally:
+        server.shutdown()
+        server.server_close()
+    np.testing.assert_array_equal(got, data)
+    chunks = {path: n for path, n in gets.items() if "/c/" in path}
+    assert len(chunks) == 6 * 5, sorted(chunks)
+    assert set(chunks.values()) == {2}, chunks

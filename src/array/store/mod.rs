@@ -33,7 +33,7 @@
 //! service, opening an array fails with a [`MissingCredentials`](crate::reader::MissingCredentials)
 //! that says how to give them (`skip_signature` reads a public bucket
 //! without any).
-//! Three keys belong to this crate: `max_retries` (default 3) and
+//! Three keys belong to this crate: `max_retries` (default 10) and
 //! `retry_timeout` (default `60s`), which bound object_store's retries, and
 //! `max_metadata_size`, the most bytes a metadata document (`zarr.json`,
 //! `.zarray`, ...) may have (default
@@ -82,8 +82,11 @@ pub use options::{parse_duration, MAX_DURATION, MAX_RETRIES};
 pub const DEFAULT_TIMEOUT: &str = "30s";
 /// Default connect timeout.
 pub const DEFAULT_CONNECT_TIMEOUT: &str = "5s";
-/// Default number of retries of a failed request.
-pub const DEFAULT_MAX_RETRIES: usize = 3;
+/// Default number of retries of a failed request: object_store's and
+/// obstore's. A read of a thousand chunks from a bucket that throttles one
+/// request in ten (503 SlowDown) then fails about once in ten million reads,
+/// not once in ten, as with three.
+pub const DEFAULT_MAX_RETRIES: usize = 10;
 /// Default bound on the time spent retrying one request.
 pub const DEFAULT_RETRY_TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -366,12 +369,19 @@ mod tests {
             pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
         };
         // 4 attempts of 2 s, backoff of at most 0.2 + 0.4 + 0.8 s.
-        let budget = request_budget(&opts(&[("timeout", "2s")])).unwrap();
+        let budget = request_budget(&opts(&[("timeout", "2s"), ("max_retries", "3")])).unwrap();
         assert!(
             budget.abs_diff(Duration::from_millis(9400)) < Duration::from_millis(1),
             "{budget:?}"
         );
-        // Defaults: 4 attempts of 30 s, cut at the retry timeout plus one attempt.
+        // By default 11 attempts of 2 s, backoff of at most 0.2 + 0.4 + 0.8
+        // + 1.6 + 3.2 s and then 5 s each.
+        let budget = request_budget(&opts(&[("timeout", "2s")])).unwrap();
+        assert!(
+            budget.abs_diff(Duration::from_millis(22_000 + 6_200 + 25_000)) < Duration::from_millis(1),
+            "{budget:?}"
+        );
+        // Defaults: 11 attempts of 30 s, cut at the retry timeout plus one attempt.
         assert_eq!(request_budget(&opts(&[])).unwrap(), Duration::from_secs(90));
         let one = request_budget(&opts(&[("TIMEOUT", "1s"), ("max_retries", "0")])).unwrap();
         assert_eq!(one, Duration::from_secs(1));
