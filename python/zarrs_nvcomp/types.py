@@ -54,7 +54,9 @@ class StorageOptions(TypedDict, total=False):
     retry_timeout: OptionValue
     """The longest a request is retried for; it also bounds a whole open."""
     max_retries: OptionValue
-    """The most retries of one request, 0 to 1,000."""
+    """The most retries of one request, 0 to 1,000 (default 10, with jittered
+    exponential backoff: throttling (503 SlowDown), server errors and
+    timeouts are retried)."""
     max_metadata_size: OptionValue
     """The most bytes a metadata document (``zarr.json``, ``.zarray``, ...) may
     have; larger ones are refused before they are read (default 64 MiB)."""
