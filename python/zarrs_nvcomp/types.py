@@ -81,7 +81,9 @@ class ReadOptions(TypedDict, total=False):
     device: str | None
     """Where to decode and return the result: None, ``"cpu"``, ``"cuda"``, ``"cuda:N"``."""
     max_concurrent_requests: int | None
-    """The most chunk requests in flight at once."""
+    """The most chunk requests in flight at once (default 256; fewer for
+    chunks of more than 1 MiB, so that at most 256 MiB of chunks are in
+    flight)."""
     trusted_input: bool
     """Every chunk is valid: the GPU decodes in this process, not a worker."""
     max_decoded_size: int | None

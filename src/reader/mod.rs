@@ -56,7 +56,8 @@
 //!    ([`ReadError::InvalidMetadata`]); the chunks that hold selected elements
 //!    (a [`Selection`] may step over most of them) are planned in batches of
 //!    32,768, read one after the other, and fetched concurrently (at most
-//!    [`ReadOptions::max_concurrent_requests`] at a time, or on rayon's
+//!    [`ReadOptions::max_concurrent_requests`] at a time, fewer for chunks
+//!    larger than 1 MiB ([`IN_FLIGHT_BYTES`]), or on rayon's
 //!    threads with [`StoreIo::Blocking`] and [`StoreIo::Files`]) and grouped in waves
 //!    of about [`ReadOptions::wave_bytes`] compressed bytes (on the CPU, at
 //!    most [`CPU_WAVE_BYTES_PER_THREAD`] per decoding thread); fetching the
@@ -127,7 +128,7 @@ pub use crate::array::chain::class::{
 pub use crate::array::chain::framing::Framing;
 pub use crate::array::device_array::DeviceArray;
 pub use crate::array::error::{BoxedSource, ReadError};
-pub use crate::array::geometry::limits::CPU_WAVE_BYTES_PER_THREAD;
+pub use crate::array::geometry::limits::{CPU_WAVE_BYTES_PER_THREAD, IN_FLIGHT_BYTES};
 pub use crate::array::runtime::{block_on_checked, runtime};
 pub use crate::array::store::credentials::MissingCredentials;
 pub use crate::array::store::metadata_document::{MetadataTooLarge, DEFAULT_MAX_METADATA_SIZE};

@@ -24,7 +24,10 @@ pub struct ReadOptions {
     /// GPU) or [`Backend::Auto`] (the GPU when device 0 is usable); see
     /// [`Backend::resolve`].
     pub device: Backend,
-    /// Most chunk requests in flight at once (default 64).
+    /// Most chunk requests in flight at once (default 256). Fewer are sent
+    /// where their chunks are large: at most
+    /// [`IN_FLIGHT_BYTES`](super::IN_FLIGHT_BYTES) of decoded chunks in flight,
+    /// and at least one request.
     pub max_concurrent_requests: usize,
     /// Compressed bytes per decoding wave (default 1 GiB; on the CPU at most
     /// [`CPU_WAVE_BYTES_PER_THREAD`](super::CPU_WAVE_BYTES_PER_THREAD) per decoding thread); a wave holds at
@@ -54,7 +57,7 @@ impl Default for ReadOptions {
     fn default() -> Self {
         Self {
             device: Backend::Auto,
-            max_concurrent_requests: 64,
+            max_concurrent_requests: 256,
             wave_bytes: 1 << 30,
             max_decoded_size: None,
             request_timeout: None,

@@ -38,6 +38,7 @@ pub(crate) use self::waves::Wave;
 use super::ReadOptions;
 use crate::array::chain::shard::ShardGrid;
 use crate::array::error::ReadError;
+use crate::array::geometry::limits::requests_in_flight;
 use crate::array::geometry::plan::Plan;
 use crate::array::store::file_keys::is_plain_key;
 use crate::array::store::StoreIo;
@@ -65,7 +66,8 @@ pub(crate) struct Fetcher<'a, S: ?Sized> {
     array: &'a Array<S>,
     shards: Option<&'a ShardGrid>,
     backend: Backend,
-    /// Most requests of each kind in flight, and the bound on each.
+    /// Most requests of each kind in flight that the options allow (each
+    /// batch's chunks may allow fewer), and the bound on each.
     requests: (usize, Option<Duration>),
 }
 
@@ -96,7 +98,18 @@ impl<'a, S: ?Sized + AsyncReadableStorageTraits + 'static> Fetcher<'a, S> {
         let shards = self
             .shards
             .map(|grid| (grid, shard_reads::group(self.array, grid, plan)));
-        BatchFetch { fetcher: self, shards }
+        // What one request may bring: a chunk, or a shard's touched chunks.
+        let largest = match &shards {
+            Some((_, shards)) => shards.iter().map(|s| s.decoded_bytes(plan)).max(),
+            None => plan.chunks.iter().map(|c| c.decoded_len as u64).max(),
+        };
+        let (max, timeout) = self.requests;
+        let requests = (requests_in_flight(max, largest.unwrap_or(0)), timeout);
+        BatchFetch {
+            fetcher: self,
+            shards,
+            requests,
+        }
     }
 }
 
@@ -104,6 +117,9 @@ impl<'a, S: ?Sized + AsyncReadableStorageTraits + 'static> Fetcher<'a, S> {
 pub(crate) struct BatchFetch<'f, 'a, S: ?Sized> {
     fetcher: &'f Fetcher<'a, S>,
     shards: Option<(&'a ShardGrid, Vec<ShardRequest>)>,
+    /// Most requests of each kind in flight for this batch's chunks, and
+    /// the bound on each.
+    requests: (usize, Option<Duration>),
 }
 
 impl<S: ?Sized + AsyncReadableStorageTraits + 'static> BatchFetch<'_, '_, S> {
@@ -118,12 +134,8 @@ impl<S: ?Sized + AsyncReadableStorageTraits + 'static> BatchFetch<'_, '_, S> {
         arenas: Option<ArenaSource>,
         tx: mpsc::Sender<Wave>,
     ) -> Result<(), ReadError> {
-        let Fetcher {
-            array,
-            backend,
-            requests,
-            ..
-        } = self.fetcher;
+        let Fetcher { array, backend, .. } = self.fetcher;
+        let requests = &self.requests;
         let local = match backend {
             Backend::Files { dir, dirs } if self.keys_are_plain(&plan) => Some((dir.clone(), dirs.clone())),
             _ => None,

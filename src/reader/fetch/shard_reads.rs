@@ -51,6 +51,16 @@ pub(crate) struct ShardRequest {
     pub(super) whole_len: Option<u64>,
 }
 
+impl ShardRequest {
+    /// The decoded bytes of the shard's touched inner chunks.
+    pub(super) fn decoded_bytes(&self, plan: &Plan) -> u64 {
+        self.members
+            .iter()
+            .map(|(i, _)| plan.chunks[*i].decoded_len as u64)
+            .fold(0, u64::saturating_add)
+    }
+}
+
 /// One read of a shard's bytes and the inner chunks it holds.
 pub(super) struct RangeRead<'a> {
     pub(super) shard: &'a ShardRequest,
