@@ -161,6 +161,18 @@ impl ReaderArray {
     }
 }
 
+impl ReaderArray {
+    /// `array`, opened at `url` with `options` (by this process).
+    pub(crate) fn opened(array: ObjectStoreArray, url: String, options: HashMap<String, String>) -> Self {
+        Self {
+            array,
+            url,
+            options,
+            generation: zarrs_nvcomp::fork::generation(),
+        }
+    }
+}
+
 #[pymethods]
 impl ReaderArray {
     /// Opens the array at `url` (a path, `file://`, `s3://`, `http(s)://`)
@@ -171,12 +183,7 @@ impl ReaderArray {
         logging::refresh();
         let options = storage_options.unwrap_or_default();
         let array = interruptible(py, || open_array(&url, &options))?;
-        Ok(Self {
-            array,
-            url,
-            options,
-            generation: zarrs_nvcomp::fork::generation(),
-        })
+        Ok(Self::opened(array, url, options))
     }
 
     #[getter]

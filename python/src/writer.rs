@@ -14,7 +14,7 @@ use zarrs_nvcomp::writer::{create_array, write_chunks_parallel, NewArray, WriteD
 use crate::config::to_json;
 use crate::errors::{invalid_argument, new_err, parse_device, write_error, Kind};
 use crate::logging;
-use crate::reader::run_interruptible;
+use crate::reader::{run_interruptible, ReaderArray};
 
 /// [`run_interruptible`] for the writer's work.
 fn interruptible<T: Send, F: std::future::Future<Output = Result<T, WriteError>>>(
@@ -82,7 +82,7 @@ fn write_chunks(
 }
 
 /// Writes the metadata of a new array at `url` (`spec`: a dict of the fields
-/// of `zarrs_nvcomp::writer::NewArray`).
+/// of `zarrs_nvcomp::writer::NewArray`), and returns it opened.
 #[pyfunction]
 #[pyo3(signature = (url, spec, storage_options=None))]
 fn create_array_metadata(
@@ -90,7 +90,7 @@ fn create_array_metadata(
     url: String,
     spec: &Bound<'_, PyAny>,
     storage_options: Option<HashMap<String, String>>,
-) -> PyResult<()> {
+) -> PyResult<ReaderArray> {
     let spec = to_json(spec)?;
     let field = |name: &str| spec.get(name).cloned().unwrap_or(serde_json::Value::Null);
     let shape = |name: &str| -> PyResult<Vec<u64>> {
@@ -122,7 +122,8 @@ fn create_array_metadata(
         },
     };
     let options = storage_options.unwrap_or_default();
-    interruptible(py, || async { create_array(&url, &new, &options).await.map(drop) })
+    let array = interruptible(py, || create_array(&url, &new, &options))?;
+    Ok(ReaderArray::opened(array, url, options))
 }
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -422,7 +422,7 @@ def write_chunks(
 
 def create_array_metadata(
     url: str, spec: dict[str, Any], storage_options: dict[str, str] | None = None
-) -> None:
-    """Writes the metadata of a new array at ``url``: ``spec`` holds ``shape``,
-    ``chunks``, ``shards``, ``data_type``, ``fill_value``, ``compressor`` and
-    ``zarr_format``."""
+) -> ReaderArray:
+    """Writes the metadata of a new array at ``url`` and returns it opened:
+    ``spec`` holds ``shape``, ``chunks``, ``shards``, ``data_type``,
+    ``fill_value``, ``compressor`` and ``zarr_format``."""

@@ -142,8 +142,7 @@ def create_array(
     spec["dimension_names"] = dimension_names_arg(dimension_names)
     spec["filters"] = filters_arg(filters)
     url, options = location(store, storage_options)
-    create_array_metadata(url, spec, options)
-    array = open_array(url, options)
+    array = Array(create_array_metadata(url, spec, options), options, read_only=False)
     if data is not None and data.size:
         write_into(array, data)
     return array

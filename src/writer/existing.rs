@@ -55,8 +55,11 @@ async fn node_type(store: &Arc<dyn ObjectStore>, meta: &ObjectMeta) -> &'static 
 /// the metadata first (an interrupted removal leaves no array to open).
 pub(super) async fn clear(store: &Arc<dyn ObjectStore>, url: &str, overwrite: bool) -> Result<(), WriteError> {
     if !overwrite {
-        for (key, node) in NODE_KEYS {
-            match store.head(&Path::from(key)).await {
+        // Asked at once: one round trip instead of one per document.
+        let paths = NODE_KEYS.map(|(key, _)| Path::from(key));
+        let heads = futures::future::join_all(paths.iter().map(|path| store.head(path))).await;
+        for ((key, node), head) in NODE_KEYS.into_iter().zip(heads) {
+            match head {
                 Ok(meta) => {
                     let node = if node == "node" {
                         node_type(store, &meta).await

@@ -13,7 +13,8 @@ pub struct WriteOptions {
     /// Device data needs a GPU; `Auto` then means device 0.
     pub device: Backend,
     /// Most store requests (puts, deletes, reads of partly covered chunks)
-    /// in flight at once (default 64).
+    /// in flight at once (default 256, as for reads: a wave's chunks are in
+    /// memory already, so more requests in flight cost no memory).
     pub max_concurrent_requests: usize,
     /// Decoded bytes per wave (default 256 MiB; on the CPU at most
     /// [`CPU_WAVE_BYTES_PER_THREAD`](crate::array::geometry::limits::CPU_WAVE_BYTES_PER_THREAD) per thread); a wave
@@ -38,7 +39,7 @@ impl Default for WriteOptions {
     fn default() -> Self {
         Self {
             device: Backend::Auto,
-            max_concurrent_requests: 64,
+            max_concurrent_requests: 256,
             wave_bytes: 256 << 20,
             write_empty_chunks: false,
             store_io: StoreIo::Async,
