@@ -1,7 +1,8 @@
 """The reader against awkward keys and bad servers: object keys with spaces,
 ``%`` and non-ASCII next to their percent-encoded twins (S3 and local),
 plain HTTP without ``allow_http``, Ctrl-C during a stalled read, the
-time an open of a stalled server takes, and a server that throttles."""
+time an open of a stalled server takes, and servers that refuse or drop
+requests (retried)."""
 
 from __future__ import annotations
 
@@ -17,7 +18,14 @@ import pytest
 import zarr
 from conftest import interrupt, interruptible_python, s3_options, upload
 
-from zarrs_nvcomp import StoreError, StoreTimeoutError, open_array, read_chunks_parallel
+from zarrs_nvcomp import (
+    StoreError,
+    StoreTimeoutError,
+    create_array,
+    open_array,
+    read_chunks_parallel,
+    write_chunks_parallel,
+)
 
 #: Names that a percent-decoding or -encoding reader confuses with each other.
 TWIN_NAMES = ["a b.zarr", "a%20b.zarr", "ü.zarr", "%C3%BC.zarr", "100%.zarr"]
@@ -195,27 +203,55 @@ def test_a_stalled_chunk_fetch_is_a_timeout(stalling_http):
 # --- throttling servers -----------------------------------------------------
 
 
-def serve_throttled(root: Path, gets: dict[str, int]) -> http.server.ThreadingHTTPServer:
-    """An HTTP server of ``root`` that answers every first GET of a path
-    with 503 SlowDown, as S3 answers a client over its request rate, and
-    counts the GETs of each path in ``gets``."""
+def serve_flaky(
+    root: Path, fault: str, requests: dict[str, int]
+) -> http.server.ThreadingHTTPServer:
+    """An S3-compatible server (bucket ``bucket``: GET, HEAD, PUT) of the
+    directory ``root`` that fails every first request of each method and
+    key: with 503 SlowDown (``fault="503"``, as S3 answers a client over
+    its request rate) or by dropping the connection unanswered
+    (``"reset"``). ``requests`` counts the requests of each method and key."""
     lock = threading.Lock()
 
     class Handler(http.server.BaseHTTPRequestHandler):
-        def do_GET(self) -> None:
+        protocol_version = "HTTP/1.1"
+
+        def answer(self, method: str) -> None:
+            length = int(self.headers.get("Content-Length") or 0)
+            payload = self.rfile.read(length) if length else b""
+            name = f"{method} {self.path.partition('?')[0]}"
             with lock:
-                gets[self.path] = seen = gets.get(self.path, 0) + 1
-            file = root / self.path.lstrip("/")
+                requests[name] = seen = requests.get(name, 0) + 1
+            if seen == 1 and fault == "reset":
+                self.close_connection = True
+                return
+            file = root / self.path.partition("?")[0].removeprefix("/bucket/")
             if seen == 1:
                 status, body = 503, b"<Error><Code>SlowDown</Code></Error>"
+            elif method == "PUT":
+                file.parent.mkdir(parents=True, exist_ok=True)
+                file.write_bytes(payload)
+                status, body = 200, b""
             elif file.is_file():
                 status, body = 200, file.read_bytes()
             else:
-                status, body = 404, b""
+                status, body = 404, b"<Error><Code>NoSuchKey</Code></Error>"
             self.send_response(status)
             self.send_header("Content-Length", str(len(body)))
+            if status == 200:
+                self.send_header("ETag", f'"{len(body)}"')
             self.end_headers()
-            self.wfile.write(body)
+            if method != "HEAD":
+                self.wfile.write(body)
+
+        def do_GET(self) -> None:
+            self.answer("GET")
+
+        def do_HEAD(self) -> None:
+            self.answer("HEAD")
+
+        def do_PUT(self) -> None:
+            self.answer("PUT")
 
         def log_message(self, *args) -> None:
             pass
@@ -226,30 +262,55 @@ def serve_throttled(root: Path, gets: dict[str, int]) -> http.server.ThreadingHT
     return server
 
 
-@pytest.mark.parametrize("retries", [None, "0"])
-def test_throttled_requests_are_retried_each_chunk_fetched_once(tmp_path, retries):
-    """By default the read retries each refused request and returns the
-    array, each chunk served once, after one refusal; without retries the
-    first refusal is the error."""
+@pytest.mark.parametrize("fault", ["503", "reset"])
+def test_refused_and_dropped_requests_are_retried_each_chunk_once(tmp_path, fault):
+    """By default every refused or dropped request is retried: a create, a
+    write and a read each complete, the array read back equal to what was
+    written; each chunk is put once and fetched once after its failure."""
     data = np.arange(48 * 40, dtype=np.int32).reshape(48, 40)
-    z = zarr.create_array(
-        str(tmp_path / "a.zarr"), shape=data.shape, chunks=(8, 8), dtype=data.dtype
-    )
-    z[:] = data
-    gets: dict[str, int] = {}
-    server = serve_throttled(tmp_path, gets)
-    url = f"http://127.0.0.1:{server.server_address[1]}/a.zarr"
-    options = {"allow_http": "true", **({"max_retries": retries} if retries else {})}
+    requests: dict[str, int] = {}
+    server = serve_flaky(tmp_path, fault, requests)
+    url = "s3://bucket/a.zarr"
+    options = {
+        "endpoint": f"http://127.0.0.1:{server.server_address[1]}",
+        "allow_http": "true",
+        "skip_signature": "true",
+        "region": "us-east-1",
+    }
     try:
-        if retries == "0":
-            with pytest.raises(StoreError, match="503"):
-                read_chunks_parallel(url, storage_options=options, device="cpu")
-            return
+        array = create_array(
+            url, storage_options=options, shape=data.shape, chunks=(8, 8), dtype="i4"
+        )
+        write_chunks_parallel(array, data, device="cpu")
         got = read_chunks_parallel(url, storage_options=options, device="cpu")
     finally:
         server.shutdown()
         server.server_close()
     np.testing.assert_array_equal(got, data)
-    chunks = {path: n for path, n in gets.items() if "/c/" in path}
-    assert len(chunks) == 6 * 5, sorted(chunks)
-    assert set(chunks.values()) == {2}, chunks
+    for method in ("PUT", "GET"):
+        chunks = {k: n for k, n in requests.items() if k.startswith(method) and "/c/" in k}
+        assert len(chunks) == 6 * 5, sorted(chunks)
+        assert set(chunks.values()) == {2}, chunks
+
+
+def test_without_retries_the_first_refusal_is_a_store_error_naming_the_key(tmp_path):
+    data = np.arange(64, dtype=np.int32).reshape(8, 8)
+    z = zarr.create_array(
+        str(tmp_path / "a.zarr"), shape=data.shape, chunks=(8, 8), dtype=data.dtype
+    )
+    z[:] = data
+    server = serve_flaky(tmp_path, "503", {})
+    options = {
+        "endpoint": f"http://127.0.0.1:{server.server_address[1]}",
+        "allow_http": "true",
+        "skip_signature": "true",
+        "region": "us-east-1",
+        "max_retries": "0",
+    }
+    try:
+        with pytest.raises(StoreError, match="503") as info:
+            read_chunks_parallel("s3://bucket/a.zarr", storage_options=options, device="cpu")
+    finally:
+        server.shutdown()
+        server.server_close()
+    assert "zarr.json" in str(info.value), info.value
