@@ -19,7 +19,9 @@ and at least one for the metadata and
 one for the chunks (shards read whole bring their indexes with them). The
 row ``ours, local`` is the same read from the directory the server serves:
 the time this machine takes to decode the array, which no client
-overlaps entirely with the round trips.
+overlaps entirely with the round trips. With ``--link-mbps`` (one link
+that every response crosses in turn), ``link s`` is the bandwidth bound:
+the bytes served over the link, and two round trips.
 """
 
 from __future__ import annotations
@@ -72,6 +74,8 @@ class Server:
         # When the shared link is next free (loop time).
         self.link_free = 0.0
         self.requests = 0
+        # Bytes of the bodies of GET answers.
+        self.served = 0
         self.log: list[str] | None = None
         self.files: dict[str, bytes] = {}
         started = threading.Event()
@@ -178,6 +182,7 @@ class Server:
         if self.mbps and method == "GET":
             await asyncio.sleep(len(data) * 8 / (self.mbps * 1e6))
         if method == "GET":
+            self.served += len(data)
             await self._carry(len(data))
         return status, meta, data
 
@@ -303,14 +308,15 @@ def main() -> None:
     )
     print(
         f"{'array':<10}{'reader':<14}{'seconds':>9}{'requests':>10}"
-        f"{'bound@64':>10}{'bound@256':>11}{'ratio':>7}"
+        f"{'bound@64':>10}{'bound@256':>11}{'link s':>8}{'ratio':>7}"
     )
     for name, data in arrays.items():
         best: dict[str, float] = {}
         requests: dict[str, int] = {}
+        served: dict[str, int] = {}
         for turn in range(args.repeats + 1):
             for reader, read in readers.items():
-                before = server.requests
+                before, served_before = server.requests, server.served
                 start = time.perf_counter()
                 got = read(name)
                 took = time.perf_counter() - start
@@ -318,10 +324,18 @@ def main() -> None:
                 if turn:
                     best[reader] = min(best.get(reader, math.inf), took)
                 requests[reader] = server.requests - before
+                served[reader] = server.served - served_before
         for reader in readers:
             if reader == "ours, local":
                 print(f"{name:<10}{reader:<14}{best[reader]:>9.3f}")
                 continue
+            # The bytes served, over the link, after the metadata's round trip
+            # and the chunks' first.
+            link = (
+                served[reader] * 8 / (args.link_mbps * 1e6) + 2 * args.delay_ms / 1e3
+                if args.link_mbps
+                else math.nan
+            )
             bound = [
                 max(math.ceil(requests[reader] / n), 2) * args.delay_ms / 1e3
                 for n in IN_FLIGHT
@@ -329,7 +343,7 @@ def main() -> None:
             ratio = best.get("zarr+obstore", math.nan) / best[reader]
             print(
                 f"{name:<10}{reader:<14}{best[reader]:>9.3f}{requests[reader]:>10}"
-                f"{bound[0]:>10.3f}{bound[1]:>11.3f}{ratio:>7.2f}"
+                f"{bound[0]:>10.3f}{bound[1]:>11.3f}{link:>8.3f}{ratio:>7.2f}"
             )
     if args.writes:
         write_turns(server, options, arrays, args.repeats, args.peers)

@@ -24,6 +24,7 @@
 use pyo3::prelude::*;
 use zarrs_nvcomp::Algorithm;
 
+mod awaitable;
 mod chain;
 mod config;
 mod cuda_array;

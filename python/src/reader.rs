@@ -20,6 +20,7 @@ use zarrs_nvcomp::reader::{
 };
 use zarrs_nvcomp::writer::{resize, store_attributes};
 
+use crate::awaitable::awaitable;
 use crate::cuda_array::CudaArray;
 use crate::errors::{invalid_argument, parse_device, read_error, write_error};
 use crate::host_batch::HostBatch;
@@ -186,6 +187,26 @@ impl ReaderArray {
         Ok(Self::opened(array, url, options))
     }
 
+    /// [`Self::open`] as an asyncio future of `event_loop` (the caller's
+    /// running loop), resolved from the library's runtime
+    /// ([`crate::awaitable`]).
+    #[staticmethod]
+    #[pyo3(signature = (event_loop, url, storage_options=None))]
+    fn open_async(
+        py: Python<'_>,
+        event_loop: &Bound<'_, PyAny>,
+        url: String,
+        storage_options: Option<HashMap<String, String>>,
+    ) -> PyResult<Py<PyAny>> {
+        logging::refresh();
+        let options = storage_options.unwrap_or_default();
+        let (at, with) = (url.clone(), options.clone());
+        let open = move || async move { open_array(&at, &with).await.map_err(read_error) };
+        awaitable(py, event_loop, open, move |py, array| {
+            Ok(Py::new(py, Self::opened(array, url, options))?.into_any())
+        })
+    }
+
     #[getter]
     fn url(&self) -> &str {
         &self.url
@@ -321,6 +342,43 @@ impl ReaderArray {
             None => Ok(py.None()),
             Some(data) => data_to_python(py, data, typestr),
         }
+    }
+
+    /// [`Self::read`] of `selection` into new memory, as an asyncio future
+    /// of `event_loop` (the caller's running loop) that the read resolves
+    /// from the library's runtime: no thread waits for it, and cancelling
+    /// the future stops the read ([`crate::awaitable`]).
+    #[pyo3(signature = (event_loop, selection, device=None, max_concurrent_requests=None, trusted_input=false, max_decoded_size=None))]
+    // One parameter per Python keyword argument of the read.
+    #[allow(clippy::too_many_arguments)]
+    fn read_async(
+        &self,
+        py: Python<'_>,
+        event_loop: &Bound<'_, PyAny>,
+        selection: Vec<(u64, u64, u64)>,
+        device: Option<&str>,
+        max_concurrent_requests: Option<usize>,
+        trusted_input: bool,
+        max_decoded_size: Option<u64>,
+    ) -> PyResult<Py<PyAny>> {
+        let options = self.read_options(device, max_concurrent_requests, None, trusted_input, max_decoded_size)?;
+        let selection = Selection::new(
+            selection
+                .into_iter()
+                .map(|(start, stop, step)| StridedRange { start, stop, step })
+                .collect(),
+        );
+        let typestr = self.typestr();
+        let array = match self.in_this_process()? {
+            Some(reopened) => reopened,
+            None => self.array.with_storage(self.array.storage()),
+        };
+        let read = move || async move {
+            read_chunks_parallel(&array, selection, &options)
+                .await
+                .map_err(read_error)
+        };
+        awaitable(py, event_loop, read, move |py, data| data_to_python(py, data, typestr))
     }
 
     /// Reads `boxes`, `(start, stop)` per axis each, in one read (their

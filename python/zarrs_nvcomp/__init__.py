@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING
 
 from zarrs_nvcomp import _nvcomp_wheel
 from zarrs_nvcomp._buffers import device_views
+from zarrs_nvcomp._open_async import open_array_async, read_chunks_parallel_async
 from zarrs_nvcomp._zarrs_nvcomp import (
     ALGORITHMS,
     CPU_ALGORITHMS,
@@ -104,7 +105,9 @@ __all__ = [
     "nvcomp_library_candidates",
     "nvcomp_library_path",
     "open_array",
+    "open_array_async",
     "read_chunks_parallel",
+    "read_chunks_parallel_async",
     "set_zarr_batch_size",
     "to_dask",
     "write_chunks_parallel",

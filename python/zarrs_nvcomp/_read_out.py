@@ -180,3 +180,26 @@ def device_result(
         if flips:
             arr = cp.ascontiguousarray(arr[flip_index(flips, len(shape))])
         return arr.reshape(out_shape)
+
+
+def read_result(
+    data: Any,
+    strided: list[tuple[int, int, int]],
+    flips: tuple[int, ...],
+    out_shape: tuple[int, ...],
+    dtype: np.dtype,
+    device: str,
+) -> Any:
+    """The result of a read of ``strided`` (ascending ranges) that returned
+    ``data`` (a `CudaArray`, or a host buffer): NumPy or GPU elements of
+    ``dtype``, the axes ``flips`` reversed, of the selection's shape
+    ``out_shape``."""
+    shape = tuple(len(range(*s)) for s in strided)
+    if isinstance(data, CudaArray):
+        return device_result(data, shape, dtype, flips, out_shape)
+    if device not in ("cpu", "auto"):
+        raise RuntimeError("the reader returned host memory for a device read")
+    arr = np.frombuffer(data, dtype=dtype).reshape(shape)
+    if flips:
+        arr = np.ascontiguousarray(arr[flip_index(flips, len(shape))])
+    return arr.reshape(out_shape)

@@ -6,6 +6,7 @@ the buffer protocol, device buffers as ``(pointer, length)`` pairs or one
 packed region plus item sizes (a buffer of native ``uint64``).
 """
 
+import asyncio
 from collections.abc import Callable, Sequence
 from typing import Any, final
 
@@ -305,6 +306,13 @@ class ReaderArray:
     @staticmethod
     def open(url: str, storage_options: dict[str, str] | None = None) -> ReaderArray:
         """Opens the array at ``url`` (a path, ``file://``, ``s3://``, ``http(s)://``)."""
+    @staticmethod
+    def open_async(
+        event_loop: asyncio.AbstractEventLoop,
+        url: str,
+        storage_options: dict[str, str] | None = None,
+    ) -> asyncio.Future[ReaderArray]:
+        """`open` as a future of ``event_loop``, resolved by the library's own task."""
     @property
     def url(self) -> str:
         """The URL it was opened from."""
@@ -359,6 +367,17 @@ class ReaderArray:
         """Reads ``(start, stop, step)`` per axis: one host buffer, or a device
         array; or into ``host_out`` (writable, C-contiguous bytes) or
         ``device_out`` (``(address, length)`` of the read's GPU), returning None."""
+    def read_async(
+        self,
+        event_loop: asyncio.AbstractEventLoop,
+        selection: Sequence[tuple[int, int, int]],
+        device: str | None = None,
+        max_concurrent_requests: int | None = None,
+        trusted_input: bool = False,
+        max_decoded_size: int | None = None,
+    ) -> asyncio.Future[HostBatch | CudaArray]:
+        """`read` into new memory as a future of ``event_loop``, resolved by
+        the library's own task; cancelling the future stops the read."""
 
 @final
 class CudaArray:

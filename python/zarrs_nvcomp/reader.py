@@ -59,11 +59,11 @@ from zarrs_nvcomp._fancy import (
 )
 from zarrs_nvcomp._local_paths import check_array_path
 from zarrs_nvcomp._progress import ProgressCallback, run_with_progress
+from zarrs_nvcomp._read_async import read_async
 from zarrs_nvcomp._read_out import (
-    device_result,
     empty_result,
-    flip_index,
     lent_output,
+    read_result,
     resolve_device,
 )
 from zarrs_nvcomp._selection import normalize as _normalize
@@ -340,15 +340,30 @@ class Array:
         warn_cpu_path(self.url, requested, device, self.fallback_reason)
         if lent is not None:
             return out
-        shape = tuple(len(range(*s)) for s in strided)
-        if isinstance(data, CudaArray):
-            return device_result(data, shape, dtype, flips, out_shape)
-        if device not in ("cpu", "auto"):
-            raise RuntimeError("the reader returned host memory for a device read")
-        arr = np.frombuffer(data, dtype=dtype).reshape(shape)
-        if flips:
-            arr = np.ascontiguousarray(arr[flip_index(flips, len(shape))])
-        return arr.reshape(out_shape)
+        return read_result(data, strided, flips, out_shape, dtype, device)
+
+    async def read_async(
+        self,
+        selection: Any = (),
+        *,
+        device: str | None = None,
+        max_concurrent_requests: int | None = None,
+        trusted_input: bool = False,
+        max_decoded_size: int | None = None,
+    ) -> Any:
+        """`read` as an awaitable: the same arguments (but ``progress`` and
+        ``out``), result and errors, the read run by the library's own tasks
+        while the event loop runs on; no thread waits for it. Cancelling
+        the awaiting task stops the read's remaining requests and decodes,
+        and frees its memory."""
+        return await read_async(
+            self,
+            selection,
+            device=device,
+            max_concurrent_requests=max_concurrent_requests,
+            trusted_input=trusted_input,
+            max_decoded_size=max_decoded_size,
+        )
 
     @property
     def oindex(self) -> OrthogonalIndexer:

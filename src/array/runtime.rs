@@ -54,3 +54,68 @@ pub fn block_on_checked<T, E>(
         }
     })
 }
+
+/// A future of [`spawn_local`]'s making, as the runner's thread receives it.
+type LocalJob = Box<dyn FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> + Send>;
+
+/// A future run by [`spawn_local`]. Dropping the handle leaves it running.
+#[derive(Debug)]
+pub struct LocalTask(futures::future::AbortHandle);
+
+impl LocalTask {
+    /// Drops the future at its next await: a read's requests stop, and no
+    /// further wave is decoded.
+    pub fn abort(&self) {
+        self.0.abort();
+    }
+}
+
+/// Runs the future that `make` makes on this process's local runner: one
+/// thread of a current-thread runtime, whose tasks are the awaitable front
+/// ends' reads, each waiting on its store without a thread of its own
+/// (decoding runs on the blocking pool and rayon's, as in every read). The
+/// reader's futures are not `Send` (the compiler cannot prove it of their
+/// stream combinators' borrowing closures), so they are made and polled on
+/// that one thread. A forked child gets a runner of its own.
+pub fn spawn_local<F, Fut>(make: F) -> LocalTask
+where
+    F: FnOnce() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + 'static,
+{
+    let (handle, registration) = futures::future::AbortHandle::new_pair();
+    let job: LocalJob = Box::new(move || {
+        Box::pin(async move {
+            // An aborted future is dropped: nothing is left to report.
+            let _ = futures::future::Abortable::new(make(), registration).await;
+        })
+    });
+    local_runner()
+        .send(job)
+        .unwrap_or_else(|_| panic!("the local runner's thread has ended"));
+    LocalTask(handle)
+}
+
+/// This process's local runner ([`spawn_local`]), started on first use.
+fn local_runner() -> &'static tokio::sync::mpsc::UnboundedSender<LocalJob> {
+    static RUNNER: PerProcess<tokio::sync::mpsc::UnboundedSender<LocalJob>> = PerProcess::new();
+    RUNNER.get(|| {
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<LocalJob>();
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .max_blocking_threads(blocking_threads())
+            .build()
+            .expect("cannot start the local runner's runtime");
+        std::thread::Builder::new()
+            .name("zarrs-nvcomp-local".into())
+            .spawn(move || {
+                let tasks = tokio::task::LocalSet::new();
+                tasks.block_on(&runtime, async move {
+                    while let Some(job) = rx.recv().await {
+                        tokio::task::spawn_local(job());
+                    }
+                });
+            })
+            .expect("cannot start the local runner's thread");
+        tx
+    })
+}

@@ -1,0 +1,75 @@
+//! Python awaitables of the library's futures, without a thread per call.
+//!
+//! Each future runs on the library's local runner
+//! ([`zarrs_nvcomp::reader::spawn_local`]: one thread whose tasks wait on
+//! their stores together); the caller awaits an asyncio future of its
+//! running event loop, which the task resolves through the loop's
+//! `call_soon_threadsafe`, so that only the loop's thread touches it.
+//! Cancelling the asyncio future aborts the task: the Rust future is dropped
+//! at its next await, which stops a read's requests and decodes no further
+//! wave (as Ctrl-C does a blocking read).
+
+use std::future::Future;
+
+use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyCFunction, PyDict, PyTuple};
+use zarrs_nvcomp::reader::spawn_local;
+
+/// `zarrs_nvcomp._awaitable.resolve(future, value, error)`: sets the
+/// future's result (or exception) unless it is done already (cancelled).
+fn resolve(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
+    static RESOLVE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    RESOLVE
+        .get_or_try_init(py, || {
+            Ok::<_, PyErr>(py.import("zarrs_nvcomp._awaitable")?.getattr("resolve")?.unbind())
+        })
+        .map(|f| f.bind(py))
+}
+
+/// An asyncio future of `event_loop` that the future `work` makes resolves:
+/// its value turned into a Python object by `convert` (on the runner's
+/// thread, with the GIL), or its error raised.
+pub(crate) fn awaitable<T, W, F, C>(
+    py: Python<'_>,
+    event_loop: &Bound<'_, PyAny>,
+    work: W,
+    convert: C,
+) -> PyResult<Py<PyAny>>
+where
+    W: FnOnce() -> F + Send + 'static,
+    F: Future<Output = PyResult<T>> + 'static,
+    C: FnOnce(Python<'_>, T) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    // Imported now, on the caller's thread, so that an import error is the caller's.
+    resolve(py)?;
+    let future = event_loop.call_method0("create_future")?.unbind();
+    let (loop_ref, future_ref) = (event_loop.clone().unbind(), future.clone_ref(py));
+    let task = spawn_local(move || async move {
+        let result = work().await;
+        Python::attach(|py| {
+            let (value, error) = match result.and_then(|value| convert(py, value)) {
+                Ok(value) => (value, py.None()),
+                Err(e) => (py.None(), e.into_value(py).into_any()),
+            };
+            let resolve = resolve(py).expect("imported when the future was made");
+            // A closed loop has no one waiting for the result.
+            let _ = loop_ref
+                .bind(py)
+                .call_method1("call_soon_threadsafe", (resolve, future_ref, value, error));
+        });
+    });
+    let on_done = PyCFunction::new_closure(
+        py,
+        None,
+        None,
+        move |args: &Bound<'_, PyTuple>, _: Option<&Bound<'_, PyDict>>| -> PyResult<()> {
+            if args.get_item(0)?.call_method0("cancelled")?.is_truthy()? {
+                task.abort();
+            }
+            Ok(())
+        },
+    )?;
+    future.bind(py).call_method1("add_done_callback", (on_done,))?;
+    Ok(future)
+}

@@ -1,0 +1,232 @@
+"""Awaitable reads: `Array.read_async`, `open_array_async` and
+`read_chunks_parallel_async` return what the blocking reads return and raise
+what they raise; a thousand reads wait on a slow server from one event loop
+without a thread each; a cancelled read stops its requests and gives its
+memory back."""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import resource
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+from pathlib import Path
+
+import numpy as np
+import pytest
+import zarr
+
+import zarrs_nvcomp
+from zarrs_nvcomp import (
+    DecodeError,
+    SelectionError,
+    open_array,
+    open_array_async,
+    read_chunks_parallel,
+    read_chunks_parallel_async,
+)
+
+#: An HTTP server of the directory argv[1] on a free port (printed), that
+#: waits argv[2] seconds before each answer, and never answers requests of
+#: chunks of arrays named ``stall*``: it holds them until the client closes
+#: their connections, and ``/_stalled`` says how many it holds. One asyncio
+#: loop: no thread per request.
+SERVER = r"""
+import asyncio, sys
+from pathlib import Path
+
+root, delay = Path(sys.argv[1]), float(sys.argv[2])
+stalled = 0
+
+async def serve(reader, writer):
+    global stalled
+    try:
+        while head := await reader.readuntil(b"\r\n\r\n"):
+            method, target, _ = head.decode("latin-1").split("\r\n")[0].split(" ", 2)
+            path = root / target.lstrip("/")
+            if target.startswith("/stall") and "/c/" in target:
+                # Held until the client closes the connection.
+                stalled += 1
+                await reader.read(1)
+                stalled -= 1
+                return
+            await asyncio.sleep(delay)
+            if target == "/_stalled":
+                body, status = str(stalled).encode(), "200 OK"
+            else:
+                body = path.read_bytes() if path.is_file() else b""
+                status = "200 OK" if path.is_file() else "404 Not Found"
+            writer.write(f"HTTP/1.1 {status}\r\nContent-Length: {len(body)}\r\n\r\n".encode())
+            if method != "HEAD":
+                writer.write(body)
+            await writer.drain()
+    except (asyncio.IncompleteReadError, ConnectionError):
+        pass
+    finally:
+        writer.close()
+
+async def main():
+    server = await asyncio.start_server(serve, "127.0.0.1", 0, backlog=4096)
+    print(server.sockets[0].getsockname()[1], flush=True)
+    await server.serve_forever()
+
+asyncio.run(main())
+"""
+
+
+@pytest.fixture
+def served(tmp_path):
+    """Arrays in a directory behind a server that adds 50 ms to every
+    request: yields (directory, base URL)."""
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVER, str(tmp_path), "0.05"], stdout=subprocess.PIPE, text=True
+    )
+    port = int(proc.stdout.readline())
+    yield tmp_path, f"http://127.0.0.1:{port}"
+    proc.kill()
+    proc.wait()
+
+
+def write(path: Path, shape=(40, 30), chunks=(8, 8), dtype="i4") -> np.ndarray:
+    data = np.arange(np.prod(shape), dtype=dtype).reshape(shape)
+    z = zarr.create_array(str(path), shape=shape, chunks=chunks, dtype=dtype)
+    z[...] = data
+    return data
+
+
+@pytest.mark.parametrize(
+    "selection",
+    [(), (slice(3, 17), slice(None, None, 3)), (slice(None, None, -2), 5), (slice(4, 4),), 7],
+)
+def test_awaited_reads_equal_blocking_reads(tmp_path, selection):
+    write(tmp_path / "a.zarr")
+    url = str(tmp_path / "a.zarr")
+    array = open_array(url)
+
+    async def reads():
+        opened = await open_array_async(url)
+        return (
+            await array.read_async(selection, device="cpu"),
+            await opened.read_async(selection, device="cpu"),
+            await read_chunks_parallel_async(url, selection, device="cpu"),
+        )
+
+    expected = array.read(selection, device="cpu")
+    for got in asyncio.run(reads()):
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        np.testing.assert_array_equal(got, expected)
+
+
+def test_awaited_reads_raise_what_blocking_reads_raise(tmp_path):
+    write(tmp_path / "a.zarr")
+    url = str(tmp_path / "a.zarr")
+    chunk = tmp_path / "a.zarr" / "c" / "1" / "2"
+    chunk.write_bytes(b"not a chunk" * 10)
+    with pytest.raises(DecodeError, match="c/1/2") as blocking:
+        read_chunks_parallel(url, device="cpu")
+    with pytest.raises(DecodeError, match="c/1/2") as awaited:
+        asyncio.run(read_chunks_parallel_async(url, device="cpu"))
+    assert str(awaited.value) == str(blocking.value)
+    with pytest.raises(SelectionError):
+        asyncio.run(open_array(url).read_async((99,), device="cpu"))
+    with pytest.raises(FileNotFoundError):
+        asyncio.run(open_array_async(str(tmp_path / "missing.zarr")))
+
+
+def test_a_thousand_reads_in_flight_hold_no_thread_each(served):
+    root, base = served
+    data = write(root / "a.zarr", shape=(64, 64), chunks=(16, 16))
+    array = open_array(f"{base}/a.zarr", {"allow_http": "true"})
+    rows = [random.Random(i).randrange(0, 48) for i in range(1000)]
+    peak = threading.active_count()
+
+    async def count_threads(stop: asyncio.Event) -> None:
+        nonlocal peak
+        while not stop.is_set():
+            peak = max(peak, threading.active_count())
+            await asyncio.sleep(0.005)
+
+    async def reads():
+        stop = asyncio.Event()
+        counter = asyncio.create_task(count_threads(stop))
+        start = time.monotonic()
+        got = await asyncio.gather(
+            *(array.read_async((slice(r, r + 16),), device="cpu") for r in rows)
+        )
+        took = time.monotonic() - start
+        stop.set()
+        await counter
+        return got, took
+
+    before = threading.active_count()
+    got, took = asyncio.run(reads())
+    for r, result in zip(rows, got, strict=True):
+        np.testing.assert_array_equal(result, data[r : r + 16])
+    # No Python thread per read (asyncio.to_thread would start up to 32).
+    assert peak <= before + 1, (before, peak)
+    # 1,000 reads of 8 chunks at 50 ms a request: together, not one by one.
+    assert took < 20, took
+
+
+def test_cancelling_an_awaited_read_stops_it(served):
+    root, base = served
+    write(root / "stall.zarr", shape=(64, 64), chunks=(16, 16))
+    array = open_array(f"{base}/stall.zarr", {"allow_http": "true"})
+
+    def stalled() -> int:
+        with urllib.request.urlopen(f"{base}/_stalled") as answer:
+            return int(answer.read())
+
+    async def cancelled_read() -> float:
+        task = asyncio.create_task(array.read_async(device="cpu"))
+        await asyncio.sleep(0.3)
+        assert not task.done(), "the chunks' requests never end"
+        assert stalled() == 16, "every chunk is asked for"
+        start = time.monotonic()
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        # The read is dropped: its requests' connections close.
+        while stalled() and time.monotonic() - start < 5:
+            await asyncio.sleep(0.02)
+        return time.monotonic() - start
+
+    assert asyncio.run(cancelled_read()) < 1.0
+    assert stalled() == 0
+
+
+def test_reads_cancelled_at_random_points_leave_no_memory_behind(tmp_path):
+    """100 reads of a 16 MiB array, each cancelled after a random wait:
+    the process's peak memory grows by at most a few reads' worth."""
+    data = write(tmp_path / "big.zarr", shape=(1024, 4096), chunks=(64, 1024), dtype="f4")
+    array = open_array(str(tmp_path / "big.zarr"))
+
+    async def trials() -> None:
+        rng = random.Random(7)
+        for _ in range(100):
+            task = asyncio.create_task(array.read_async(device="cpu"))
+            await asyncio.sleep(rng.uniform(0, 0.02))
+            task.cancel()
+            try:
+                got = await task
+            except asyncio.CancelledError:
+                continue
+            np.testing.assert_array_equal(got, data)
+
+    asyncio.run(trials())  # warm-up: the allocator's pools
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    asyncio.run(trials())
+    grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
+    assert grown < 4 * data.nbytes, f"peak memory grew {grown >> 20} MiB"
+    # The reader still reads.
+    np.testing.assert_array_equal(asyncio.run(array.read_async(device="cpu")), data)
+
+
+def test_the_package_exports_the_awaitable_reads():
+    for name in ("open_array_async", "read_chunks_parallel_async"):
+        assert name in zarrs_nvcomp.__all__
+        assert asyncio.iscoroutinefunction(getattr(zarrs_nvcomp, name))
