@@ -9,8 +9,11 @@ use pyo3::buffer::PyBuffer;
 use pyo3::prelude::*;
 use zarrs::array::ArraySubset;
 use zarrs_nvcomp::reader::{open_array, StoreIo};
-use zarrs_nvcomp::writer::{create_array, write_chunks_parallel, NewArray, WriteData, WriteError, WriteOptions};
+use zarrs_nvcomp::writer::{
+    create_array, write_chunks_parallel, NewArray, WriteData, WriteError, WriteOptions, WriteSummary,
+};
 
+use crate::awaitable::awaitable;
 use crate::config::to_json;
 use crate::errors::{invalid_argument, new_err, parse_device, write_error, Kind};
 use crate::logging;
@@ -22,6 +25,46 @@ fn interruptible<T: Send, F: std::future::Future<Output = Result<T, WriteError>>
     work: impl FnOnce() -> F + Send,
 ) -> PyResult<T> {
     run_interruptible(py, work)?.map_err(write_error)
+}
+
+/// The options of a write into the array at `url`.
+fn write_options(
+    url: &str,
+    device: Option<&str>,
+    write_empty_chunks: bool,
+    max_concurrent_requests: Option<usize>,
+) -> PyResult<WriteOptions> {
+    Ok(WriteOptions::default()
+        .with_device(parse_device(device)?)
+        .with_write_empty_chunks(write_empty_chunks)
+        .with_max_concurrent_requests(
+            max_concurrent_requests.unwrap_or(WriteOptions::default().max_concurrent_requests),
+        )
+        .with_store_io(StoreIo::for_url(url)))
+}
+
+/// The data of a write: `host` (a contiguous buffer, borrowed for as long
+/// as the data) or `device_data` (`(pointer, length)` of device memory that
+/// the caller keeps alive and unchanged while it is written).
+fn write_data(host: Option<&PyBuffer<u8>>, device_data: Option<(u64, usize)>) -> PyResult<WriteData<'_>> {
+    match (host, device_data) {
+        (Some(buffer), None) => {
+            if !buffer.is_c_contiguous() {
+                return Err(invalid_argument("the data is not contiguous"));
+            }
+            let (ptr, len) = (buffer.buf_ptr() as usize, buffer.len_bytes());
+            // SAFETY: the buffer's view holds its memory while it is borrowed.
+            Ok(WriteData::Host(if len == 0 {
+                &[]
+            } else {
+                unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }
+            }))
+        }
+        // SAFETY: the Python side passes a live, synchronised device array
+        // that it keeps referenced for the write.
+        (None, Some((ptr, len))) => Ok(unsafe { WriteData::device(ptr, len) }),
+        _ => Err(invalid_argument("give exactly one of host and device_data")),
+    }
 }
 
 /// Writes the box at `start` of shape `shape` of the array at `url` from
@@ -45,33 +88,9 @@ fn write_chunks(
     max_concurrent_requests: Option<usize>,
 ) -> PyResult<(usize, usize, u64)> {
     logging::refresh();
-    let options = WriteOptions::default()
-        .with_device(parse_device(device)?)
-        .with_write_empty_chunks(write_empty_chunks)
-        .with_max_concurrent_requests(
-            max_concurrent_requests.unwrap_or(WriteOptions::default().max_concurrent_requests),
-        )
-        .with_store_io(StoreIo::for_url(&url));
-    let subset =
-        ArraySubset::new_with_start_shape(start, shape).map_err(|e| new_err(Kind::Selection, e.to_string()))?;
-    let data = match (&host, device_data) {
-        (Some(buffer), None) => {
-            if !buffer.is_c_contiguous() {
-                return Err(invalid_argument("the data is not contiguous"));
-            }
-            let (ptr, len) = (buffer.buf_ptr() as usize, buffer.len_bytes());
-            // SAFETY: `host` holds the buffer for the whole call.
-            WriteData::Host(if len == 0 {
-                &[]
-            } else {
-                unsafe { std::slice::from_raw_parts(ptr as *const u8, len) }
-            })
-        }
-        // SAFETY: the Python side passes a live, synchronised device array
-        // that it keeps referenced for the call.
-        (None, Some((ptr, len))) => unsafe { WriteData::device(ptr, len) },
-        _ => return Err(invalid_argument("give exactly one of host and device_data")),
-    };
+    let options = write_options(&url, device, write_empty_chunks, max_concurrent_requests)?;
+    let subset = box_at(start, shape)?;
+    let data = write_data(host.as_ref(), device_data)?;
     let options_map = storage_options.unwrap_or_default();
     let summary = interruptible(py, || async {
         let array = open_array(&url, &options_map).await?;
@@ -79,6 +98,58 @@ fn write_chunks(
     })?;
     drop(host);
     Ok((summary.stored, summary.fill_chunks, summary.stored_bytes))
+}
+
+/// [`write_chunks`] as an asyncio future of `event_loop` (the caller's
+/// running loop), resolved by a task of the library's local runner
+/// ([`crate::awaitable`]), which holds `host` and `keep_alive` (the object
+/// that owns `device_data`) until the write ends or is dropped.
+/// Cancelling the future drops the write: each chunk is then the old one or
+/// the new one (a put, or a file renamed over the old one), never a mix.
+#[pyfunction]
+#[pyo3(signature = (event_loop, url, storage_options, start, shape, host=None, device_data=None, device=None, write_empty_chunks=false, max_concurrent_requests=None, keep_alive=None))]
+// One parameter per Python keyword argument of the write.
+#[allow(clippy::too_many_arguments)]
+fn write_chunks_async(
+    py: Python<'_>,
+    event_loop: &Bound<'_, PyAny>,
+    url: String,
+    storage_options: Option<HashMap<String, String>>,
+    start: Vec<u64>,
+    shape: Vec<u64>,
+    host: Option<PyBuffer<u8>>,
+    device_data: Option<(u64, usize)>,
+    device: Option<&str>,
+    write_empty_chunks: bool,
+    max_concurrent_requests: Option<usize>,
+    keep_alive: Option<Py<PyAny>>,
+) -> PyResult<Py<PyAny>> {
+    logging::refresh();
+    let options = write_options(&url, device, write_empty_chunks, max_concurrent_requests)?;
+    let subset = box_at(start, shape)?;
+    // Checked now: the caller's errors are raised by the call.
+    write_data(host.as_ref(), device_data)?;
+    let options_map = storage_options.unwrap_or_default();
+    let write = move || async move {
+        let _owner = keep_alive;
+        let data = write_data(host.as_ref(), device_data)?;
+        let written = async {
+            let array = open_array(&url, &options_map).await?;
+            write_chunks_parallel(&array, &subset, data, &options).await
+        };
+        written.await.map_err(write_error)
+    };
+    awaitable(py, event_loop, write, |py, summary: WriteSummary| {
+        Ok((summary.stored, summary.fill_chunks, summary.stored_bytes)
+            .into_pyobject(py)?
+            .into_any()
+            .unbind())
+    })
+}
+
+/// The box at `start` of shape `shape`.
+fn box_at(start: Vec<u64>, shape: Vec<u64>) -> PyResult<ArraySubset> {
+    ArraySubset::new_with_start_shape(start, shape).map_err(|e| new_err(Kind::Selection, e.to_string()))
 }
 
 /// Writes the metadata of a new array at `url` (`spec`: a dict of the fields
@@ -128,6 +199,7 @@ fn create_array_metadata(
 
 pub(crate) fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(write_chunks, m)?)?;
+    m.add_function(wrap_pyfunction!(write_chunks_async, m)?)?;
     m.add_function(wrap_pyfunction!(create_array_metadata, m)?)?;
     Ok(())
 }

@@ -230,3 +230,68 @@ def test_the_package_exports_the_awaitable_reads():
     for name in ("open_array_async", "read_chunks_parallel_async"):
         assert name in zarrs_nvcomp.__all__
         assert asyncio.iscoroutinefunction(getattr(zarrs_nvcomp, name))
+
+
+# --- writes -------------------------------------------------------------------
+
+
+def test_awaited_writes_equal_blocking_writes(tmp_path):
+    data = np.arange(40 * 30, dtype="i4").reshape(40, 30)
+    for name in ("blocking", "awaited", "by_url"):
+        zarrs_nvcomp.create_array(str(tmp_path / name), shape=(40, 30), chunks=(8, 8), dtype="i4")
+    rows = (slice(3, 20),)
+    blocking = zarrs_nvcomp.write_chunks_parallel(str(tmp_path / "blocking"), data[3:20], rows)
+
+    async def writes():
+        array = await open_array_async(str(tmp_path / "awaited"))
+        return (
+            await array.write_async(data[3:20], (slice(3, 20),)),
+            await zarrs_nvcomp.write_chunks_parallel_async(
+                str(tmp_path / "by_url"), data[3:20], (slice(3, 20),)
+            ),
+        )
+
+    assert asyncio.run(writes()) == (blocking, blocking)
+    expected = read_chunks_parallel(str(tmp_path / "blocking"), device="cpu")
+    for name in ("awaited", "by_url"):
+        got = read_chunks_parallel(str(tmp_path / name), device="cpu")
+        np.testing.assert_array_equal(got, expected)
+    with pytest.raises(SelectionError):
+        asyncio.run(open_array(str(tmp_path / "awaited")).write_async(data, (slice(0, 40, 2),)))
+
+
+def test_writes_cancelled_at_random_points_leave_each_chunk_whole(tmp_path):
+    """100 writes of a new value over the last, each cancelled after a
+    random wait: every chunk reads whole, as one of the values written (a
+    put or file write already under way when the write is cancelled may
+    land after it, as a PUT in flight may on S3)."""
+    shape, chunks = (512, 512), (32, 64)
+    url = str(tmp_path / "a.zarr")
+    array = zarrs_nvcomp.create_array(url, shape=shape, chunks=chunks, dtype="f4")
+    rng = random.Random(3)
+
+    def value(trial: int) -> np.ndarray:
+        return np.full(shape, trial, dtype="f4") + np.arange(shape[1], dtype="f4")
+
+    async def trials() -> int:
+        cancelled = 0
+        array[...] = value(0)
+        for trial in range(1, 101):
+            task = asyncio.create_task(array.write_async(value(trial)))
+            await asyncio.sleep(rng.uniform(0, 0.01))
+            task.cancel()
+            try:
+                await task
+            except asyncio.CancelledError:
+                cancelled += 1
+            got = await array.read_async(device="cpu")
+            for r in range(0, shape[0], chunks[0]):
+                for c in range(0, shape[1], chunks[1]):
+                    block = got[r : r + chunks[0], c : c + chunks[1]]
+                    written = block[0, 0] - c
+                    assert written == int(written) and 0 <= written <= trial, (trial, written)
+                    expected = value(int(written))[r : r + chunks[0], c : c + chunks[1]]
+                    np.testing.assert_array_equal(block, expected)
+        return cancelled
+
+    assert asyncio.run(trials()) > 0, "no write was cancelled before it ended"

@@ -28,8 +28,12 @@ import sys
 from typing import TYPE_CHECKING
 
 from zarrs_nvcomp import _nvcomp_wheel
+from zarrs_nvcomp._async_api import (
+    open_array_async,
+    read_chunks_parallel_async,
+    write_chunks_parallel_async,
+)
 from zarrs_nvcomp._buffers import device_views
-from zarrs_nvcomp._open_async import open_array_async, read_chunks_parallel_async
 from zarrs_nvcomp._zarrs_nvcomp import (
     ALGORITHMS,
     CPU_ALGORITHMS,
@@ -111,6 +115,7 @@ __all__ = [
     "set_zarr_batch_size",
     "to_dask",
     "write_chunks_parallel",
+    "write_chunks_parallel_async",
 ]
 # NvCompBatchZarrCodec and NvcompCodecPipeline need zarr, an optional
 # dependency: they load on first use (see __getattr__), and are not in

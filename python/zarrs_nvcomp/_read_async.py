@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 async def read_async(
     array: Array,
     selection: Any,
-    *,
     device: str | None,
     max_concurrent_requests: int | None,
     trusted_input: bool,

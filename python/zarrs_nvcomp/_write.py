@@ -4,6 +4,7 @@ so that the reader and the writer need not import each other."""
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 import math
 from collections.abc import Iterator
@@ -18,9 +19,10 @@ from zarrs_nvcomp._zarrs_nvcomp import (
     SelectionError,
     UnsupportedTypeError,
     write_chunks,
+    write_chunks_async,
 )
 
-__all__ = ["write_into"]
+__all__ = ["write_into", "write_into_async"]
 
 
 def write_into(
@@ -34,6 +36,53 @@ def write_into(
 ) -> tuple[int, int]:
     """`zarrs_nvcomp.write_chunks_parallel` into ``array``, an opened
     `zarrs_nvcomp.Array`, its keyword arguments checked already."""
+    stored = fill_chunks = 0
+    for call, _ in _write_calls(array, data, selection, device):
+        done, fills, _ = write_chunks(
+            **call,
+            write_empty_chunks=write_empty_chunks,
+            max_concurrent_requests=max_concurrent_requests,
+        )
+        stored, fill_chunks = stored + done, fill_chunks + fills
+        # Freed before the next piece of a broadcast value is made.
+        del call
+    return stored, fill_chunks
+
+
+async def write_into_async(
+    array: Any,
+    data: Any,
+    selection: Any = (),
+    *,
+    device: str | None = None,
+    write_empty_chunks: bool = False,
+    max_concurrent_requests: int | None = None,
+) -> tuple[int, int]:
+    """`write_into` as an awaitable: each write a task of the library's own
+    (``python/src/awaitable.rs``) that the event loop waits for."""
+    loop = asyncio.get_running_loop()
+    stored = fill_chunks = 0
+    for call, keep in _write_calls(array, data, selection, device):
+        # The task holds the device data until it ends, even if cancelled.
+        done, fills, _ = await write_chunks_async(
+            loop,
+            **call,
+            keep_alive=keep,
+            write_empty_chunks=write_empty_chunks,
+            max_concurrent_requests=max_concurrent_requests,
+        )
+        stored, fill_chunks = stored + done, fill_chunks + fills
+        del call, keep
+    return stored, fill_chunks
+
+
+def _write_calls(
+    array: Any, data: Any, selection: Any, device: str | None
+) -> Iterator[tuple[dict[str, Any], Any]]:
+    """The arguments of the writes of ``data`` into ``selection`` of
+    ``array``: one write, or pieces of a broadcast value made one at a
+    time; each with the device data it reads (None for host data), which
+    must stay referenced while it runs."""
     if array.read_only:
         raise InvalidArgumentError(f"{array.url} was opened with mode='r': it cannot be written")
     strided, flips, out_shape = normalize(selection, array.shape)
@@ -42,44 +91,48 @@ def write_into(
     start = [s for s, _, _ in strided]
     box = [stop - s for s, stop, _ in strided]
     if math.prod(box) == 0:
-        return (0, 0)
+        return
     dtype = array.dtype.newbyteorder("=")
-    host = device_data = None
-    alive: Any = None
+    at = {"url": array.url, "storage_options": array._storage_options}
     if _buffers.is_device(data):
         alive, ordinal = _device_box(data, dtype, out_shape, box)
         region = _buffers.device_region(alive, what="data")
-        device_data = (region.ptr, region.nbytes)
-        if device is None:
-            device = f"cuda:{ordinal}"
-    else:
-        view = _host_view(data, dtype, out_shape)
-        if view.size > np.asarray(data).size and view.nbytes > BROADCAST_PIECE_BYTES:
-            # A broadcast value (a scalar): written piece by piece, never whole.
-            return _write_broadcast(
-                array,
-                view.reshape(box),
-                start,
-                box,
-                device,
-                write_empty_chunks,
-                max_concurrent_requests,
+        yield (
+            {
+                **at,
+                "start": start,
+                "shape": box,
+                "host": None,
+                "device_data": (region.ptr, region.nbytes),
+                "device": f"cuda:{ordinal}" if device is None else device,
+            },
+            alive,
+        )
+        return
+    view = _host_view(data, dtype, out_shape)
+    if view.size > np.asarray(data).size and view.nbytes > BROADCAST_PIECE_BYTES:
+        # A broadcast value (a scalar): written piece by piece, never whole.
+        view = view.reshape(box)
+        for offset, lens in chunk_aligned_pieces(start, box, array.chunks, view.itemsize):
+            piece = view[tuple(slice(o, o + n) for o, n in zip(offset, lens, strict=True))]
+            yield (
+                {
+                    **at,
+                    "start": [s + o for s, o in zip(start, offset, strict=True)],
+                    "shape": lens,
+                    "host": np.ascontiguousarray(piece).reshape(-1).view(np.uint8),
+                    "device_data": None,
+                    "device": device,
+                },
+                None,
             )
-        # Flat first: a 0-d array cannot be viewed as bytes.
-        host = np.ascontiguousarray(view).reshape(-1).view(np.uint8)
-    stored, fill_chunks, _ = write_chunks(
-        array.url,
-        array._storage_options,
-        start,
-        box,
-        host=host,
-        device_data=device_data,
-        device=device,
-        write_empty_chunks=write_empty_chunks,
-        max_concurrent_requests=max_concurrent_requests,
+        return
+    # Flat first: a 0-d array cannot be viewed as bytes.
+    host = np.ascontiguousarray(view).reshape(-1).view(np.uint8)
+    yield (
+        {**at, "start": start, "shape": box, "host": host, "device_data": None, "device": device},
+        None,
     )
-    del alive
-    return stored, fill_chunks
 
 
 def _host_view(data: Any, dtype: np.dtype, out_shape: tuple[int, ...]) -> np.ndarray:
@@ -98,37 +151,6 @@ def _host_view(data: Any, dtype: np.dtype, out_shape: tuple[int, ...]) -> np.nda
 #: The most bytes of a broadcast value made at once: ``a[:] = 0`` on an
 #: array of a TiB writes pieces of this size, whole chunks (shards) each.
 BROADCAST_PIECE_BYTES = 256 << 20
-
-
-def _write_broadcast(
-    array: Any,
-    view: np.ndarray,
-    start: list[int],
-    box: list[int],
-    device: str | None,
-    write_empty_chunks: bool,
-    max_concurrent_requests: int | None,
-) -> tuple[int, int]:
-    """Writes the broadcast ``view`` (of ``box``'s shape, at ``start``) piece by
-    piece, each a box of whole chunks of at most `BROADCAST_PIECE_BYTES`
-    where a chunk is no larger, so no chunk is written twice."""
-    stored = fill_chunks = 0
-    for offset, lens in chunk_aligned_pieces(start, box, array.chunks, view.itemsize):
-        piece = view[tuple(slice(o, o + n) for o, n in zip(offset, lens, strict=True))]
-        done, fills, _ = write_chunks(
-            array.url,
-            array._storage_options,
-            [s + o for s, o in zip(start, offset, strict=True)],
-            lens,
-            host=np.ascontiguousarray(piece).reshape(-1).view(np.uint8),
-            device_data=None,
-            device=device,
-            write_empty_chunks=write_empty_chunks,
-            max_concurrent_requests=max_concurrent_requests,
-        )
-        stored += done
-        fill_chunks += fills
-    return stored, fill_chunks
 
 
 def chunk_aligned_pieces(

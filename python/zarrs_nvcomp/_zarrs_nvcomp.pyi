@@ -439,6 +439,23 @@ def write_chunks(
     ``host`` (a contiguous buffer) or ``device_data`` (``(pointer, length)``
     of device memory); returns ``(chunks stored, fill-value chunks, bytes stored)``."""
 
+def write_chunks_async(
+    event_loop: asyncio.AbstractEventLoop,
+    url: str,
+    storage_options: dict[str, str] | None,
+    start: Sequence[int],
+    shape: Sequence[int],
+    host: Buffer | None = None,
+    device_data: tuple[int, int] | None = None,
+    device: str | None = None,
+    write_empty_chunks: bool = False,
+    max_concurrent_requests: int | None = None,
+    keep_alive: object | None = None,
+) -> asyncio.Future[tuple[int, int, int]]:
+    """`write_chunks` as a future of ``event_loop``, resolved by the library's
+    own task, which holds ``host`` and ``keep_alive`` (the owner of
+    ``device_data``) until the write ends; cancelling it stops the write."""
+
 def create_array_metadata(
     url: str, spec: dict[str, Any], storage_options: dict[str, str] | None = None
 ) -> ReaderArray:

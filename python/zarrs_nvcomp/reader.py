@@ -68,7 +68,7 @@ from zarrs_nvcomp._read_out import (
 )
 from zarrs_nvcomp._selection import normalize as _normalize
 from zarrs_nvcomp._stores import location
-from zarrs_nvcomp._write import write_into
+from zarrs_nvcomp._write import write_into, write_into_async
 from zarrs_nvcomp._zarrs_nvcomp import (
     CudaArray,
     InvalidArgumentError,
@@ -351,19 +351,27 @@ class Array:
         trusted_input: bool = False,
         max_decoded_size: int | None = None,
     ) -> Any:
-        """`read` as an awaitable: the same arguments (but ``progress`` and
-        ``out``), result and errors, the read run by the library's own tasks
-        while the event loop runs on; no thread waits for it. Cancelling
-        the awaiting task stops the read's remaining requests and decodes,
-        and frees its memory."""
-        return await read_async(
-            self,
-            selection,
-            device=device,
-            max_concurrent_requests=max_concurrent_requests,
-            trusted_input=trusted_input,
-            max_decoded_size=max_decoded_size,
-        )
+        """`read` as an awaitable (but ``progress`` and ``out``): no thread
+        waits for it; cancelling the awaiting task stops the read."""
+        options = (device, max_concurrent_requests, trusted_input, max_decoded_size)
+        return await read_async(self, selection, *options)
+
+    async def write_async(
+        self,
+        data: Any,
+        selection: Any = (),
+        *,
+        device: str | None = None,
+        write_empty_chunks: bool = False,
+        max_concurrent_requests: int | None = None,
+    ) -> tuple[int, int]:
+        """`zarrs_nvcomp.write_chunks_parallel_async` into this array: a
+        cancelled write leaves each chunk the old one or the new one."""
+        return await write_into_async(
+            self, data, selection, device=device,
+            write_empty_chunks=checked_bool("write_empty_chunks", write_empty_chunks),
+            max_concurrent_requests=checked_int("max_concurrent_requests", max_concurrent_requests),
+        )  # fmt: skip
 
     @property
     def oindex(self) -> OrthogonalIndexer:

@@ -1,7 +1,7 @@
-"""Awaitable opens and reads by URL or store: `open_array_async` and
-`read_chunks_parallel_async`, the metadata and the chunks read by the
-library's own tasks (``python/src/awaitable.rs``) while the event loop
-runs on."""
+"""Awaitable opens, reads and writes by URL or store: `open_array_async`,
+`read_chunks_parallel_async` and `write_chunks_parallel_async`, the
+metadata and the chunks read and written by the library's own tasks
+(``python/src/awaitable.rs``) while the event loop runs on."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from zarrs_nvcomp._zarrs_nvcomp import ReaderArray
 from zarrs_nvcomp.reader import _MODES, Array, open_array
 from zarrs_nvcomp.types import StorageOptions
 
-__all__ = ["open_array_async", "read_chunks_parallel_async"]
+__all__ = ["open_array_async", "read_chunks_parallel_async", "write_chunks_parallel_async"]
 
 
 async def open_array_async(
@@ -44,3 +44,27 @@ async def read_chunks_parallel_async(
     cancelling the awaiting task stops it."""
     array = await open_array_async(store, storage_options)
     return await array.read_async(selection, **read_options)
+
+
+async def write_chunks_parallel_async(
+    store: Any,
+    data: Any,
+    selection: Any = (),
+    *,
+    storage_options: StorageOptions | None = None,
+    device: str | None = None,
+    write_empty_chunks: bool = False,
+    max_concurrent_requests: int | None = None,
+) -> tuple[int, int]:
+    """`write_chunks_parallel` as an awaitable: the same arguments, result
+    and errors; no thread waits for the write. Cancelling the awaiting task
+    stops it; each chunk is then the old one or the new one (a put, or a
+    file renamed over the old one), never a mix."""
+    array = await open_array_async(store, storage_options)
+    return await array.write_async(
+        data,
+        selection,
+        device=device,
+        write_empty_chunks=write_empty_chunks,
+        max_concurrent_requests=max_concurrent_requests,
+    )
