@@ -53,6 +53,7 @@ pub(crate) mod metadata_document;
 pub(crate) mod object_storage;
 pub(crate) mod open;
 pub(crate) mod options;
+pub(crate) mod reference_gen;
 pub(crate) mod reference_store;
 pub(crate) mod references;
 

@@ -20,10 +20,9 @@
 //! | `[url]` | the whole object at `url` |
 //! | `[url, offset, length]` | `length` bytes of the object at `url` from `offset` |
 //!
-//! In version 1, `{{name}}` in a URL is replaced by the template `name`.
-//! `gen` entries (keys made by jinja2 expressions over ranges) are refused
-//! with a reason: the set must be expanded first (kerchunk's
-//! `refs_as_store` or `expand_refs`). A key absent from the set is a
+//! In version 1, `{{name}}` in a URL is replaced by the template `name`, and
+//! `gen` entries (references made by templates over ranges) are expanded
+//! ([`crate::array::store::reference_gen`]). A key absent from the set is a
 //! missing object (a chunk that reads as the fill value).
 
 use std::collections::HashMap;
@@ -56,16 +55,14 @@ impl References {
         let Value::Object(mut top) = top else {
             return Err("not a JSON object".into());
         };
-        let (refs, templates) = match top.get("version") {
-            None => (top, Map::new()),
+        let (refs, templates, gens) = match top.get("version") {
+            None => (top, Map::new(), Vec::new()),
             Some(Value::Number(v)) if v.as_u64() == Some(1) => {
-                if top
-                    .get("gen")
-                    .and_then(Value::as_array)
-                    .is_some_and(|gen| !gen.is_empty())
-                {
-                    return Err("\"gen\" entries are not read: expand the set first (kerchunk's expand_refs)".into());
-                }
+                let gens = match top.remove("gen") {
+                    Some(Value::Array(gens)) => gens,
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(_) => return Err("\"gen\" is not a list".into()),
+                };
                 let refs = match top.remove("refs") {
                     Some(Value::Object(refs)) => refs,
                     None => Map::new(),
@@ -76,7 +73,7 @@ impl References {
                     None => Map::new(),
                     Some(_) => return Err("\"templates\" is not an object".into()),
                 };
-                (refs, templates)
+                (refs, templates, gens)
             }
             Some(other) => {
                 return Err(format!(
@@ -91,8 +88,12 @@ impl References {
                 _ => Err(format!("template {name:?} is not a string")),
             })
             .collect::<Result<_, String>>()?;
+        // Generated references last: they replace a key `refs` gives too, as
+        // fsspec's expansion did.
+        let generated = crate::array::store::reference_gen::expand(&gens, &templates)?;
         let refs = refs
             .into_iter()
+            .chain(generated)
             .map(|(key, value)| {
                 let reference = reference(value, &templates).map_err(|why| format!("key {key:?}: {why}"))?;
                 Ok((key, reference))
@@ -222,9 +223,10 @@ mod tests {
         refused("{", "not JSON");
         refused(r#"{"version": 2, "refs": {}}"#, "version 2");
         refused(
-            r#"{"version": 1, "gen": [{"key": "a/{{i}}"}], "refs": {}}"#,
-            "\"gen\" entries",
+            r#"{"version": 1, "gen": [{"key": "a/{{i}}", "url": "u"}], "refs": {}}"#,
+            "gen entry 0: needs \"dimensions\"",
         );
+        refused(r#"{"version": 1, "gen": {}, "refs": {}}"#, "\"gen\" is not a list");
         refused(r#"{"a": ["u", 1]}"#, "a reference of 2 items");
         refused(r#"{"a": ["u", -1, 2]}"#, "offset is not a non-negative integer");
         refused(r#"{"a": ["u", 18446744073709551615, 2]}"#, "overflow");
@@ -241,5 +243,23 @@ mod tests {
         );
         // An empty `gen` list is no generator.
         assert!(References::parse(br#"{"version": 1, "gen": [], "refs": {}}"#).is_ok());
+    }
+
+    #[test]
+    fn generated_references_join_the_set_and_replace_the_same_keys() {
+        let set = br#"{"version": 1, "templates": {"u": "s3://b"},
+            "gen": [{"key": "c/{{i}}", "url": "{{u}}/f.nc", "offset": "{{i * 8}}", "length": "8",
+                     "dimensions": {"i": {"stop": 3}}}],
+            "refs": {"c/1": "base64:AAAA", "c/9": ["s3://b/g.nc", 0, 4]}}"#;
+        let refs = References::parse(set).unwrap();
+        let range = |url: &str, r: std::ops::Range<u64>| Reference::Range {
+            url: url.into(),
+            range: Some(r),
+        };
+        assert_eq!(refs.get("c/0"), Some(&range("s3://b/f.nc", 0..8)));
+        assert_eq!(refs.get("c/1"), Some(&range("s3://b/f.nc", 8..16)));
+        assert_eq!(refs.get("c/2"), Some(&range("s3://b/f.nc", 16..24)));
+        assert_eq!(refs.get("c/9"), Some(&range("s3://b/g.nc", 0..4)));
+        assert_eq!(refs.refs.len(), 4);
     }
 }
