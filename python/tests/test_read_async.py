@@ -295,3 +295,47 @@ def test_writes_cancelled_at_random_points_leave_each_chunk_whole(tmp_path):
         return cancelled
 
     assert asyncio.run(trials()) > 0, "no write was cancelled before it ended"
+
+
+def test_reads_from_several_loops_on_several_threads_at_once(tmp_path):
+    """Four threads, each running its own event loop, await reads of one
+    opened array at once: every result equals the blocking read."""
+    data = write(tmp_path / "a.zarr", shape=(64, 64), chunks=(8, 8))
+    array = open_array(str(tmp_path / "a.zarr"))
+    results: dict[int, list[np.ndarray]] = {}
+
+    async def reads(n: int) -> list[np.ndarray]:
+        return await asyncio.gather(
+            *(array.read_async((slice(r, r + 8 + n),), device="cpu") for r in range(0, 48, 4))
+        )
+
+    def run(n: int) -> None:
+        results[n] = asyncio.run(reads(n))
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert sorted(results) == [0, 1, 2, 3]
+    for n, got in results.items():
+        for r, result in zip(range(0, 48, 4), got, strict=True):
+            np.testing.assert_array_equal(result, data[r : r + 8 + n])
+
+
+def test_a_read_awaited_in_a_forked_child_runs_on_the_childs_runner(tmp_path):
+    """The parent's runner has no thread in a forked child: the child's
+    awaited read runs on a runner of its own."""
+    import multiprocessing
+
+    data = write(tmp_path / "a.zarr")
+    array = open_array(str(tmp_path / "a.zarr"))
+    np.testing.assert_array_equal(asyncio.run(array.read_async(device="cpu")), data)
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        got = pool.apply_async(_awaited_read, (str(tmp_path / "a.zarr"),)).get(60)
+    np.testing.assert_array_equal(got, data)
+
+
+def _awaited_read(url: str) -> np.ndarray:
+    return asyncio.run(read_chunks_parallel_async(url, device="cpu"))
