@@ -344,11 +344,14 @@ impl ReaderArray {
         }
     }
 
-    /// [`Self::read`] of `selection` into new memory, as an asyncio future
-    /// of `event_loop` (the caller's running loop) that the read resolves
-    /// from the library's runtime: no thread waits for it, and cancelling
-    /// the future stops the read ([`crate::awaitable`]).
-    #[pyo3(signature = (event_loop, selection, device=None, max_concurrent_requests=None, trusted_input=false, max_decoded_size=None))]
+    /// [`Self::read`] of `selection` as an asyncio future of `event_loop`
+    /// (the caller's running loop) that the read resolves from the library's
+    /// local runner: no thread waits for it, and cancelling the future stops
+    /// the read ([`crate::awaitable`]). Into new memory, or into `host_out`
+    /// or `device_out` as [`Self::read`] (the future's value is then None);
+    /// the task holds `host_out` and `keep_alive` (the owner of
+    /// `device_out`) until it ends, cancelled or not.
+    #[pyo3(signature = (event_loop, selection, device=None, max_concurrent_requests=None, trusted_input=false, max_decoded_size=None, host_out=None, device_out=None, keep_alive=None))]
     // One parameter per Python keyword argument of the read.
     #[allow(clippy::too_many_arguments)]
     fn read_async(
@@ -360,6 +363,9 @@ impl ReaderArray {
         max_concurrent_requests: Option<usize>,
         trusted_input: bool,
         max_decoded_size: Option<u64>,
+        host_out: Option<PyBuffer<u8>>,
+        device_out: Option<(u64, usize)>,
+        keep_alive: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let options = self.read_options(device, max_concurrent_requests, None, trusted_input, max_decoded_size)?;
         let selection = Selection::new(
@@ -373,12 +379,20 @@ impl ReaderArray {
             Some(reopened) => reopened,
             None => self.array.with_storage(self.array.storage()),
         };
+        // Checked now: the caller's errors are raised by the call.
+        // SAFETY: only checked, not written through.
+        unsafe { lent_output(host_out.as_ref(), device_out) }?;
         let read = move || async move {
-            read_chunks_parallel(&array, selection, &options)
-                .await
-                .map_err(read_error)
+            let _owner = keep_alive;
+            // SAFETY: the task holds `host_out` and the owner of
+            // `device_out`, which the caller leaves untouched while it runs.
+            let out = unsafe { lent_output(host_out.as_ref(), device_out) }?;
+            read_to(&array, selection, &options, out).await.map_err(read_error)
         };
-        awaitable(py, event_loop, read, move |py, data| data_to_python(py, data, typestr))
+        awaitable(py, event_loop, read, move |py, data| match data {
+            None => Ok(py.None()),
+            Some(data) => data_to_python(py, data, typestr),
+        })
     }
 
     /// Reads `boxes`, `(start, stop)` per axis each, in one read (their

@@ -183,8 +183,8 @@ def paths(monkeypatch):
         calls.append(("engine", len(stored)))
         return decode(chain, stored, keys, on_device, sizes)
 
-    def recording_reader(self, request, out, codec):
-        done = read_with_reader(self, request, out, codec)
+    async def recording_reader(self, request, out, codec):
+        done = await read_with_reader(self, request, out, codec)
         if done:
             calls.append(("reader", request.selection))
         return done

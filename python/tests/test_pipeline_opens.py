@@ -14,14 +14,15 @@ PIPELINE = {"codec_pipeline.path": "zarrs_nvcomp.NvcompCodecPipeline"}
 
 
 def counting_opens(monkeypatch) -> list[str]:
+    """The URLs of the reader's opens of arrays (the pipeline's awaited ones)."""
     opened: list[str] = []
-    real = zarrs_nvcomp.reader.open_array
+    real = zarrs_nvcomp.open_array_async
 
-    def open_array(url, options=None):
+    async def open_array_async(url, options=None):
         opened.append(url)
-        return real(url, options)
+        return await real(url, options)
 
-    monkeypatch.setattr(zarrs_nvcomp.reader, "open_array", open_array)
+    monkeypatch.setattr(zarrs_nvcomp, "open_array_async", open_array_async)
     return opened
 
 

@@ -30,15 +30,21 @@ SELECTIONS = [
 
 @pytest.fixture
 def outs(monkeypatch) -> list:
-    """The ``out`` argument of every ``Array.read`` call (None where absent)."""
+    """The ``out`` argument of every ``Array.read`` and ``Array.read_async``
+    call (None where absent)."""
     seen = []
-    read = zarrs_nvcomp.reader.Array.read
+    read, read_async = zarrs_nvcomp.reader.Array.read, zarrs_nvcomp.reader.Array.read_async
 
     def recording(self, *args, **kwargs):
         seen.append(kwargs.get("out"))
         return read(self, *args, **kwargs)
 
+    async def recording_async(self, *args, **kwargs):
+        seen.append(kwargs.get("out"))
+        return await read_async(self, *args, **kwargs)
+
     monkeypatch.setattr(zarrs_nvcomp.reader.Array, "read", recording)
+    monkeypatch.setattr(zarrs_nvcomp.reader.Array, "read_async", recording_async)
     return seen
 
 

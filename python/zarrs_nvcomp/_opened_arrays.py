@@ -33,10 +33,12 @@ _lock = threading.Lock()
 _log = logging.getLogger("zarrs_nvcomp.pipeline")
 
 
-def open_for_pipeline(url: str, options: dict[str, str], metadata: Any, open_array: Any) -> Any:
+async def open_for_pipeline(
+    url: str, options: dict[str, str], metadata: Any, open_async: Any
+) -> Any:
     """The reader's array at ``url`` with ``options``, which zarr knows by
     ``metadata``: the one kept, where it was opened under equal metadata;
-    else ``open_array(url, options)``, kept (``UNREADABLE`` where that
+    else ``await open_async(url, options)``, kept (``UNREADABLE`` where that
     raises ``OSError``, ``TypeError`` or ``ValueError``: metadata zarr reads
     and zarrs does not)."""
     key = (url, tuple(sorted(options.items())))
@@ -46,7 +48,7 @@ def open_for_pipeline(url: str, options: dict[str, str], metadata: Any, open_arr
             _kept.move_to_end(key)
             return kept[1]
     try:
-        array = open_array(url, options)
+        array = await open_async(url, options)
     except (OSError, TypeError, ValueError) as e:
         _log.debug("zarrs_nvcomp: the reader cannot open %s: %s", url, e)
         array = UNREADABLE

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 from zarrs_nvcomp._args import checked_bool, checked_int
 from zarrs_nvcomp._cpu_path import warn_cpu_path
-from zarrs_nvcomp._read_out import empty_result, read_result, resolve_device
+from zarrs_nvcomp._read_out import empty_result, lent_output, read_result, resolve_device
 from zarrs_nvcomp._selection import normalize
 
 if TYPE_CHECKING:
@@ -27,6 +27,7 @@ async def read_async(
     max_concurrent_requests: int | None,
     trusted_input: bool,
     max_decoded_size: int | None,
+    out: Any = None,
 ) -> Any:
     """`Array.read_async` of ``array``."""
     dtype = array.dtype
@@ -35,9 +36,15 @@ async def read_async(
     trusted_input = checked_bool("trusted_input", trusted_input)
     max_decoded_size = checked_int("max_decoded_size", max_decoded_size)
     strided, flips, out_shape = normalize(selection, array.shape)
-    device = resolve_device(device, dtype)
+    lent = None if out is None else lent_output(out, out_shape, dtype, device)
+    device = resolve_device(device, dtype) if lent is None else lent.device
     if math.prod(out_shape) == 0:
-        return empty_result(out_shape, dtype, device)
+        return empty_result(out_shape, dtype, device) if out is None else out
+    options = (device, max_concurrent_requests, trusted_input, max_decoded_size)
+    if lent is not None and flips:
+        # The reader writes ascending selections: flip a copy into out.
+        out[...] = await read_async(array, selection, *options)
+        return out
     data = await array._inner.read_async(
         asyncio.get_running_loop(),
         strided,
@@ -45,6 +52,10 @@ async def read_async(
         max_concurrent_requests,
         trusted_input=trusted_input,
         max_decoded_size=max_decoded_size,
+        # The task holds out until it ends, even if cancelled.
+        **({} if lent is None else {**lent.arguments(), "keep_alive": out}),
     )
     warn_cpu_path(array.url, requested, device, array.fallback_reason)
+    if lent is not None:
+        return out
     return read_result(data, strided, flips, out_shape, dtype, device)

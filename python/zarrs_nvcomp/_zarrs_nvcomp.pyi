@@ -375,9 +375,13 @@ class ReaderArray:
         max_concurrent_requests: int | None = None,
         trusted_input: bool = False,
         max_decoded_size: int | None = None,
-    ) -> asyncio.Future[HostBatch | CudaArray]:
-        """`read` into new memory as a future of ``event_loop``, resolved by
-        the library's own task; cancelling the future stops the read."""
+        host_out: Buffer | None = None,
+        device_out: tuple[int, int] | None = None,
+        keep_alive: object | None = None,
+    ) -> asyncio.Future[HostBatch | CudaArray | None]:
+        """`read` as a future of ``event_loop``, resolved by the library's own
+        task, which holds ``host_out`` and ``keep_alive`` (the owner of
+        ``device_out``) until it ends; cancelling the future stops the read."""
 
 @final
 class CudaArray:

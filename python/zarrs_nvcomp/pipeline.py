@@ -219,9 +219,7 @@ class NvcompCodecPipeline(CodecPipeline):
         reads_missing = getattr(items[0][1].config, "read_missing_chunks", True) is not False
         if self.metadata is not None and reads_missing and not drop_axes:
             request = reader_request(items, self.metadata, target.shape)
-            if request is not None and await asyncio.to_thread(
-                self._read_with_reader, request, target, chain.codec
-            ):
+            if request is not None and await self._read_with_reader(request, target, chain.codec):
                 return get_results([True] * len(items))
         dtype = chain.chunk_dtype(items[0][1]) if chain.decodes_stored else None
         if dtype is None:
@@ -234,16 +232,19 @@ class NvcompCodecPipeline(CodecPipeline):
         await asyncio.to_thread(_decode_and_place, chain, dtype, items, fetched, target, drop_axes)
         return get_results([chunk is not None for chunk in fetched])
 
-    def _read_with_reader(self, request: ReaderRequest, out: Any, codec: str) -> bool:
-        """Reads ``request`` with one call of the reader into ``out`` (NumPy,
-        or CuPy on the current device), decoding straight into it where it is
-        C-contiguous (zarr's output of arrays of order C), through a copy of
-        the reader's result otherwise; False, reading nothing, where the
-        reader cannot open the array or would not decode its chunks in
-        batches."""
-        from zarrs_nvcomp.reader import open_array
+    async def _read_with_reader(self, request: ReaderRequest, out: Any, codec: str) -> bool:
+        """Reads ``request`` with one awaited read of the reader into ``out``
+        (NumPy, or CuPy on the current device), decoding straight into it
+        where it is C-contiguous (zarr's output of arrays of order C),
+        through a copy of the reader's result otherwise; False, reading
+        nothing, where the reader cannot open the array or would not decode
+        its chunks in batches. The open and the read are the library's own
+        tasks: no thread waits for them."""
+        from zarrs_nvcomp import open_array_async
 
-        array = open_for_pipeline(request.url, request.options, self.metadata, open_array)
+        array = await open_for_pipeline(
+            request.url, request.options, self.metadata, open_array_async
+        )
         if array is UNREADABLE or array.batched_algorithm is None:
             return False
         on_device = not isinstance(out, np.ndarray)
@@ -251,9 +252,9 @@ class NvcompCodecPipeline(CodecPipeline):
         try:
             if out.flags.c_contiguous and out.dtype == array.dtype:
                 # Decoded straight into zarr's output: no result to copy.
-                array.read(request.selection, device=device, out=out)
+                await array.read_async(request.selection, device=device, out=out)
             else:
-                out[...] = array.read(request.selection, device=device)
+                out[...] = await array.read_async(request.selection, device=device)
         except DecodeError as e:
             raise DecodeError(f"{e} (codec {codec}, array {request.url})") from None
         return True

@@ -350,10 +350,11 @@ class Array:
         max_concurrent_requests: int | None = None,
         trusted_input: bool = False,
         max_decoded_size: int | None = None,
+        out: Any = None,
     ) -> Any:
-        """`read` as an awaitable (but ``progress`` and ``out``): no thread
-        waits for it; cancelling the awaiting task stops the read."""
-        options = (device, max_concurrent_requests, trusted_input, max_decoded_size)
+        """`read` as an awaitable (but ``progress``): no thread waits for
+        it; cancelling the awaiting task stops the read."""
+        options = (device, max_concurrent_requests, trusted_input, max_decoded_size, out)
         return await read_async(self, selection, *options)
 
     async def write_async(
