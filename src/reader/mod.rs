@@ -128,7 +128,7 @@ pub use crate::array::chain::class::{
 pub use crate::array::chain::framing::Framing;
 pub use crate::array::device_array::DeviceArray;
 pub use crate::array::error::{BoxedSource, ReadError};
-pub use crate::array::geometry::limits::{CPU_WAVE_BYTES_PER_THREAD, IN_FLIGHT_BYTES};
+pub use crate::array::geometry::limits::CPU_WAVE_BYTES_PER_THREAD;
 pub use crate::array::runtime::{block_on_checked, runtime, spawn_local, LocalTask};
 pub use crate::array::store::credentials::MissingCredentials;
 pub use crate::array::store::metadata_document::{MetadataTooLarge, DEFAULT_MAX_METADATA_SIZE};
@@ -137,6 +137,7 @@ pub use crate::array::store::open::{open_array, reopen_store};
 pub use crate::array::ObjectStoreArray;
 pub use blocking::{open_array_blocking, read_chunks_parallel_blocking};
 pub use data::ArrayData;
+pub use fetch::IN_FLIGHT_BYTES;
 pub use options::ReadOptions;
 pub use output::{LentDevice, ReadInto};
 pub use progress::{Progress, ProgressHook};

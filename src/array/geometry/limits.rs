@@ -16,21 +16,6 @@ use crate::array::error::ReadError;
 /// [reader's documentation](crate::reader#memory)).
 pub const CPU_WAVE_BYTES_PER_THREAD: usize = 8 << 20;
 
-/// Decoded bytes of the chunks (or shards) whose requests a read keeps in
-/// flight at once, at most: large chunks get fewer requests than
-/// [`ReadOptions::max_concurrent_requests`](crate::reader::ReadOptions::max_concurrent_requests),
-/// so that what they fill stays bounded (256 requests of 64 MiB chunks
-/// would be 16 GiB). 256 MiB is about four times what a 10 Gb/s link
-/// carries in a 50 ms round trip.
-pub const IN_FLIGHT_BYTES: u64 = 256 << 20;
-
-/// Requests in flight for objects that decode to at most `largest` bytes,
-/// of at most `max`: [`IN_FLIGHT_BYTES`] of them, and at least one.
-pub(crate) fn requests_in_flight(max: usize, largest: u64) -> usize {
-    let fit = IN_FLIGHT_BYTES / largest.max(1);
-    max.min(usize::try_from(fit).unwrap_or(usize::MAX)).max(1)
-}
-
 /// Compressed bytes of a CPU wave for `requested`: at most
 /// [`CPU_WAVE_BYTES_PER_THREAD`] per thread of rayon's pool.
 pub(crate) fn cpu_wave_bytes(requested: usize) -> usize {
@@ -132,16 +117,6 @@ fn sharding(codec: &MetadataV3) -> Option<(Vec<u64>, Vec<MetadataV3>)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn requests_in_flight_hold_at_most_their_bytes_and_at_least_one_request() {
-        assert_eq!(requests_in_flight(256, 64 << 10), 256);
-        assert_eq!(requests_in_flight(256, 4 << 20), 64);
-        assert_eq!(requests_in_flight(256, 64 << 20), 4);
-        assert_eq!(requests_in_flight(256, 1 << 40), 1);
-        assert_eq!(requests_in_flight(8, 0), 8);
-        assert_eq!(requests_in_flight(0, 1), 1);
-    }
 
     #[test]
     fn stored_objects_are_bounded_by_their_decoded_size_and_inner_chunks() {

@@ -38,11 +38,25 @@ pub(crate) use self::waves::Wave;
 use super::ReadOptions;
 use crate::array::chain::shard::ShardGrid;
 use crate::array::error::ReadError;
-use crate::array::geometry::limits::requests_in_flight;
 use crate::array::geometry::plan::Plan;
 use crate::array::store::file_keys::is_plain_key;
 use crate::array::store::StoreIo;
 use crate::cuda::FetchArena;
+
+/// Decoded bytes of the chunks (or shards) whose requests a read keeps in
+/// flight at once, at most: large chunks get fewer requests than
+/// [`ReadOptions::max_concurrent_requests`](crate::reader::ReadOptions::max_concurrent_requests),
+/// so that what they fill stays bounded (256 requests of 64 MiB chunks
+/// would be 16 GiB). 256 MiB is about four times what a 10 Gb/s link
+/// carries in a 50 ms round trip.
+pub const IN_FLIGHT_BYTES: u64 = 256 << 20;
+
+/// Requests in flight for objects that decode to at most `largest` bytes,
+/// of at most `max`: [`IN_FLIGHT_BYTES`] of them, and at least one.
+fn requests_in_flight(max: usize, largest: u64) -> usize {
+    let fit = IN_FLIGHT_BYTES / largest.max(1);
+    max.min(usize::try_from(fit).unwrap_or(usize::MAX)).max(1)
+}
 
 /// Hands out a [`FetchArena`] of at least the capacity asked, or `None`
 /// when none can be had (the chunks then go to ordinary memory). The
@@ -186,4 +200,19 @@ async fn on_blocking_pool(work: impl FnOnce() -> Result<(), ReadError> + Send + 
         source,
     };
     tokio::task::spawn_blocking(work).await.map_err(task)?
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn requests_in_flight_hold_at_most_their_bytes_and_at_least_one_request() {
+        assert_eq!(requests_in_flight(256, 64 << 10), 256);
+        assert_eq!(requests_in_flight(256, 4 << 20), 64);
+        assert_eq!(requests_in_flight(256, 64 << 20), 4);
+        assert_eq!(requests_in_flight(256, 1 << 40), 1);
+        assert_eq!(requests_in_flight(8, 0), 8);
+        assert_eq!(requests_in_flight(0, 1), 1);
+    }
 }
