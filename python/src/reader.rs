@@ -47,6 +47,16 @@ fn interruptible<T: Send, F: Future<Output = Result<T, ReadError>>>(
     run_interruptible(py, work)?.map_err(read_error)
 }
 
+/// The selection of `(start, stop, step)` per axis.
+fn strided(selection: Vec<(u64, u64, u64)>) -> Selection {
+    Selection::new(
+        selection
+            .into_iter()
+            .map(|(start, stop, step)| StridedRange { start, stop, step })
+            .collect(),
+    )
+}
+
 /// Reads `selection` into new memory (the data returned) or into `out`
 /// (`None` returned).
 async fn read_to(
@@ -322,12 +332,7 @@ impl ReaderArray {
             trusted_input,
             max_decoded_size,
         )?;
-        let selection = Selection::new(
-            selection
-                .into_iter()
-                .map(|(start, stop, step)| StridedRange { start, stop, step })
-                .collect(),
-        );
+        let selection = strided(selection);
         let typestr = self.typestr();
         let reopened = self.in_this_process()?;
         let array = reopened.as_ref().unwrap_or(&self.array);
@@ -368,12 +373,7 @@ impl ReaderArray {
         keep_alive: Option<Py<PyAny>>,
     ) -> PyResult<Py<PyAny>> {
         let options = self.read_options(device, max_concurrent_requests, None, trusted_input, max_decoded_size)?;
-        let selection = Selection::new(
-            selection
-                .into_iter()
-                .map(|(start, stop, step)| StridedRange { start, stop, step })
-                .collect(),
-        );
+        let selection = strided(selection);
         let typestr = self.typestr();
         let array = match self.in_this_process()? {
             Some(reopened) => reopened,

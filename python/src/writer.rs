@@ -92,10 +92,7 @@ fn write_chunks(
     let subset = box_at(start, shape)?;
     let data = write_data(host.as_ref(), device_data)?;
     let options_map = storage_options.unwrap_or_default();
-    let summary = interruptible(py, || async {
-        let array = open_array(&url, &options_map).await?;
-        write_chunks_parallel(&array, &subset, data, &options).await
-    })?;
+    let summary = interruptible(py, || write_at(&url, &options_map, &subset, data, &options))?;
     drop(host);
     Ok((summary.stored, summary.fill_chunks, summary.stored_bytes))
 }
@@ -133,11 +130,9 @@ fn write_chunks_async(
     let write = move || async move {
         let _owner = keep_alive;
         let data = write_data(host.as_ref(), device_data)?;
-        let written = async {
-            let array = open_array(&url, &options_map).await?;
-            write_chunks_parallel(&array, &subset, data, &options).await
-        };
-        written.await.map_err(write_error)
+        write_at(&url, &options_map, &subset, data, &options)
+            .await
+            .map_err(write_error)
     };
     awaitable(py, event_loop, write, |py, summary: WriteSummary| {
         Ok((summary.stored, summary.fill_chunks, summary.stored_bytes)
@@ -145,6 +140,19 @@ fn write_chunks_async(
             .into_any()
             .unbind())
     })
+}
+
+/// Opens the array at `url` with `storage_options` and writes `data` into
+/// its box `subset`.
+async fn write_at(
+    url: &str,
+    storage_options: &HashMap<String, String>,
+    subset: &ArraySubset,
+    data: WriteData<'_>,
+    options: &WriteOptions,
+) -> Result<WriteSummary, WriteError> {
+    let array = open_array(url, storage_options).await?;
+    write_chunks_parallel(&array, subset, data, options).await
 }
 
 /// The box at `start` of shape `shape`.

@@ -8,13 +8,11 @@ makes it."""
 from __future__ import annotations
 
 import asyncio
-import math
 from typing import TYPE_CHECKING, Any
 
-from zarrs_nvcomp._args import checked_bool, checked_int
 from zarrs_nvcomp._cpu_path import warn_cpu_path
-from zarrs_nvcomp._read_out import empty_result, lent_output, read_result, resolve_device
-from zarrs_nvcomp._selection import normalize
+from zarrs_nvcomp._read_call import read_call
+from zarrs_nvcomp._read_out import empty_result
 
 if TYPE_CHECKING:
     from zarrs_nvcomp.reader import Array
@@ -30,32 +28,25 @@ async def read_async(
     out: Any = None,
 ) -> Any:
     """`Array.read_async` of ``array``."""
-    dtype = array.dtype
-    requested = device
-    max_concurrent_requests = checked_int("max_concurrent_requests", max_concurrent_requests)
-    trusted_input = checked_bool("trusted_input", trusted_input)
-    max_decoded_size = checked_int("max_decoded_size", max_decoded_size)
-    strided, flips, out_shape = normalize(selection, array.shape)
-    lent = None if out is None else lent_output(out, out_shape, dtype, device)
-    device = resolve_device(device, dtype) if lent is None else lent.device
-    if math.prod(out_shape) == 0:
-        return empty_result(out_shape, dtype, device) if out is None else out
-    options = (device, max_concurrent_requests, trusted_input, max_decoded_size)
-    if lent is not None and flips:
+    call = read_call(
+        array, selection, device=device, max_concurrent_requests=max_concurrent_requests,
+        trusted_input=trusted_input, max_decoded_size=max_decoded_size, out=out,
+    )  # fmt: skip
+    if call.empty:
+        return empty_result(call.out_shape, call.dtype, call.device) if out is None else out
+    if call.lent is not None and call.flips:
         # The reader writes ascending selections: flip a copy into out.
-        out[...] = await read_async(array, selection, *options)
+        out[...] = await read_async(array, selection, **call.options())
         return out
     data = await array._inner.read_async(
         asyncio.get_running_loop(),
-        strided,
-        device,
-        max_concurrent_requests,
-        trusted_input=trusted_input,
-        max_decoded_size=max_decoded_size,
+        call.strided,
+        call.device,
+        call.max_concurrent_requests,
+        trusted_input=call.trusted_input,
+        max_decoded_size=call.max_decoded_size,
         # The task holds out until it ends, even if cancelled.
-        **({} if lent is None else {**lent.arguments(), "keep_alive": out}),
+        **({} if call.lent is None else {**call.lent.arguments(), "keep_alive": out}),
     )
-    warn_cpu_path(array.url, requested, device, array.fallback_reason)
-    if lent is not None:
-        return out
-    return read_result(data, strided, flips, out_shape, dtype, device)
+    warn_cpu_path(array.url, call.requested, call.device, array.fallback_reason)
+    return out if call.lent is not None else call.result(data)

@@ -60,13 +60,10 @@ from zarrs_nvcomp._fancy import (
 from zarrs_nvcomp._local_paths import check_array_path
 from zarrs_nvcomp._progress import ProgressCallback, run_with_progress
 from zarrs_nvcomp._read_async import read_async
+from zarrs_nvcomp._read_call import read_call
 from zarrs_nvcomp._read_out import (
     empty_result,
-    lent_output,
-    read_result,
-    resolve_device,
 )
-from zarrs_nvcomp._selection import normalize as _normalize
 from zarrs_nvcomp._stores import location
 from zarrs_nvcomp._write import write_into, write_into_async
 from zarrs_nvcomp._zarrs_nvcomp import (
@@ -302,45 +299,32 @@ class Array:
         as with NumPy's own ``out=``, do not free, resize or use ``out`` from
         another thread meanwhile; after an error it may hold part of the
         result."""
-        dtype = self.dtype
-        requested = device
-        max_concurrent_requests = checked_int("max_concurrent_requests", max_concurrent_requests)
-        trusted_input = checked_bool("trusted_input", trusted_input)
-        max_decoded_size = checked_int("max_decoded_size", max_decoded_size)
-        strided, flips, out_shape = _normalize(selection, self.shape)
-        lent = None if out is None else lent_output(out, out_shape, dtype, device)
-        device = resolve_device(device, dtype) if lent is None else lent.device
-        if math.prod(out_shape) == 0:
+        call = read_call(
+            self, selection, device=device, max_concurrent_requests=max_concurrent_requests,
+            trusted_input=trusted_input, max_decoded_size=max_decoded_size, out=out,
+        )  # fmt: skip
+        if call.empty:
             run_with_progress(progress, self.url, lambda report: report and report(0, 0))
-            return empty_result(out_shape, dtype, device) if out is None else out
-        if lent is not None and flips:
+            return empty_result(call.out_shape, call.dtype, call.device) if out is None else out
+        if call.lent is not None and call.flips:
             # The reader writes ascending selections: flip a copy into out.
-            out[...] = self.read(
-                selection,
-                device=device,
-                max_concurrent_requests=max_concurrent_requests,
-                trusted_input=trusted_input,
-                max_decoded_size=max_decoded_size,
-                progress=progress,
-            )
+            out[...] = self.read(selection, **call.options(), progress=progress)
             return out
         data = run_with_progress(
             progress,
             self.url,
             lambda report: self._inner.read(
-                strided,
-                device,
-                max_concurrent_requests,
-                trusted_input=trusted_input,
-                max_decoded_size=max_decoded_size,
+                call.strided,
+                call.device,
+                call.max_concurrent_requests,
+                trusted_input=call.trusted_input,
+                max_decoded_size=call.max_decoded_size,
                 progress=report,
-                **({} if lent is None else lent.arguments()),
+                **({} if call.lent is None else call.lent.arguments()),
             ),
         )
-        warn_cpu_path(self.url, requested, device, self.fallback_reason)
-        if lent is not None:
-            return out
-        return read_result(data, strided, flips, out_shape, dtype, device)
+        warn_cpu_path(self.url, call.requested, call.device, self.fallback_reason)
+        return out if call.lent is not None else call.result(data)
 
     async def read_async(
         self,
