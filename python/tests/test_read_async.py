@@ -339,3 +339,33 @@ def test_a_read_awaited_in_a_forked_child_runs_on_the_childs_runner(tmp_path):
 
 def _awaited_read(url: str) -> np.ndarray:
     return asyncio.run(read_chunks_parallel_async(url, device="cpu"))
+
+
+def test_a_thousand_reads_through_zarrs_async_api_hold_no_thread_each(tmp_path, paths):
+    """zarr.api.asynchronous with the codec pipeline: a thousand reads of a
+    local array in flight from one event loop are the reader's awaited reads,
+    without a Python thread more; each equals the data."""
+    import zarr.api.asynchronous as zarr_async
+
+    data = write(tmp_path / "a.zarr", shape=(64, 64), chunks=(16, 16))
+    rows = [random.Random(i).randrange(0, 48) for i in range(1000)]
+    counts = {}
+
+    async def reads():
+        array = await zarr_async.open_array(store=str(tmp_path / "a.zarr"), mode="r")
+        # Once opened (zarr's local store reads its metadata on threads of
+        # the loop's executor), the reads start no thread of their own.
+        await array.getitem((slice(0, 16),))
+        counts["before"] = counts["peak"] = threading.active_count()
+        pending = [asyncio.ensure_future(array.getitem((slice(r, r + 16),))) for r in rows]
+        while not all(p.done() for p in pending):
+            counts["peak"] = max(counts["peak"], threading.active_count())
+            await asyncio.sleep(0.002)
+        return [p.result() for p in pending]
+
+    with zarr.config.set({"codec_pipeline.path": "zarrs_nvcomp.NvcompCodecPipeline"}):
+        got = asyncio.run(reads())
+    for r, result in zip(rows, got, strict=True):
+        np.testing.assert_array_equal(result, data[r : r + 16])
+    assert sum(1 for kind, _ in paths if kind == "reader") == len(rows) + 1
+    assert counts["peak"] <= counts["before"] + 1, counts
