@@ -50,6 +50,7 @@
 pub(crate) mod credentials;
 pub(crate) mod file_keys;
 pub(crate) mod metadata_document;
+pub(crate) mod multipart;
 pub(crate) mod object_storage;
 pub(crate) mod open;
 pub(crate) mod options;

@@ -26,6 +26,7 @@ use zarrs_object_store::AsyncObjectStore;
 
 use crate::array::store::credentials::MissingCredentials;
 use crate::array::store::metadata_document::{self, MetadataTooLarge, DEFAULT_MAX_METADATA_SIZE};
+use crate::array::store::multipart::{put_in_parts, MULTIPART_THRESHOLD};
 
 /// An object_store store as zarrs storage, with ranged reads of one request.
 pub struct ObjectStorage {
@@ -286,6 +287,9 @@ impl AsyncReadableStorageTraits for ObjectStorage {
 #[async_trait::async_trait]
 impl AsyncWritableStorageTraits for ObjectStorage {
     async fn set(&self, key: &StoreKey, value: Bytes) -> Result<(), StorageError> {
+        if value.len() >= MULTIPART_THRESHOLD {
+            return put_in_parts(&self.store, &path(key), value).await.map_err(other);
+        }
         self.zarrs.set(key, value).await
     }
 
