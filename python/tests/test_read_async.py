@@ -369,3 +369,19 @@ def test_a_thousand_reads_through_zarrs_async_api_hold_no_thread_each(tmp_path, 
         np.testing.assert_array_equal(result, data[r : r + 16])
     assert sum(1 for kind, _ in paths if kind == "reader") == len(rows) + 1
     assert counts["peak"] <= counts["before"] + 1, counts
+
+
+@pytest.mark.parametrize(
+    "selection", [(slice(3, 30), slice(None, None, 2)), (slice(None, None, -3),)]
+)
+def test_awaited_reads_into_out_as_blocking_reads(tmp_path, selection):
+    write(tmp_path / "a.zarr")
+    array = open_array(str(tmp_path / "a.zarr"))
+    expected = array.read(selection, device="cpu")
+    out = np.full(expected.shape, -7, dtype=expected.dtype)
+    got = asyncio.run(array.read_async(selection, device="cpu", out=out))
+    assert got is out
+    np.testing.assert_array_equal(out, expected)
+    wrong = np.empty((1, 1), dtype=expected.dtype)
+    with pytest.raises(ValueError, match="shape"):
+        asyncio.run(array.read_async(selection, out=wrong))
