@@ -45,13 +45,28 @@ pub(crate) struct ShardRequest {
     pub(super) key: StoreKey,
     /// `(index into the plan's chunks, C-order index in the shard)`.
     members: Vec<(usize, u64)>,
-    /// Where every inner chunk of the shard is read: the most bytes the
-    /// shard can hold (each inner chunk's largest encoding and the index),
-    /// so that it can be fetched whole, index and all, in one request.
-    pub(super) whole_len: Option<u64>,
+    /// The shard's indices in the shard grid.
+    indices: Vec<u64>,
 }
 
 impl ShardRequest {
+    /// Where every inner chunk of the shard is read: the most bytes the
+    /// shard can hold (each inner chunk's largest encoding and the index),
+    /// so that it can be fetched whole, index and all, in one request;
+    /// `None` where some inner chunk is not read.
+    pub(super) fn whole_len(&self, grid: &ShardGrid, plan: &Plan) -> Option<u64> {
+        let mut linear: Vec<u64> = self.members.iter().map(|(_, l)| *l).collect();
+        linear.sort_unstable();
+        linear.dedup();
+        if linear.len() as u64 != grid.chunks_in(&self.indices) {
+            return None;
+        }
+        self.members
+            .iter()
+            .map(|(i, _)| max_encoded_len(plan.chunks[*i].decoded_len))
+            .try_fold(grid.index.index_len(), u64::checked_add)
+    }
+
     /// The decoded bytes of the shard's touched inner chunks.
     pub(super) fn decoded_bytes(&self, plan: &Plan) -> u64 {
         self.members
@@ -101,16 +116,12 @@ pub(crate) fn group<S: ?Sized + Send + Sync>(array: &Array<S>, grid: &ShardGrid,
             shards.push(ShardRequest {
                 key: array.chunk_key(shard),
                 members: Vec::new(),
-                whole_len: None,
+                indices: shard.clone(),
             });
             shards.len() - 1
         });
         shards[at].members.push((i, *linear));
         owners.push(at);
-    }
-    for shard in &mut shards {
-        let first = &located[shard.members[0].0].0;
-        shard.whole_len = whole_len(grid, plan, first, &shard.members);
     }
     crate::pool::in_pool(|| {
         plan.chunks
@@ -120,22 +131,6 @@ pub(crate) fn group<S: ?Sized + Send + Sync>(array: &Array<S>, grid: &ShardGrid,
             .for_each(|((chunk, (_, within, _)), at)| chunk.key = inner_key(shards[*at].key.as_str(), within));
     });
     shards
-}
-
-/// The most bytes the shard at `shard` (shard grid indices) can hold where
-/// `members` are every inner chunk of it in the array; `None` where some
-/// inner chunk is not read.
-fn whole_len(grid: &ShardGrid, plan: &Plan, shard: &[u64], members: &[(usize, u64)]) -> Option<u64> {
-    let mut linear: Vec<u64> = members.iter().map(|(_, l)| *l).collect();
-    linear.sort_unstable();
-    linear.dedup();
-    if linear.len() as u64 != grid.chunks_in(shard) {
-        return None;
-    }
-    members
-        .iter()
-        .map(|(i, _)| max_encoded_len(plan.chunks[*i].decoded_len))
-        .try_fold(grid.index.index_len(), u64::checked_add)
 }
 
 /// The one read of a missing shard: none, every member missing.
@@ -198,10 +193,7 @@ pub(super) fn whole_members(
     for mut read in plan_reads((grid, plan), shard, &index, len)? {
         // The index came with the shard's bytes: its bytes are counted there.
         read.index_bytes = 0;
-        let Some(range) = read.range.clone() else {
-            fetched.push(read_members(plan, read, Bytes::new())?);
-            continue;
-        };
+        let range = read.range.clone().unwrap_or_default();
         fetched.push(read_members(
             plan,
             read,

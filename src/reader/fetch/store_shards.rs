@@ -80,7 +80,8 @@ async fn read_index<'a, S: ?Sized + AsyncReadableStorageTraits + 'static>(
     shard: &'a ShardRequest,
     timeout: Option<Duration>,
 ) -> Result<Vec<Step<'a>>, ReadError> {
-    if let (Some(max_len), Some(objects)) = (shard.whole_len, ObjectStorage::of(storage)) {
+    let whole = ObjectStorage::of(storage).and_then(|objects| Some((objects, shard.whole_len(grid, plan)?)));
+    if let Some((objects, max_len)) = whole {
         let name = shard.key.as_str();
         match request(name, timeout, objects.get_at_most(&shard.key, max_len)).await? {
             None => return Ok(steps(shard_reads::missing(shard))),
