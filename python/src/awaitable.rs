@@ -11,6 +11,7 @@
 
 use std::future::Future;
 
+use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCFunction, PyDict, PyTuple};
@@ -29,7 +30,8 @@ fn resolve(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
 
 /// An asyncio future of `event_loop` that the future `work` makes resolves:
 /// its value turned into a Python object by `convert` (on the runner's
-/// thread, with the GIL), or its error raised.
+/// thread, with the GIL), or its error raised ([`Settle`]: a task that
+/// panics raises `RuntimeError` instead of leaving the future unresolved).
 pub(crate) fn awaitable<T, W, F, C>(
     py: Python<'_>,
     event_loop: &Bound<'_, PyAny>,
@@ -44,20 +46,10 @@ where
     // Imported now, on the caller's thread, so that an import error is the caller's.
     resolve(py)?;
     let future = event_loop.call_method0("create_future")?.unbind();
-    let (loop_ref, future_ref) = (event_loop.clone().unbind(), future.clone_ref(py));
+    let settle = Settle(Some((event_loop.clone().unbind(), future.clone_ref(py))));
     let task = spawn_local(move || async move {
         let result = work().await;
-        Python::attach(|py| {
-            let (value, error) = match result.and_then(|value| convert(py, value)) {
-                Ok(value) => (value, py.None()),
-                Err(e) => (py.None(), e.into_value(py).into_any()),
-            };
-            let resolve = resolve(py).expect("imported when the future was made");
-            // A closed loop has no one waiting for the result.
-            let _ = loop_ref
-                .bind(py)
-                .call_method1("call_soon_threadsafe", (resolve, future_ref, value, error));
-        });
+        Python::attach(|py| settle.with(py, result.and_then(|value| convert(py, value))));
     });
     let on_done = PyCFunction::new_closure(
         py,
@@ -72,4 +64,39 @@ where
     )?;
     future.bind(py).call_method1("add_done_callback", (on_done,))?;
     Ok(future)
+}
+
+/// Who resolves an asyncio future (its loop and the future), once. Dropped
+/// unused, as a task that panicked drops it, it raises `RuntimeError` there,
+/// so that an awaiting caller is never left waiting; dropped by an aborted
+/// task, it finds the future cancelled and leaves it so.
+struct Settle(Option<(Py<PyAny>, Py<PyAny>)>);
+
+impl Settle {
+    /// Resolves the future with `outcome`, on its loop.
+    fn with(mut self, py: Python<'_>, outcome: PyResult<Py<PyAny>>) {
+        let Some((event_loop, future)) = self.0.take() else {
+            return;
+        };
+        let (value, error) = match outcome {
+            Ok(value) => (value, py.None()),
+            Err(e) => (py.None(), e.into_value(py).into_any()),
+        };
+        let resolve = resolve(py).expect("imported when the future was made");
+        // A closed loop has no one waiting for the result.
+        let _ = event_loop
+            .bind(py)
+            .call_method1("call_soon_threadsafe", (resolve, future, value, error));
+    }
+}
+
+impl Drop for Settle {
+    fn drop(&mut self) {
+        if let Some(unsettled) = self.0.take() {
+            Python::attach(|py| {
+                let ended = PyRuntimeError::new_err("the library's task ended without a result");
+                Settle(Some(unsettled)).with(py, Err(ended));
+            });
+        }
+    }
 }
