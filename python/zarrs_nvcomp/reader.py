@@ -61,9 +61,7 @@ from zarrs_nvcomp._local_paths import check_array_path
 from zarrs_nvcomp._progress import ProgressCallback, run_with_progress
 from zarrs_nvcomp._read_async import read_async
 from zarrs_nvcomp._read_call import read_call
-from zarrs_nvcomp._read_out import (
-    empty_result,
-)
+from zarrs_nvcomp._read_out import empty_result
 from zarrs_nvcomp._stores import location
 from zarrs_nvcomp._write import write_into, write_into_async
 from zarrs_nvcomp._zarrs_nvcomp import (
