@@ -72,9 +72,12 @@ def _node_type(path: Path) -> str | None:
     none or it cannot be read; the reader reports what is wrong with it."""
     try:
         with open(path / "zarr.json", "rb") as document:
+            # A larger zarr.json is left unread, for the reader to refuse
+            # with its bound (the reader's own) in the error; so is one
+            # that is longer than it says (/dev/zero), once read that far.
+            if os.fstat(document.fileno()).st_size > DEFAULT_MAX_METADATA_SIZE:
+                return None
             text = document.read(DEFAULT_MAX_METADATA_SIZE + 1)
-        # A larger zarr.json (or one that is /dev/zero) is left for the
-        # reader to refuse, with its bound (the reader's own) in the error.
         if len(text) > DEFAULT_MAX_METADATA_SIZE:
             return None
         return json.loads(text).get("node_type")
