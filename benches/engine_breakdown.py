@@ -17,7 +17,7 @@ For each algorithm, 1 GiB of field_f32 (``--size-mb``) in 64 KiB buffers
   its encoder writes) from one of the calls;
 - ours, ``trusted_input=True`` and the default (untrusted) mode, split into
   the Python side and the engine's call: "inputs" (telling device from host
-  and reading each array's pointer and size), "engine" (``decode_device``:
+  and reading each array's pointer and size), "engine" (``device_batch``:
   framing, nvCOMP, results, waited for), "views" (``CudaArray`` views of the
   results), "list" (``decode_batch`` with ``device_outputs="views"``, the
   whole call), "packed" (``decode_packed`` of one buffer, the same items back
@@ -160,10 +160,10 @@ def ours(algorithm: str, mode: str, args: argparse.Namespace) -> dict[str, float
         return _buffers.device_regions(encoded, "input")[0]
 
     regions = inputs()
-    batch = engine.decode_device(regions)
+    batch = engine.device_batch(regions, False)
     times = {
         "inputs": best(inputs),
-        "engine": best(lambda: engine.decode_device(regions)),
+        "engine": best(lambda: engine.device_batch(regions, False)),
         "views": best(batch.arrays),
         "list": best(lambda: codec.decode_batch(encoded)),
         "packed": best(lambda: codec.decode_packed(packed, sizes)),

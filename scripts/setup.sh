@@ -44,6 +44,9 @@ install_locked() {
     return
   fi
   rm -rf "$1"
+  # make puts the venv first on PATH: the python3 found before may have been
+  # the one just removed.
+  hash -r
   python3 -m venv "$1"
   # --no-deps: the lock is complete, so nothing is resolved here.
   "$1/bin/python" -m pip install -q --require-hashes --no-deps -r "$lock"

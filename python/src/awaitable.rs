@@ -15,7 +15,9 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyCFunction, PyDict, PyTuple};
-use zarrs_nvcomp::reader::spawn_local;
+use zarrs_nvcomp::reader::{on_blocking_thread, spawn_local};
+
+use crate::signals;
 
 /// `zarrs_nvcomp._awaitable.resolve(future, value, error)`: sets the
 /// future's result (or exception) unless it is done already (cancelled).
@@ -64,6 +66,37 @@ where
     )?;
     future.bind(py).call_method1("add_done_callback", (on_done,))?;
     Ok(future)
+}
+
+/// A batch call of the engine, run as the caller asks: with `event_loop`,
+/// as an awaitable of that loop ([`awaitable`]) whose work runs on one of
+/// the local runner's blocking threads ([`on_blocking_thread`]: no Python
+/// thread waits for it; a cancelled call's work, if started, ends there, its
+/// result dropped, holding what it reads until then); without, on the caller's thread with the GIL released
+/// ([`signals::run_checking_signals`], `inline` for small batches). Either
+/// way `finish` turns the work's result into the call's, with the GIL.
+pub(crate) fn run_batch<R, W, C>(
+    py: Python<'_>,
+    event_loop: Option<&Bound<'_, PyAny>>,
+    inline: bool,
+    work: W,
+    finish: C,
+) -> PyResult<Py<PyAny>>
+where
+    R: Send + 'static,
+    W: FnOnce() -> R + Send + 'static,
+    C: FnOnce(Python<'_>, R) -> PyResult<Py<PyAny>> + Send + 'static,
+{
+    let Some(event_loop) = event_loop else {
+        let result = signals::run_checking_signals(py, inline, work)?;
+        return finish(py, result);
+    };
+    let run = move || async move {
+        on_blocking_thread(work)
+            .await
+            .ok_or_else(|| PyRuntimeError::new_err("the batch's thread ended without a result"))
+    };
+    awaitable(py, event_loop, run, finish)
 }
 
 /// Who resolves an asyncio future (its loop and the future), once. Dropped

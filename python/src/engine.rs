@@ -13,6 +13,7 @@ use pyo3::prelude::*;
 use zarrs_nvcomp::cuda::{CudaEngine, DeviceRegion};
 use zarrs_nvcomp::{Backend, Batch, BatchCodec, Error};
 
+use crate::awaitable::run_batch;
 use crate::device_batch::DeviceBatch;
 use crate::device_inputs::DeviceRegions;
 use crate::errors::{engine_error, invalid_argument, parse_device};
@@ -34,25 +35,42 @@ impl Engine {
             .ok_or_else(|| invalid_argument("device buffers need a codec on the CUDA backend"))
     }
 
-    /// Runs `call` on the buffers of `inputs` (checked contiguous), with the
-    /// GIL released and, for large batches, signals checked.
+    /// Runs `call` on the buffers of `inputs` (checked contiguous).
     fn host_call(
         &self,
         py: Python<'_>,
         inputs: Vec<PyBuffer<u8>>,
+        event_loop: Option<&Bound<'_, PyAny>>,
         call: impl FnOnce(&BatchCodec, &[&[u8]]) -> zarrs_nvcomp::Result<Batch> + Send + 'static,
-    ) -> PyResult<HostBatch> {
+    ) -> PyResult<Py<PyAny>> {
         let host = HostInputs::new(&inputs, "input")?;
+        self.run_host(py, host, inputs, event_loop, call)
+    }
+
+    /// Runs `call` on the host regions `host`, whose memory `owner` holds,
+    /// with the GIL released and, for large batches, signals checked; or,
+    /// with `event_loop`, as an awaitable ([`run_batch`]). Returns a
+    /// [`HostBatch`].
+    fn run_host<O: Send + 'static>(
+        &self,
+        py: Python<'_>,
+        host: HostInputs,
+        owner: O,
+        event_loop: Option<&Bound<'_, PyAny>>,
+        call: impl FnOnce(&BatchCodec, &[&[u8]]) -> zarrs_nvcomp::Result<Batch> + Send + 'static,
+    ) -> PyResult<Py<PyAny>> {
         let inline = host.regions.iter().map(|r| r.1).sum::<usize>() < signals::INLINE_MAX_BYTES;
         let codec = self.codec.clone();
-        let batch = signals::run_checking_signals(py, inline, move || {
-            // SAFETY: `inputs` holds the buffers until the call ends.
+        let work = move || {
+            // SAFETY: `owner` holds the buffers until the call ends.
             let slices = unsafe { host.slices() };
             let result = call(&codec, &slices);
-            drop(inputs);
+            drop(owner);
             result
-        })?;
-        batch.map(HostBatch::new).map_err(engine_error)
+        };
+        run_batch(py, event_loop, inline, work, |py, batch| {
+            Ok(Py::new(py, HostBatch::new(batch.map_err(engine_error)?))?.into_any())
+        })
     }
 }
 
@@ -141,28 +159,41 @@ impl Engine {
         config::to_python(py, &self.codec.algorithm().to_config())
     }
 
-    /// Compresses host buffers.
-    fn encode(&self, py: Python<'_>, inputs: Vec<PyBuffer<u8>>) -> PyResult<HostBatch> {
-        self.host_call(py, inputs, |codec, slices| codec.encode_batch(slices))
+    /// Compresses host buffers. With `event_loop`: returns an awaitable of
+    /// that loop instead ([`run_batch`]), as every call below that takes one.
+    #[pyo3(signature = (inputs, event_loop=None))]
+    fn encode(
+        &self,
+        py: Python<'_>,
+        inputs: Vec<PyBuffer<u8>>,
+        event_loop: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        self.host_call(py, inputs, event_loop, |codec, slices| codec.encode_batch(slices))
     }
 
     /// Decompresses host buffers into one host allocation: new, or that of a
     /// batch Python has let go of (see [`pool`]).
-    fn decode(&self, py: Python<'_>, inputs: Vec<PyBuffer<u8>>) -> PyResult<HostBatch> {
-        self.host_call(py, inputs, |codec, slices| {
+    #[pyo3(signature = (inputs, event_loop=None))]
+    fn decode(
+        &self,
+        py: Python<'_>,
+        inputs: Vec<PyBuffer<u8>>,
+        event_loop: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        self.host_call(py, inputs, event_loop, |codec, slices| {
             codec.decode_batch_in(slices, pool::recycled_storage)
         })
     }
 
     /// Compresses the items of one packed host buffer, `sizes` (a buffer of
     /// native `u64`) bytes each, back to back.
-    fn encode_packed(&self, py: Python<'_>, data: PyBuffer<u8>, sizes: PyBuffer<u64>) -> PyResult<HostBatch> {
+    fn encode_packed(&self, py: Python<'_>, data: PyBuffer<u8>, sizes: PyBuffer<u64>) -> PyResult<Py<PyAny>> {
         let items = packed_regions(data.buf_ptr() as u64, data.len_bytes(), &sizes)?;
         self.packed_call(py, data, items, |codec, slices| codec.encode_batch(slices))
     }
 
     /// Decompresses the items of one packed host buffer (see [`Self::encode_packed`]).
-    fn decode_packed(&self, py: Python<'_>, data: PyBuffer<u8>, sizes: PyBuffer<u64>) -> PyResult<HostBatch> {
+    fn decode_packed(&self, py: Python<'_>, data: PyBuffer<u8>, sizes: PyBuffer<u64>) -> PyResult<Py<PyAny>> {
         let items = packed_regions(data.buf_ptr() as u64, data.len_bytes(), &sizes)?;
         self.packed_call(py, data, items, |codec, slices| {
             codec.decode_batch_in(slices, pool::recycled_storage)
@@ -193,15 +224,21 @@ impl Engine {
         .map_err(engine_error)
     }
 
-    /// Compresses device buffers ([`read_device_regions`](crate::device_inputs::read_device_regions))
-    /// into one device allocation.
-    fn encode_device(&self, py: Python<'_>, inputs: &Bound<'_, DeviceRegions>) -> PyResult<DeviceBatch> {
-        self.device_call(py, inputs.get().regions.clone(), DeviceOp::Encode)
-    }
-
-    /// Decompresses device buffers into one device allocation.
-    fn decode_device(&self, py: Python<'_>, inputs: &Bound<'_, DeviceRegions>) -> PyResult<DeviceBatch> {
-        self.device_call(py, inputs.get().regions.clone(), DeviceOp::Decode)
+    /// Compresses (`encode`) or decompresses device buffers
+    /// ([`read_device_regions`](crate::device_inputs::read_device_regions))
+    /// into one device allocation. With `event_loop`, `keep_alive` holds the
+    /// owners of the input memory until the work ends.
+    #[pyo3(signature = (inputs, encode, event_loop=None, keep_alive=None))]
+    fn device_batch(
+        &self,
+        py: Python<'_>,
+        inputs: &Bound<'_, DeviceRegions>,
+        encode: bool,
+        event_loop: Option<&Bound<'_, PyAny>>,
+        keep_alive: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
+        let op = if encode { DeviceOp::Encode } else { DeviceOp::Decode };
+        self.device_call(py, inputs.get().regions.clone(), op, event_loop, keep_alive)
     }
 
     /// Compresses (`encode`) or decompresses the items of one packed device
@@ -214,9 +251,9 @@ impl Engine {
         len: usize,
         sizes: PyBuffer<u64>,
         encode: bool,
-    ) -> PyResult<DeviceBatch> {
+    ) -> PyResult<Py<PyAny>> {
         let op = if encode { DeviceOp::Encode } else { DeviceOp::Decode };
-        self.device_call(py, packed_regions(ptr, len, &sizes)?, op)
+        self.device_call(py, packed_regions(ptr, len, &sizes)?, op, None, None)
     }
 
     /// Decompresses device buffers into caller-owned device buffers (as many
@@ -263,42 +300,48 @@ impl Engine {
         data: PyBuffer<u8>,
         items: Vec<DeviceRegion>,
         call: impl FnOnce(&BatchCodec, &[&[u8]]) -> zarrs_nvcomp::Result<Batch> + Send + 'static,
-    ) -> PyResult<HostBatch> {
+    ) -> PyResult<Py<PyAny>> {
         if !data.is_c_contiguous() {
             return Err(invalid_argument("the packed buffer is not contiguous"));
         }
         let host = HostInputs {
             regions: items.iter().map(|r| (r.ptr as usize, r.len)).collect(),
         };
-        let inline = data.len_bytes() < signals::INLINE_MAX_BYTES;
-        let codec = self.codec.clone();
-        let batch = signals::run_checking_signals(py, inline, move || {
-            // SAFETY: the regions lie in `data`, held until the call ends.
-            let slices = unsafe { host.slices() };
-            let result = call(&codec, &slices);
-            drop(data);
-            result
-        })?;
-        batch.map(HostBatch::new).map_err(engine_error)
+        self.run_host(py, host, data, None, call)
     }
 
-    /// Encodes or decodes device regions into one new device allocation.
-    /// Not interruptible: the device memory it reads belongs to Python
-    /// objects that an interrupted call would let go of while the GPU reads.
-    fn device_call(&self, py: Python<'_>, inputs: Vec<DeviceRegion>, op: DeviceOp) -> PyResult<DeviceBatch> {
+    /// Encodes or decodes device regions into one new device allocation
+    /// ([`DeviceBatch`]), blocking or awaited ([`run_batch`]). Not
+    /// interruptible: the device memory it reads belongs to Python objects
+    /// that an interrupted call would let go of while the GPU reads (an
+    /// awaited call holds them, `keep_alive`, until its work ends).
+    fn device_call(
+        &self,
+        py: Python<'_>,
+        inputs: Vec<DeviceRegion>,
+        op: DeviceOp,
+        event_loop: Option<&Bound<'_, PyAny>>,
+        keep_alive: Option<Py<PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         let engine = self.cuda()?.clone();
+        let device = engine.device();
         let algorithm = *self.codec.algorithm();
         let options = self.codec.device_decode_options();
-        // SAFETY: the Python side passes pointers of live device arrays of
-        // this device, which it keeps referenced for the call.
-        let batch = py
-            .detach(|| unsafe {
+        let work = move || {
+            // SAFETY: the Python side passes pointers of live device arrays
+            // of this device, which it keeps referenced for a blocking call
+            // and hands to an awaited one as `keep_alive`.
+            let batch = unsafe {
                 match op {
                     DeviceOp::Encode => engine.encode_device(&algorithm, &inputs),
                     DeviceOp::Decode => engine.decode_device(&algorithm, &inputs, options),
                 }
-            })
-            .map_err(engine_error)?;
-        Ok(DeviceBatch::new(batch, engine.device()))
+            };
+            drop(keep_alive);
+            batch
+        };
+        run_batch(py, event_loop, true, work, move |py, batch| {
+            Ok(Py::new(py, DeviceBatch::new(batch.map_err(engine_error)?, device))?.into_any())
+        })
     }
 }

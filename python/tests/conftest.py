@@ -179,9 +179,9 @@ def paths(monkeypatch):
     decode, encode = _engine_batch.engine_decode, _engine_batch.engine_encode
     read_with_reader = NvcompCodecPipeline._read_with_reader
 
-    def counting_decode(chain, stored, keys, on_device, sizes):
+    async def counting_decode(chain, stored, keys, on_device, sizes):
         calls.append(("engine", len(stored)))
-        return decode(chain, stored, keys, on_device, sizes)
+        return await decode(chain, stored, keys, on_device, sizes)
 
     async def recording_reader(self, request, out, codec):
         done = await read_with_reader(self, request, out, codec)
@@ -189,9 +189,9 @@ def paths(monkeypatch):
             calls.append(("reader", request.selection))
         return done
 
-    def counting_encode(chain, chunks):
+    async def counting_encode(chain, chunks):
         calls.append(("encode", len(chunks)))
-        return encode(chain, chunks)
+        return await encode(chain, chunks)
 
     monkeypatch.setattr(_engine_batch, "engine_decode", counting_decode)
     monkeypatch.setattr(_engine_batch, "engine_encode", counting_encode)

@@ -208,8 +208,10 @@ def test_batch_ranges_read_from_one_buffer_match_the_ranges(algorithm):
     list of tuples) does, for encoded results (alignment gaps) and decoded ones."""
     cp, codec = cuda_codec(algorithm)
     regions = _buffers.device_regions([cp.asarray(c) for c in chunks()], "input")[0]
-    encoded = codec._engine.encode_device(regions)
-    decoded = codec._engine.decode_device(_buffers.device_regions(encoded.arrays(), "input")[0])
+    encoded = codec._engine.device_batch(regions, True)
+    decoded = codec._engine.device_batch(
+        _buffers.device_regions(encoded.arrays(), "input")[0], False
+    )
     for batch in (encoded, decoded):
         ranges = _buffers.batch_ranges(batch)
         assert ranges.dtype == np.uint64 and ranges.shape == (len(batch), 2)

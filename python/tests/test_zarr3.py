@@ -77,17 +77,17 @@ def test_missing_chunks(algorithm):
 
 def test_one_engine_call_per_batch(monkeypatch):
     calls = []
-    orig = zarrs_nvcomp.NvCompBatchCodec.decode_batch
+    orig = zarrs_nvcomp.NvCompBatchCodec.decode_batch_async
 
-    def spy(self, bufs, out=None):
+    async def spy(self, bufs):
         bufs = list(bufs)
         calls.append(len(bufs))
-        return orig(self, bufs, out)
+        return await orig(self, bufs)
 
     store = zarr.storage.MemoryStore()
     data = make_data("float32", (32, 32))
     zarr.create_array(store, data=data, chunks=(8, 8), compressors=NvCompBatchZarrCodec())
-    monkeypatch.setattr(zarrs_nvcomp.NvCompBatchCodec, "decode_batch", spy)
+    monkeypatch.setattr(zarrs_nvcomp.NvCompBatchCodec, "decode_batch_async", spy)
     with zarrs_nvcomp.set_zarr_batch_size():
         np.testing.assert_array_equal(zarr.open_array(store)[:], data)
     assert calls == [16]
@@ -176,7 +176,7 @@ def test_gpu_chunks_stay_on_device(monkeypatch):
         store = zarr.storage.MemoryStore()
         codec = NvCompBatchZarrCodec(algorithm="lz4", device="cuda")
         zarr.create_array(store, data=cp.asarray(data), chunks=(16, 16), compressors=codec)
-        monkeypatch.setattr(zarrs_nvcomp.NvCompBatchCodec, "decode_batch", spy)
+        monkeypatch.setattr(zarrs_nvcomp.NvCompBatchCodec, "decode_batch_async", spy)
         with zarrs_nvcomp.set_zarr_batch_size():
             got = zarr.open_array(store)[:]
     assert seen and all(t is cp.ndarray for t in seen), seen

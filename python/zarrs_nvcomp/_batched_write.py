@@ -37,8 +37,7 @@ async def write_batched(
     fetched = await asyncio.gather(
         *(items[i][0].get(prototype=cpu.buffer_prototype) for i in partial)
     )
-    encoded = await asyncio.to_thread(
-        _merge_and_encode,
+    encoded = await _merge_and_encode(
         chain,
         dtype,
         items,
@@ -58,7 +57,7 @@ async def write_batched(
     await asyncio.gather(*(store(item[0], data) for item, data in zip(items, encoded, strict=True)))
 
 
-def _merge_and_encode(
+async def _merge_and_encode(
     chain: BatchedChain,
     dtype: np.dtype,
     items: list[Any],
@@ -70,7 +69,7 @@ def _merge_and_encode(
 ) -> list[bytes | None]:
     """Each chunk's new bytes, or None for a chunk to delete."""
     present = [(i, chunk) for i, chunk in zip(partial, fetched, strict=True) if chunk is not None]
-    decoded = decode_stored(
+    decoded = await decode_stored(
         chain,
         dtype,
         [specs[i] for i, _ in present],
@@ -93,7 +92,7 @@ def _merge_and_encode(
         else:
             chunks.append(np.asarray(merged.as_numpy_array(), dtype=dtype))
     kept = [i for i, chunk in enumerate(chunks) if chunk is not None]
-    encoded = encode_for_store(chain, [chunks[i] for i in kept])
+    encoded = await encode_for_store(chain, [chunks[i] for i in kept])
     result: list[bytes | None] = [None] * len(items)
     for i, data in zip(kept, encoded, strict=True):
         result[i] = data

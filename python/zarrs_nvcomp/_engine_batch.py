@@ -5,6 +5,7 @@ chunk's size, as the reader does."""
 
 from __future__ import annotations
 
+import asyncio
 import math
 from typing import Any
 
@@ -17,7 +18,7 @@ from zarrs_nvcomp._zarrs_nvcomp import decode_stored_into, encode_stored
 __all__ = ["chunk_key", "decode_stored", "encode_for_store", "engine_decode", "engine_encode"]
 
 
-def decode_stored(
+async def decode_stored(
     chain: BatchedChain,
     dtype: np.dtype,
     specs: list[Any],
@@ -33,16 +34,16 @@ def decode_stored(
     if not stored:
         return []
     sizes = [math.prod(spec.shape) * dtype.itemsize for spec in specs]
-    decoded = engine_decode(chain, [_host_bytes(c) for c in stored], keys, on_device, sizes)
+    decoded = await engine_decode(chain, [_host_bytes(c) for c in stored], keys, on_device, sizes)
     return [chain.chunk(data, dtype, spec.shape) for spec, data in zip(specs, decoded, strict=True)]
 
 
-def encode_for_store(chain: BatchedChain, chunks: list[np.ndarray]) -> list[bytes]:
+async def encode_for_store(chain: BatchedChain, chunks: list[np.ndarray]) -> list[bytes]:
     """Host chunks encoded in one call, in the chain's stored order, framed
     as stored."""
     if not chunks:
         return []
-    return engine_encode(chain, [chain.stored_bytes(c) for c in chunks])
+    return await engine_encode(chain, [chain.stored_bytes(c) for c in chunks])
 
 
 #: Alignment of each decoded chunk in the batch's allocation: any element
@@ -50,7 +51,7 @@ def encode_for_store(chain: BatchedChain, chunks: list[np.ndarray]) -> list[byte
 _ALIGN = 256
 
 
-def engine_decode(
+async def engine_decode(
     chain: BatchedChain,
     stored: list[np.ndarray],
     keys: list[str],
@@ -71,20 +72,20 @@ def engine_decode(
         out = cp.empty(end, dtype=cp.uint8)
         region = _buffers.device_region(out, what="out")
         device = f"cuda:{cp.cuda.Device().id}"
-        decode_stored_into(
-            chain.verdict, stored, names, offsets, sizes, device, device_out=(region.ptr, end)
-        )
+        target = {"device_out": (region.ptr, end), "keep_alive": out}
     else:
         out = np.empty(end, dtype=np.uint8)
-        decode_stored_into(chain.verdict, stored, names, offsets, sizes, "cpu", host_out=out)
+        device, target = "cpu", {"host_out": out}
+    loop = asyncio.get_running_loop()
+    await decode_stored_into(chain.verdict, stored, names, offsets, sizes, device, loop, **target)
     return [out[o : o + n] for o, n in zip(offsets, sizes, strict=True)]
 
 
-def engine_encode(chain: BatchedChain, chunks: list[np.ndarray]) -> list[bytes]:
+async def engine_encode(chain: BatchedChain, chunks: list[np.ndarray]) -> list[bytes]:
     """Encodes host ``chunks`` in one call on the CPU, in parallel, framed as
     stored (zarr hands the pipeline host values; the GPU pays off for large
     batches of device data only)."""
-    return encode_stored(chain.verdict, chunks)
+    return await encode_stored(chain.verdict, chunks, asyncio.get_running_loop())
 
 
 def chunk_key(getter: Any) -> str:

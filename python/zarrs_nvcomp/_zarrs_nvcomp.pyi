@@ -8,7 +8,7 @@ packed region plus item sizes (a buffer of native ``uint64``).
 
 import asyncio
 from collections.abc import Callable, Sequence
-from typing import Any, final
+from typing import Any, final, overload
 
 # collections.abc.Buffer is new in Python 3.12; the package supports 3.11.
 from typing_extensions import Buffer
@@ -234,6 +234,12 @@ class Engine:
     100 ms, so Ctrl-C raises ``KeyboardInterrupt`` within about that time (the
     interrupted batch ends in the background, its result dropped). Device
     calls are not interrupted: the GPU reads memory the caller owns.
+
+    Given an ``event_loop``, ``encode``, ``decode`` and ``device_batch``
+    return a future of that loop instead, resolved by the library's own task
+    (the work runs on a thread of the library, not Python's); cancelling it
+    drops the result (the batch ends in the background, holding its inputs
+    and ``keep_alive`` until then).
     """
 
     def __new__(
@@ -260,20 +266,45 @@ class Engine:
         """The CUDA device ordinal, or None on the CPU."""
     def config(self) -> dict[str, Any]:
         """The normalized configuration."""
-    def encode(self, inputs: Sequence[Buffer]) -> HostBatch:
+    @overload
+    def encode(self, inputs: Sequence[Buffer], event_loop: None = None) -> HostBatch:
         """Compresses host buffers."""
-    def decode(self, inputs: Sequence[Buffer]) -> HostBatch:
+    @overload
+    def encode(
+        self, inputs: Sequence[Buffer], event_loop: asyncio.AbstractEventLoop
+    ) -> asyncio.Future[HostBatch]: ...
+    @overload
+    def decode(self, inputs: Sequence[Buffer], event_loop: None = None) -> HostBatch:
         """Decompresses host buffers."""
+    @overload
+    def decode(
+        self, inputs: Sequence[Buffer], event_loop: asyncio.AbstractEventLoop
+    ) -> asyncio.Future[HostBatch]: ...
     def encode_packed(self, data: Buffer, sizes: Buffer) -> HostBatch:
         """Compresses the items of one packed host buffer, ``sizes`` (``uint64``) bytes each."""
     def decode_packed(self, data: Buffer, sizes: Buffer) -> HostBatch:
         """Decompresses the items of one packed host buffer."""
     def decode_into(self, inputs: Sequence[Buffer], outputs: Sequence[Buffer]) -> None:
         """Decompresses host buffers into as many writable, disjoint host buffers."""
-    def encode_device(self, inputs: DeviceRegions) -> DeviceBatch:
-        """Compresses device buffers."""
-    def decode_device(self, inputs: DeviceRegions) -> DeviceBatch:
-        """Decompresses device buffers."""
+    @overload
+    def device_batch(
+        self,
+        inputs: DeviceRegions,
+        encode: bool,
+        event_loop: None = None,
+        keep_alive: None = None,
+    ) -> DeviceBatch:
+        """Compresses (``encode``) or decompresses device buffers
+        (``keep_alive``: the owners of their memory, held by an awaited call
+        until its work ends)."""
+    @overload
+    def device_batch(
+        self,
+        inputs: DeviceRegions,
+        encode: bool,
+        event_loop: asyncio.AbstractEventLoop,
+        keep_alive: Any = None,
+    ) -> asyncio.Future[DeviceBatch]: ...
     def device_packed(self, ptr: int, len: int, sizes: Buffer, encode: bool) -> DeviceBatch:
         """Compresses (``encode``) or decompresses the items of one packed
         device region, ``sizes`` (``uint64``) bytes each."""
@@ -287,17 +318,24 @@ def decode_stored_into(
     offsets: Sequence[int],
     sizes: Sequence[int],
     device: str,
+    event_loop: asyncio.AbstractEventLoop,
     host_out: Buffer | None = None,
     device_out: tuple[int, int] | None = None,
-) -> None:
+    keep_alive: Any = None,
+) -> asyncio.Future[None]:
     """Decodes stored chunks of ``chain`` (framing and checksums included) in
     one batch as the reader does, chunk ``i`` into bytes
-    ``offsets[i]:offsets[i] + sizes[i]`` of ``host_out`` or ``device_out``;
-    errors name chunk ``i`` by ``keys[i]``."""
+    ``offsets[i]:offsets[i] + sizes[i]`` of ``host_out`` or ``device_out``
+    (whose memory ``keep_alive`` owns); errors name chunk ``i`` by
+    ``keys[i]``. A future of ``event_loop``, resolved by the library's own
+    task."""
 
-def encode_stored(chain: StoredChain, inputs: Sequence[Buffer]) -> list[bytes]:
+def encode_stored(
+    chain: StoredChain, inputs: Sequence[Buffer], event_loop: asyncio.AbstractEventLoop
+) -> asyncio.Future[list[bytes]]:
     """Encodes chunks of ``chain`` (each in its stored order) in one batch on
-    the CPU, each framed as stored."""
+    the CPU, each framed as stored; a future of ``event_loop``, resolved by
+    the library's own task."""
 
 @final
 class ReaderArray:

@@ -11,12 +11,11 @@ from numcodecs.abc import Codec
 
 from zarrs_nvcomp import _buffers, _device_choice
 from zarrs_nvcomp._args import checked_bool, checked_int, checked_mapping, checked_optional_str
-from zarrs_nvcomp._batch_indices import batch_indices
+from zarrs_nvcomp._decode_into import decode_into, decode_into_one
+from zarrs_nvcomp._engine_call import EngineCall
 from zarrs_nvcomp._zarrs_nvcomp import (
     Engine,
     InvalidArgumentError,
-    check_disjoint,
-    device_regions_at,
     has_cpu_implementation,
     normalize_config,
 )
@@ -230,22 +229,34 @@ class NvCompBatchCodec(Codec):
     def encode_batch(self, bufs: Sequence[Any], *, stream: Any = None) -> list[Any]:
         """Compresses every buffer of ``bufs`` in one engine call (``stream``:
         see the class documentation)."""
-        bufs = list(bufs)
+        return self._encode_call(list(bufs), stream).run()
+
+    async def encode_batch_async(self, bufs: Sequence[Any], *, stream: Any = None) -> list[Any]:
+        """`encode_batch`, awaited: the engine works on the library's own
+        threads, not on a Python thread, while the event loop goes on.
+        Cancelling the awaiting task drops the result; the batch ends in the
+        background, holding its inputs until then."""
+        return await self._encode_call(list(bufs), stream).run_async()
+
+    def _encode_call(self, bufs: list[Any], stream: Any) -> EngineCall:
+        """The call that encodes ``bufs``."""
         handle = self._stream(stream)
         if not bufs:
-            return []
+            return EngineCall.done([])
         on_device = _buffers.classify(bufs, "inputs")
         self._check_buffer_sizes(bufs, on_device)
         if on_device:
             self.last_backend = self._engine.backend
             if self._engine.device_ordinal is None:
                 host = [_buffers.to_host(b) for b in bufs]
-                return _buffers.to_device(self._engine.encode(host).to_bytes_list())
-            regions, _alive = _buffers.device_regions(bufs, "input", handle)
-            return self._device_outputs(self._engine.encode_device(regions))
+                return EngineCall(self._engine.encode, (host,), _device_bytes_list)
+            regions, alive = _buffers.device_regions(bufs, "input", handle)
+            return EngineCall(
+                self._engine.device_batch, (regions, True), self._device_outputs, alive
+            )
         views = [_buffers.host_view(b, what=f"input {i}") for i, b in enumerate(bufs)]
         engine = self._host_engine(len(views), sum(v.nbytes for v in views), _device_choice.ENCODE)
-        return engine.encode(views).to_bytes_list()
+        return EngineCall(engine.encode, (views,), _bytes_list)
 
     def decode_batch(
         self,
@@ -278,91 +289,42 @@ class NvCompBatchCodec(Codec):
         ``stream``: see the class documentation.
         """
         bufs = list(bufs)
-        handle = self._stream(stream)
         if offsets is not None:
-            return self._decode_into_one(bufs, out, offsets, handle)
-        if out is not None:
-            out = list(out)
-            if len(out) != len(bufs):
-                raise InvalidArgumentError(
-                    f"batch of {len(bufs)} inputs given {len(out)} output buffers"
-                )
-            if any(o is None for o in out):
-                return self._decode_some_into(bufs, out, stream)
+            return decode_into_one(self, bufs, out, offsets, self._stream(stream))
+        if out is None:
+            return self._decode_call(bufs, stream).run()
+        return decode_into(self, bufs, list(out), stream)
+
+    async def decode_batch_async(self, bufs: Sequence[Any], *, stream: Any = None) -> list[Any]:
+        """`decode_batch` without ``out``, awaited (as `encode_batch_async`)."""
+        return await self._decode_call(list(bufs), stream).run_async()
+
+    def _decode_call(self, bufs: list[Any], stream: Any) -> EngineCall:
+        """The call that decodes ``bufs`` into new buffers."""
+        handle = self._stream(stream)
         if not bufs:
-            return []
+            return EngineCall.done([])
         on_device = _buffers.classify(bufs, "inputs")
         self._check_buffer_sizes(bufs, on_device)
-        if out is not None and _buffers.classify(out, "outputs") != on_device:
-            raise InvalidArgumentError(
-                "inputs and outputs must be on the same side (both host or both device)"
-            )
-        if on_device:
-            self.last_backend = self._engine.backend
-        if on_device and self._engine.device_ordinal is None:
-            return self._decode_device_on_cpu(bufs, out)
-        if on_device:
-            regions, _alive = _buffers.device_regions(bufs, "input", handle)
-            if out is None:
-                return self._device_outputs(self._engine.decode_device(regions))
-            out_regions, _out_alive = _buffers.device_regions(out, "output", handle)
-            self._engine.decode_device_into(regions, out_regions)
-            return out
-        if out is None:
-            return self._decode_host(bufs, None)
-        outs = [_buffers.host_view(o, writable=True, what=f"output {i}") for i, o in enumerate(out)]
-        self._decode_host(bufs, outs)
-        return out
+        if not on_device:
+            views, engine = self._host_decode_engine(bufs)
+            return EngineCall(engine.decode, (views,), _buffers.host_outputs)
+        self.last_backend = self._engine.backend
+        if self._engine.device_ordinal is None:
+            host = [_buffers.to_host(b) for b in bufs]
+            return EngineCall(self._engine.decode, (host,), _host_outputs_to_device)
+        regions, alive = _buffers.device_regions(bufs, "input", handle)
+        return EngineCall(self._engine.device_batch, (regions, False), self._device_outputs, alive)
 
-    def _decode_host(self, bufs: list[Any], outs: list[np.ndarray] | None) -> Any:
-        """Host buffers decoded on the engine ``device`` picks: into new
-        arrays, returned, or into the writable ``outs``."""
+    def _host_decode_engine(self, bufs: list[Any]) -> tuple[list[np.ndarray], Any]:
+        """Views of host buffers, and the engine ``device`` picks to decode them."""
         views = [_buffers.host_view(b, what=f"input {i}") for i, b in enumerate(bufs)]
         engine = self._host_engine(
             len(views),
             sum(v.nbytes for v in views),
             _device_choice.decode_thresholds(self.algorithm),
         )
-        if outs is None:
-            return _buffers.host_outputs(engine.decode(views))
-        engine.decode_into(views, outs)
-        return None
-
-    def _decode_into_one(self, bufs: list[Any], out: Any, offsets: Any, handle: int | None) -> Any:
-        """``decode_batch`` into one buffer ``out`` at ``offsets`` (see there)."""
-        if out is None or isinstance(out, list | tuple):
-            raise InvalidArgumentError(
-                "offsets= needs out= to be one buffer, not "
-                + ("None" if out is None else f"a {type(out).__name__}")
-            )
-        on_device = _buffers.is_device(out)
-        if bufs and _buffers.classify(bufs, "inputs") != on_device:
-            raise InvalidArgumentError(
-                "inputs and out must be on the same side (both host or both device)"
-            )
-        if on_device:
-            out_region, _out_alive = _buffers.device_regions([out], "out", handle)
-            ((ptr, nbytes),) = out_region.regions
-        else:
-            whole = _buffers.host_view(out, writable=True, what="out")
-            nbytes = whole.nbytes
-        ranges = _buffers.item_ranges(offsets, len(bufs), nbytes)
-        if not bufs:
-            return out
-        self._check_buffer_sizes(bufs, on_device)
-        if not on_device:
-            self._decode_host(bufs, [whole[a:b] for a, b in ranges.tolist()])
-            return out
-        self.last_backend = self._engine.backend
-        if self._engine.device_ordinal is None:
-            # Device data on the CPU backend: through host memory, into CuPy
-            # views of out's bytes.
-            flat = _buffers.device_bytes(ptr, nbytes, _out_alive[0])
-            self._decode_device_on_cpu(bufs, [flat[a:b] for a, b in ranges.tolist()])
-            return out
-        regions, _alive = _buffers.device_regions(bufs, "input", handle)
-        self._engine.decode_device_into(regions, device_regions_at(ptr, ranges))
-        return out
+        return views, engine
 
     # --- packed batches ---------------------------------------------------
 
@@ -420,20 +382,6 @@ class NvCompBatchCodec(Codec):
         ((ptr, nbytes),) = regions.regions
         return _buffers.packed_device(self._engine.device_packed(ptr, nbytes, items, encode))
 
-    def _decode_some_into(self, bufs: list[Any], out: list[Any], stream: Any) -> list[Any]:
-        """``decode_batch`` where some entries of ``out`` are ``None``: one call
-        for the buffers with an output, one for those without."""
-        result = list(out)
-        given = [i for i, o in enumerate(out) if o is not None]
-        fresh = [i for i, o in enumerate(out) if o is None]
-        with batch_indices(given):
-            self.decode_batch([bufs[i] for i in given], [out[i] for i in given], stream=stream)
-        with batch_indices(fresh):
-            decoded_fresh = self.decode_batch([bufs[i] for i in fresh], stream=stream)
-            for i, decoded in zip(fresh, decoded_fresh, strict=True):
-                result[i] = decoded
-        return result
-
     def _check_buffer_sizes(self, bufs: list[Any], on_device: bool) -> None:
         """numcodecs' ``max_buffer_size`` check."""
         limit = self.max_buffer_size
@@ -450,27 +398,18 @@ class NvCompBatchCodec(Codec):
                     f"max_buffer_size is {limit}"
                 )
 
-    def _decode_device_on_cpu(self, bufs: list[Any], out: list[Any] | None) -> list[Any]:
-        """Device inputs on the CPU backend: through host memory, results back on the device."""
-        if out is not None:
-            check_disjoint(
-                _buffers.device_regions(bufs, "input")[0],
-                _buffers.device_regions(out, "output")[0],
-            )
-        host = [_buffers.to_host(b) for b in bufs]
-        decoded = _buffers.host_outputs(self._engine.decode(host))
-        if out is None:
-            return _buffers.to_device(decoded)
-        cp = _buffers.cupy_module()
-        for i, (o, d) in enumerate(zip(out, decoded, strict=True)):
-            target = cp.asarray(o)
-            if target.nbytes != d.nbytes:
-                raise InvalidArgumentError(
-                    f"output buffer {i} holds {target.nbytes} bytes but buffer {i} "
-                    f"decodes to {d.nbytes} bytes"
-                )
-            target.reshape(-1).view(cp.uint8)[...] = cp.asarray(np.ascontiguousarray(d))
-        return out
+
+def _bytes_list(batch: Any) -> list[bytes]:
+    return batch.to_bytes_list()
+
+
+def _device_bytes_list(batch: Any) -> list[Any]:
+    """A host batch of device inputs on the CPU backend, back on the device."""
+    return _buffers.to_device(batch.to_bytes_list())
+
+
+def _host_outputs_to_device(batch: Any) -> list[Any]:
+    return _buffers.to_device(_buffers.host_outputs(batch))
 
 
 def _rebuild(

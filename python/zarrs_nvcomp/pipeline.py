@@ -229,7 +229,7 @@ class NvcompCodecPipeline(CodecPipeline):
         fetched = await asyncio.gather(
             *(getter.get(prototype=_fetch_prototype(getter, spec)) for getter, spec, *_ in items)
         )
-        await asyncio.to_thread(_decode_and_place, chain, dtype, items, fetched, target, drop_axes)
+        await _decode_and_place(chain, dtype, items, fetched, target, drop_axes)
         return get_results([chunk is not None for chunk in fetched])
 
     async def _read_with_reader(self, request: ReaderRequest, out: Any, codec: str) -> bool:
@@ -274,7 +274,7 @@ def _fetch_prototype(getter: Any, spec: Any) -> Any:
     return cpu.buffer_prototype if isinstance(getter, StorePath) else spec.prototype
 
 
-def _decode_and_place(
+async def _decode_and_place(
     chain: BatchedChain,
     dtype: np.dtype,
     items: list[ReadItem],
@@ -282,11 +282,11 @@ def _decode_and_place(
     out: Any,
     drop_axes: tuple[int, ...],
 ) -> None:
-    """Decodes the fetched chunks in one engine call and copies each one's
-    selection into ``out`` (NumPy or CuPy); missing chunks read as the fill
-    value."""
+    """Decodes the fetched chunks in one awaited engine call and copies each
+    one's selection into ``out`` (NumPy or CuPy); missing chunks read as the
+    fill value."""
     present = [i for i, chunk in enumerate(fetched) if chunk is not None]
-    decoded = decode_stored(
+    decoded = await decode_stored(
         chain,
         dtype,
         [items[i][1] for i in present],

@@ -16,7 +16,6 @@ Metadata::
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -128,21 +127,23 @@ class NvCompBatchZarrCodec(BytesBytesCodec):
     async def decode(
         self, chunks_and_specs: Iterable[tuple[Buffer | None, ArraySpec]]
     ) -> Iterable[Buffer | None]:
-        return await asyncio.to_thread(self._run, self._codec.decode_batch, chunks_and_specs)
+        items, present, arrays = _present(chunks_and_specs)
+        decoded = await self._codec.decode_batch_async(arrays) if arrays else []
+        return _as_buffers(items, present, decoded, keep_host=False)
 
     async def encode(
         self, chunks_and_specs: Iterable[tuple[Buffer | None, ArraySpec]]
     ) -> Iterable[Buffer | None]:
-        return await asyncio.to_thread(
-            self._run, self._encode_to_host, chunks_and_specs, keep_host=True
-        )
+        items, present, arrays = _present(chunks_and_specs)
+        encoded = self._to_host(await self._codec.encode_batch_async(arrays)) if arrays else []
+        return _as_buffers(items, present, encoded, keep_host=True)
 
-    def _encode_to_host(self, arrays: list[Any]) -> list[Any]:
-        """``encode_batch``, with device results brought to host memory in one
-        transfer (pinned, from CuPy's pool). zarr's stores write host bytes:
-        given device buffers they copied each encoded chunk on its own, a
+    @staticmethod
+    def _to_host(results: list[Any]) -> list[Any]:
+        """Encoded device results brought to host memory in one transfer
+        (pinned, from CuPy's pool). zarr's stores write host bytes: given
+        device buffers they copied each encoded chunk on its own, a
         synchronous pageable copy per chunk."""
-        results = self._codec.encode_batch(arrays)
         cp = cupy_module()
         if cp is None or not results or not isinstance(results[0], cp.ndarray):
             return results
@@ -162,26 +163,35 @@ class NvCompBatchZarrCodec(BytesBytesCodec):
     async def _encode_single(self, chunk_bytes: Buffer, chunk_spec: ArraySpec) -> Buffer | None:
         return next(iter(await self.encode([(chunk_bytes, chunk_spec)])))
 
-    @staticmethod
-    def _run(
-        batch_call: Any,
-        chunks_and_specs: Iterable[tuple[Buffer | None, ArraySpec]],
-        keep_host: bool = False,
-    ) -> list[Buffer | None]:
-        items = list(chunks_and_specs)
-        present = [i for i, (chunk, _) in enumerate(items) if chunk is not None]
-        results: list[Buffer | None] = [None] * len(items)
-        if not present:
-            return results
-        arrays = [items[i][0].as_array_like() for i in present]  # type: ignore[union-attr]
-        for i, result in zip(present, batch_call(arrays), strict=True):
-            buffer = items[i][1].prototype.buffer
-            if isinstance(result, bytes):
-                results[i] = buffer.from_bytes(result)
-            elif keep_host and isinstance(result, np.ndarray):
-                # Encoded chunks go to a store, which writes host bytes: a
-                # GPU prototype would copy them back to the device first.
-                results[i] = cpu.Buffer.from_array_like(result)
-            else:
-                results[i] = buffer.from_array_like(result)
-        return results
+
+def _present(
+    chunks_and_specs: Iterable[tuple[Buffer | None, ArraySpec]],
+) -> tuple[list[tuple[Buffer | None, ArraySpec]], list[int], list[Any]]:
+    """zarr's batch, the indices of its chunks that are present, and those
+    chunks as arrays."""
+    items = list(chunks_and_specs)
+    present = [i for i, (chunk, _) in enumerate(items) if chunk is not None]
+    return items, present, [items[i][0].as_array_like() for i in present]  # type: ignore[union-attr]
+
+
+def _as_buffers(
+    items: list[tuple[Buffer | None, ArraySpec]],
+    present: list[int],
+    results: list[Any],
+    *,
+    keep_host: bool,
+) -> list[Buffer | None]:
+    """The engine's ``results`` as zarr buffers of each chunk's prototype,
+    ``None`` for absent chunks."""
+    buffers: list[Buffer | None] = [None] * len(items)
+    for i, result in zip(present, results, strict=True):
+        buffer = items[i][1].prototype.buffer
+        if isinstance(result, bytes):
+            buffers[i] = buffer.from_bytes(result)
+        elif keep_host and isinstance(result, np.ndarray):
+            # Encoded chunks go to a store, which writes host bytes: a
+            # GPU prototype would copy them back to the device first.
+            buffers[i] = cpu.Buffer.from_array_like(result)
+        else:
+            buffers[i] = buffer.from_array_like(result)
+    return buffers

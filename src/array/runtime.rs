@@ -55,6 +55,46 @@ pub fn block_on_checked<T, E>(
     })
 }
 
+/// The per-process count of batches [`on_blocking_thread`] runs at once: as
+/// many as the CPU has cores (at least 2). Each batch is parallel within
+/// itself, so more would not finish sooner; and since a batch whose caller
+/// stopped waiting still runs to its end, holding its memory, the bound
+/// keeps such batches to a few.
+fn batch_permits() -> &'static tokio::sync::Semaphore {
+    static PERMITS: PerProcess<tokio::sync::Semaphore> = PerProcess::new();
+    PERMITS.get(|| {
+        let cores = std::thread::available_parallelism().map_or(1, std::num::NonZero::get);
+        tokio::sync::Semaphore::new(cores.max(2))
+    })
+}
+
+/// Runs the blocking `work` (a batch decode or encode) on a blocking thread
+/// of the runtime that polls this future, once fewer batches than the CPU
+/// has cores (at least 2) run so; `None` when `work` panicked. Dropped before
+/// `work` starts (its caller cancelled), `work` never runs; dropped after,
+/// `work` runs to its end and its result is dropped.
+pub async fn on_blocking_thread<T: Send + 'static>(work: impl FnOnce() -> T + Send + 'static) -> Option<T> {
+    let permit = batch_permits()
+        .acquire()
+        .await
+        .expect("the batch permits are never closed");
+    let mut task = AbortUnstarted(tokio::task::spawn_blocking(move || {
+        let _permit = permit;
+        work()
+    }));
+    (&mut task.0).await.ok()
+}
+
+/// A blocking task's handle that, dropped, keeps the task from starting if
+/// no thread has taken it up yet. A started one runs to its end.
+struct AbortUnstarted<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortUnstarted<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// A future of [`spawn_local`]'s making, as the runner's thread receives it.
 type LocalJob = Box<dyn FnOnce() -> std::pin::Pin<Box<dyn std::future::Future<Output = ()>>> + Send>;
 

@@ -129,7 +129,7 @@ pub use crate::array::chain::framing::Framing;
 pub use crate::array::device_array::DeviceArray;
 pub use crate::array::error::{BoxedSource, ReadError};
 pub use crate::array::geometry::limits::CPU_WAVE_BYTES_PER_THREAD;
-pub use crate::array::runtime::{block_on_checked, runtime, spawn_local, LocalTask};
+pub use crate::array::runtime::{block_on_checked, on_blocking_thread, runtime, spawn_local, LocalTask};
 pub use crate::array::store::credentials::MissingCredentials;
 pub use crate::array::store::metadata_document::{MetadataTooLarge, DEFAULT_MAX_METADATA_SIZE};
 pub use crate::array::store::object_storage::{ObjectStorage, ObjectTooLarge};
