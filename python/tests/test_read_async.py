@@ -199,31 +199,59 @@ def test_cancelling_an_awaited_read_stops_it(served):
     assert stalled() == 0
 
 
-def test_reads_cancelled_at_random_points_leave_no_memory_behind(tmp_path):
-    """100 reads of a 16 MiB array, each cancelled after a random wait:
-    the process's peak memory grows by at most a few reads' worth."""
-    data = write(tmp_path / "big.zarr", shape=(1024, 4096), chunks=(64, 1024), dtype="f4")
-    array = open_array(str(tmp_path / "big.zarr"))
+def cancelled_reads(array, data: np.ndarray, device: str) -> None:
+    """100 reads of ``array`` to ``device``, each cancelled after a random
+    wait; those that end first equal ``data``."""
 
     async def trials() -> None:
         rng = random.Random(7)
         for _ in range(100):
-            task = asyncio.create_task(array.read_async(device="cpu"))
+            task = asyncio.create_task(array.read_async(device=device))
             await asyncio.sleep(rng.uniform(0, 0.02))
             task.cancel()
             try:
                 got = await task
             except asyncio.CancelledError:
                 continue
-            np.testing.assert_array_equal(got, data)
+            np.testing.assert_array_equal(got if device == "cpu" else got.get(), data)
 
-    asyncio.run(trials())  # warm-up: the allocator's pools
-    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     asyncio.run(trials())
+
+
+def test_reads_cancelled_at_random_points_leave_no_memory_behind(tmp_path):
+    """100 reads of a 16 MiB array, each cancelled after a random wait:
+    the process's peak memory grows by at most a few reads' worth."""
+    data = write(tmp_path / "big.zarr", shape=(1024, 4096), chunks=(64, 1024), dtype="f4")
+    array = open_array(str(tmp_path / "big.zarr"))
+    cancelled_reads(array, data, "cpu")  # warm-up: the allocator's pools
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    cancelled_reads(array, data, "cpu")
     grown = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) * 1024
     assert grown < 4 * data.nbytes, f"peak memory grew {grown >> 20} MiB"
     # The reader still reads.
     np.testing.assert_array_equal(asyncio.run(array.read_async(device="cpu")), data)
+
+
+@pytest.mark.gpu
+def test_device_reads_cancelled_at_random_points_give_the_gpu_memory_back(tmp_path):
+    """The same on the GPU: after 100 cancelled reads into device memory,
+    the GPU's used memory is back where a first 100 left it."""
+    cp = pytest.importorskip("cupy", reason="CuPy is not installed")
+    data = write(tmp_path / "big.zarr", shape=(1024, 4096), chunks=(64, 1024), dtype="f4")
+    array = open_array(str(tmp_path / "big.zarr"))
+
+    def used() -> int:
+        cp.get_default_memory_pool().free_all_blocks()
+        cp.cuda.Device().synchronize()
+        free, total = cp.cuda.runtime.memGetInfo()
+        return total - free
+
+    cancelled_reads(array, data, "cuda")  # warm-up: the engine's buffers
+    baseline = used()
+    cancelled_reads(array, data, "cuda")
+    grown = used() - baseline
+    assert grown < data.nbytes, f"GPU memory in use grew {grown >> 20} MiB"
+    np.testing.assert_array_equal(asyncio.run(array.read_async(device="cuda")).get(), data)
 
 
 def test_the_package_exports_the_awaitable_reads():
