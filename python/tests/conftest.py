@@ -171,13 +171,15 @@ def paths(monkeypatch):
     """How the pipeline read and wrote: ``("reader", selection)`` for a call
     of the chunk-parallel reader, ``("engine", n)`` for an engine call
     decoding n chunks that zarr's store API fetched, ``("encode", n)`` for
-    one encoding n chunks."""
+    one encoding n chunks, ``("writer", n)`` for a write of n chunks by
+    the chunk-parallel writer."""
     from zarrs_nvcomp import _engine_batch
     from zarrs_nvcomp.pipeline import NvcompCodecPipeline
 
     calls: list[tuple[str, object]] = []
     decode, encode = _engine_batch.engine_decode, _engine_batch.engine_encode
     read_with_reader = NvcompCodecPipeline._read_with_reader
+    write_with_writer = NvcompCodecPipeline._write_with_writer
 
     async def counting_decode(chain, stored, keys, on_device, sizes):
         calls.append(("engine", len(stored)))
@@ -196,4 +198,12 @@ def paths(monkeypatch):
     monkeypatch.setattr(_engine_batch, "engine_decode", counting_decode)
     monkeypatch.setattr(_engine_batch, "engine_encode", counting_encode)
     monkeypatch.setattr(NvcompCodecPipeline, "_read_with_reader", recording_reader)
+
+    async def recording_writer(self, items, value, drop_axes):
+        done = await write_with_writer(self, items, value, drop_axes)
+        if done:
+            calls.append(("writer", len(items)))
+        return done
+
+    monkeypatch.setattr(NvcompCodecPipeline, "_write_with_writer", recording_writer)
     return calls

@@ -162,12 +162,12 @@ def test_roundtrip_gpu_buffers(algorithm, dtype, shape, chunks):
 def test_gpu_chunks_stay_on_device(monkeypatch):
     cp = cupy_or_skip()
     seen = []
-    orig = zarrs_nvcomp.NvCompBatchCodec.decode_batch
+    orig = zarrs_nvcomp.NvCompBatchCodec.decode_batch_async
 
-    def spy(self, bufs, out=None):
+    async def spy(self, bufs):
         bufs = list(bufs)
         seen.extend(type(b) for b in bufs)
-        result = orig(self, bufs, out)
+        result = await orig(self, bufs)
         seen.extend(type(r) for r in result)
         return result
 

@@ -199,7 +199,8 @@ class NvcompCodecPipeline(CodecPipeline):
         if dtype is None:
             await self.fallback.write(items, value, drop_axes)
             return
-        await write_batched(chain, dtype, items, value, drop_axes)
+        if not await self._write_with_writer(items, value.as_ndarray_like(), drop_axes):
+            await write_batched(chain, dtype, items, value, drop_axes)
 
     async def read(
         self,
@@ -231,6 +232,30 @@ class NvcompCodecPipeline(CodecPipeline):
         )
         await _decode_and_place(chain, dtype, items, fetched, target, drop_axes)
         return get_results([chunk is not None for chunk in fetched])
+
+    async def _write_with_writer(self, items: list[Any], value: Any, drop_axes: tuple) -> bool:
+        """Writes ``value`` (NumPy, or CuPy under ``enable_gpu()``) to the
+        chunks of ``items`` with one awaited write of the writer, which
+        merges partly covered chunks, encodes every chunk in one batch on the
+        value's side (the GPU for device values: no copy to the host) and
+        stores them concurrently, where the chunks lie in a store it opens
+        by URL and the selection is a box of unit-step ranges; False,
+        writing nothing, otherwise."""
+        if self.metadata is None or drop_axes:
+            return False
+        request = reader_request(items, self.metadata, value.shape)
+        if request is None or any(isinstance(s, slice) and s.step != 1 for s in request.selection):
+            return False
+        from zarrs_nvcomp import open_array_async
+
+        array = await open_for_pipeline(
+            request.url, request.options, self.metadata, open_array_async
+        )
+        if array is UNREADABLE or array.batched_algorithm is None:
+            return False
+        empty = bool(items[0][1].config.write_empty_chunks)
+        await array.write_async(value, request.selection, write_empty_chunks=empty)
+        return True
 
     async def _read_with_reader(self, request: ReaderRequest, out: Any, codec: str) -> bool:
         """Reads ``request`` with one awaited read of the reader into ``out``
