@@ -111,9 +111,10 @@ impl LocalTask {
 }
 
 /// Runs the future that `make` makes on this process's local runner: one
-/// thread of a current-thread runtime, whose tasks are the awaitable front
-/// ends' reads, each waiting on its store without a thread of its own
-/// (decoding runs on the blocking pool and rayon's, as in every read). The
+/// thread running a `LocalSet` on the shared [`runtime`], whose tasks are
+/// the awaitable front ends' reads, each waiting on its store without a
+/// thread of its own (decoding runs on the runtime's blocking pool and
+/// rayon's, as in every read, and its I/O on the runtime's workers). The
 /// reader's futures are not `Send` (the compiler cannot prove it of their
 /// stream combinators' borrowing closures), so they are made and polled on
 /// that one thread. A forked child gets a runner of its own.
@@ -140,16 +141,11 @@ fn local_runner() -> &'static tokio::sync::mpsc::UnboundedSender<LocalJob> {
     static RUNNER: PerProcess<tokio::sync::mpsc::UnboundedSender<LocalJob>> = PerProcess::new();
     RUNNER.get(|| {
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel::<LocalJob>();
-        let runtime = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .max_blocking_threads(blocking_threads())
-            .build()
-            .expect("cannot start the local runner's runtime");
         std::thread::Builder::new()
             .name("zarrs-nvcomp-local".into())
             .spawn(move || {
                 let tasks = tokio::task::LocalSet::new();
-                tasks.block_on(&runtime, async move {
+                tasks.block_on(runtime(), async move {
                     while let Some(job) = rx.recv().await {
                         tokio::task::spawn_local(job());
                     }
