@@ -69,10 +69,11 @@ where
 }
 
 /// A batch call of the engine, run as the caller asks: with `event_loop`,
-/// as an awaitable of that loop ([`awaitable`]) whose work runs on one of
-/// the local runner's blocking threads ([`on_blocking_thread`]: no Python
-/// thread waits for it; a cancelled call's work, if started, ends there, its
-/// result dropped, holding what it reads until then); without, on the caller's thread with the GIL released
+/// as an awaitable of that loop ([`awaitable`]) whose work runs on a
+/// blocking thread of the library's runtime ([`on_blocking_thread`]: no
+/// Python thread waits for it; a cancelled call's work, if started, ends
+/// there, its result dropped, holding what it reads until then); without,
+/// on the caller's thread with the GIL released
 /// ([`signals::run_checking_signals`], `inline` for small batches). Either
 /// way `finish` turns the work's result into the call's, with the GIL.
 pub(crate) fn run_batch<R, W, C>(

@@ -128,14 +128,14 @@ class NvCompBatchZarrCodec(BytesBytesCodec):
         self, chunks_and_specs: Iterable[tuple[Buffer | None, ArraySpec]]
     ) -> Iterable[Buffer | None]:
         items, present, arrays = _present(chunks_and_specs)
-        decoded = await self._codec.decode_batch_async(arrays) if arrays else []
+        decoded = await self._codec.decode_batch_async(arrays)
         return _as_buffers(items, present, decoded, keep_host=False)
 
     async def encode(
         self, chunks_and_specs: Iterable[tuple[Buffer | None, ArraySpec]]
     ) -> Iterable[Buffer | None]:
         items, present, arrays = _present(chunks_and_specs)
-        encoded = self._to_host(await self._codec.encode_batch_async(arrays)) if arrays else []
+        encoded = self._to_host(await self._codec.encode_batch_async(arrays))
         return _as_buffers(items, present, encoded, keep_host=True)
 
     @staticmethod
